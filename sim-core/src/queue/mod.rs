@@ -1,0 +1,88 @@
+//! Pending-event queues: the structure behind the scheduler.
+//!
+//! Every queue here pops events in ascending [`EventKey`] order, that is by
+//! time and, among equal times, by the sequence number the scheduler handed
+//! out when the event was scheduled (FIFO). Every queue cancels through an
+//! [`EventId`] in O(1) or O(log n), and a stale id (already fired or already
+//! cancelled) is a harmless no-op that returns `false`.
+//!
+//! Several structures are kept side by side because the right one was chosen
+//! by measurement (`sim-core/benches/README.md` has the figures):
+//!
+//! * [`LazyHeap`]: `std::collections::BinaryHeap` with lazy cancellation
+//!   (a cancelled entry stays as a tombstone until it surfaces) and
+//!   compaction once tombstones outnumber live entries, so memory stays
+//!   within twice the live events. **The scheduler's general queue.**
+//! * [`TimerLanes`]: one FIFO per fixed delay (an attempt timeout, a fixed
+//!   backoff). Events pushed `d` after a non-decreasing "now" arrive in key
+//!   order, so a lane is a `VecDeque` with O(1) push, pop and cancel.
+//!   Delays without a lane fall through to a [`LazyHeap`].
+//!   **The scheduler's timer path.**
+//! * [`IndexedHeap`]: a binary heap that tracks each entry's position and
+//!   removes cancelled entries at once (true removal).
+//! * [`PqQueue`]: the `priority-queue` crate's indexed priority queue.
+
+mod indexed;
+mod lanes;
+mod lazy;
+mod pq;
+mod slots;
+
+pub use indexed::IndexedHeap;
+pub use lanes::TimerLanes;
+pub use lazy::LazyHeap;
+pub use pq::PqQueue;
+
+use crate::time::{SimDuration, SimTime};
+
+/// The total order of events: by time, then by scheduling sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EventKey {
+    /// When the event fires.
+    pub time: SimTime,
+    /// Tie-breaker: the order in which events were scheduled.
+    pub seq: u64,
+}
+
+/// A handle to a scheduled event, used to cancel it.
+///
+/// Ids are never reused: the sequence number inside makes a stale id
+/// (fired or cancelled already) recognisable, even if its storage slot now
+/// holds another event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EventId {
+    pub(crate) slot: u32,
+    pub(crate) seq: u64,
+}
+
+impl EventId {
+    /// The sequence number of the event (its position in scheduling order).
+    pub fn seq(self) -> u64 {
+        self.seq
+    }
+}
+
+/// The interface the scheduler and the benchmarks drive every queue through.
+pub trait EventQueue<E> {
+    /// Adds `event` under `key`. `delay` is how far after the current time
+    /// the event was scheduled; structures that specialise in fixed delays
+    /// ([`TimerLanes`]) use it, the others ignore it.
+    fn push(&mut self, key: EventKey, delay: SimDuration, event: E) -> EventId;
+    /// Cancels a pending event; `false` if it already fired or was cancelled.
+    fn cancel(&mut self, id: EventId) -> bool;
+    /// Removes and returns the least pending event.
+    fn pop(&mut self) -> Option<(EventKey, E)>;
+    /// The key of the least pending event.
+    fn peek(&mut self) -> Option<EventKey>;
+    /// Number of live (not cancelled) pending events.
+    fn len(&self) -> usize;
+    /// True when no live event is pending.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Entries held in memory, tombstones included: what memory scales with.
+    fn stored(&self) -> usize;
+}
+
+#[cfg(test)]
+mod tests;

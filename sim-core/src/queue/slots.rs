@@ -1,0 +1,52 @@
+//! Liveness slots: which pending entries are still wanted.
+
+use super::EventId;
+
+const FREE: u64 = u64::MAX;
+
+/// A slab of slots, each holding the sequence number of the live event that
+/// owns it, or `FREE`. Slots are recycled through a free list, so the slab
+/// is as large as the most events ever pending at once, not the number ever
+/// scheduled.
+#[derive(Debug, Default)]
+pub(crate) struct Slots {
+    owner: Vec<u64>,
+    free: Vec<u32>,
+}
+
+impl Slots {
+    /// Takes a slot for the event with sequence `seq`.
+    pub(crate) fn take(&mut self, seq: u64) -> EventId {
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.owner[slot as usize] = seq;
+                slot
+            }
+            None => {
+                let slot =
+                    u32::try_from(self.owner.len()).expect("more than 4 billion pending events");
+                self.owner.push(seq);
+                slot
+            }
+        };
+        EventId { slot, seq }
+    }
+
+    /// True while the event behind `id` is pending and not cancelled.
+    #[inline]
+    pub(crate) fn is_live(&self, id: EventId) -> bool {
+        self.owner.get(id.slot as usize) == Some(&id.seq)
+    }
+
+    /// Frees the slot if `id` still owns it; `true` if it did.
+    #[inline]
+    pub(crate) fn release(&mut self, id: EventId) -> bool {
+        if self.is_live(id) {
+            self.owner[id.slot as usize] = FREE;
+            self.free.push(id.slot);
+            true
+        } else {
+            false
+        }
+    }
+}

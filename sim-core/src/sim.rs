@@ -1,0 +1,477 @@
+//! The simulation loop: a model (state plus an event handler) driven by a
+//! scheduler in `(time, seq)` order.
+//!
+//! The loop is deliberately small. Each step pops the least pending event,
+//! advances the clock to its time, hands it to [`Model::handle`], and (when
+//! enabled) runs [`Model::check_invariants`]. Everything a model does to the
+//! future goes through the [`Scheduler`] it is handed.
+
+use std::fmt;
+
+use crate::queue::{EventId, EventKey, EventQueue, TimerLanes};
+use crate::time::{SimDuration, SimTime};
+
+/// Why an event could not be scheduled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SchedulingError {
+    /// The requested time is earlier than the current time. The engine never
+    /// clamps: a model that asks for the past has a bug worth seeing.
+    InPast {
+        /// When the event was asked for.
+        requested: SimTime,
+        /// The clock at the time of asking.
+        now: SimTime,
+    },
+}
+
+impl fmt::Display for SchedulingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SchedulingError::InPast { requested, now } => {
+                write!(
+                    f,
+                    "cannot schedule an event at {requested}: the clock is already at {now}"
+                )
+            }
+        }
+    }
+}
+impl std::error::Error for SchedulingError {}
+
+/// The clock and the pending events, as a model sees them.
+///
+/// Ordering guarantee: events run in ascending time; events scheduled for
+/// the same time run in the order they were scheduled (FIFO), whichever
+/// method scheduled them and whether or not a fixed-delay lane holds them.
+pub struct Scheduler<E> {
+    now: SimTime,
+    next_seq: u64,
+    queue: TimerLanes<E>,
+}
+
+impl<E> Default for Scheduler<E> {
+    fn default() -> Self {
+        Scheduler {
+            now: SimTime::ZERO,
+            next_seq: 0,
+            queue: TimerLanes::new(),
+        }
+    }
+}
+
+impl<E> Scheduler<E> {
+    /// An empty scheduler at time zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The current simulated time.
+    #[inline]
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// Schedules `event` at `time`, which may equal but not precede `now`.
+    pub fn schedule_at(&mut self, time: SimTime, event: E) -> Result<EventId, SchedulingError> {
+        let delay = time
+            .checked_since(self.now)
+            .ok_or(SchedulingError::InPast {
+                requested: time,
+                now: self.now,
+            })?;
+        Ok(self.push(time, delay, event))
+    }
+
+    /// Schedules `event` `delay` from now. A delay that would overflow the
+    /// clock saturates at [`SimTime::MAX`], which no bounded run reaches.
+    #[inline]
+    pub fn schedule_in(&mut self, delay: SimDuration, event: E) -> EventId {
+        self.push(self.now.saturating_add(delay), delay, event)
+    }
+
+    /// Cancels a pending event. Returns `false`, harmlessly, if it already
+    /// ran or was already cancelled.
+    #[inline]
+    pub fn cancel(&mut self, id: EventId) -> bool {
+        self.queue.cancel(id)
+    }
+
+    /// Declares a delay that the model will use again and again (an attempt
+    /// timeout, a fixed backoff). Events scheduled with exactly this delay
+    /// go to a FIFO lane with O(1) scheduling and cancellation instead of
+    /// the heap. Purely a speed hint: the order of events is the same
+    /// either way. Returns `false` if the delay already has a lane or no
+    /// lane is left.
+    pub fn register_fixed_delay(&mut self, delay: SimDuration) -> bool {
+        self.queue.add_lane(delay)
+    }
+
+    /// Number of pending (not cancelled) events.
+    pub fn pending(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Entries held in memory, cancelled ones not yet swept included.
+    pub fn stored(&self) -> usize {
+        self.queue.stored()
+    }
+
+    /// Time of the next pending event.
+    pub fn peek_time(&mut self) -> Option<SimTime> {
+        self.queue.peek().map(|k| k.time)
+    }
+
+    #[inline]
+    fn push(&mut self, time: SimTime, delay: SimDuration, event: E) -> EventId {
+        let key = EventKey {
+            time,
+            seq: self.next_seq,
+        };
+        self.next_seq += 1;
+        self.queue.push(key, delay, event)
+    }
+
+    fn pop(&mut self) -> Option<E> {
+        let (key, event) = self.queue.pop()?;
+        debug_assert!(key.time >= self.now, "time went backwards");
+        self.now = key.time;
+        Some(event)
+    }
+}
+
+/// The world being simulated.
+pub trait Model {
+    /// Everything that can happen, named as facts (`AttemptTimedOut`).
+    type Event;
+
+    /// Reacts to one event at `sched.now()`.
+    fn handle(&mut self, event: Self::Event, sched: &mut Scheduler<Self::Event>);
+
+    /// Checks the model's invariants (conservation, bounds). Called after
+    /// every event when [`Limits::check_every_event`] is set, and once at
+    /// the end of every `run_*` call.
+    fn check_invariants(&self, _now: SimTime) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// The limits every run has. There is always a limit on events: a model
+/// that schedules forever stops with [`RunError::EventLimit`] instead of
+/// hanging.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The most events one simulation may process in total.
+    pub max_events: u64,
+    /// Run [`Model::check_invariants`] after every event (on by default in
+    /// debug builds; always once at the end of a run call).
+    pub check_every_event: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_events: 1_000_000_000,
+            check_every_event: cfg!(debug_assertions),
+        }
+    }
+}
+
+/// Why a run stopped early.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunError {
+    /// The run hit [`Limits::max_events`].
+    EventLimit {
+        /// The limit that was hit.
+        limit: u64,
+        /// The clock when it was hit.
+        now: SimTime,
+    },
+    /// [`Model::check_invariants`] failed.
+    InvariantViolated {
+        /// The clock when the check failed.
+        now: SimTime,
+        /// Events processed so far.
+        events: u64,
+        /// What the model reported.
+        message: String,
+    },
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::EventLimit { limit, now } => write!(
+                f,
+                "stopped at {now}: the limit of {limit} events (max_events) was reached"
+            ),
+            RunError::InvariantViolated {
+                now,
+                events,
+                message,
+            } => {
+                write!(
+                    f,
+                    "invariant violated at {now} after {events} events: {message}"
+                )
+            }
+        }
+    }
+}
+impl std::error::Error for RunError {}
+
+/// A model and its scheduler.
+pub struct Simulation<M: Model> {
+    model: M,
+    sched: Scheduler<M::Event>,
+    limits: Limits,
+    events: u64,
+}
+
+impl<M: Model> Simulation<M> {
+    /// A simulation of `model` at time zero with no pending events.
+    pub fn new(model: M, limits: Limits) -> Self {
+        Simulation {
+            model,
+            sched: Scheduler::new(),
+            limits,
+            events: 0,
+        }
+    }
+
+    /// The model.
+    pub fn model(&self) -> &M {
+        &self.model
+    }
+    /// The model, mutably (for setup between runs).
+    pub fn model_mut(&mut self) -> &mut M {
+        &mut self.model
+    }
+    /// Consumes the simulation, returning the model.
+    pub fn into_model(self) -> M {
+        self.model
+    }
+    /// The scheduler, for seeding the first events.
+    pub fn scheduler(&mut self) -> &mut Scheduler<M::Event> {
+        &mut self.sched
+    }
+    /// The model and the scheduler together (for setup code that needs
+    /// both, such as a model scheduling its own first events).
+    pub fn parts(&mut self) -> (&mut M, &mut Scheduler<M::Event>) {
+        (&mut self.model, &mut self.sched)
+    }
+    /// The current simulated time.
+    pub fn now(&self) -> SimTime {
+        self.sched.now
+    }
+    /// Events processed so far.
+    pub fn events_processed(&self) -> u64 {
+        self.events
+    }
+
+    fn check(&self) -> Result<(), RunError> {
+        self.model
+            .check_invariants(self.sched.now)
+            .map_err(|message| RunError::InvariantViolated {
+                now: self.sched.now,
+                events: self.events,
+                message,
+            })
+    }
+
+    /// Processes the next event, if any; `Ok(false)` when none is pending.
+    pub fn step(&mut self) -> Result<bool, RunError> {
+        if self.events >= self.limits.max_events {
+            return Err(RunError::EventLimit {
+                limit: self.limits.max_events,
+                now: self.sched.now,
+            });
+        }
+        let Some(event) = self.sched.pop() else {
+            return Ok(false);
+        };
+        self.events += 1;
+        self.model.handle(event, &mut self.sched);
+        if self.limits.check_every_event {
+            self.check()?;
+        }
+        Ok(true)
+    }
+
+    /// Runs every event at or before `end`, then sets the clock to `end`
+    /// (if it is not already later). Events after `end` stay pending, so a
+    /// later call continues where this one stopped.
+    pub fn run_until(&mut self, end: SimTime) -> Result<(), RunError> {
+        while self.sched.queue.peek().is_some_and(|k| k.time <= end) {
+            self.step()?;
+        }
+        self.sched.now = self.sched.now.max(end);
+        self.check()
+    }
+
+    /// Runs for `span` of simulated time from now.
+    pub fn run_for(&mut self, span: SimDuration) -> Result<(), RunError> {
+        self.run_until(self.sched.now.saturating_add(span))
+    }
+
+    /// Runs until no event is pending.
+    pub fn run_until_idle(&mut self) -> Result<(), RunError> {
+        while self.step()? {}
+        self.check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records the order events run in.
+    #[derive(Default)]
+    struct Recorder {
+        seen: Vec<(u64, &'static str)>,
+    }
+
+    impl Model for Recorder {
+        type Event = &'static str;
+        fn handle(&mut self, event: &'static str, sched: &mut Scheduler<&'static str>) {
+            self.seen.push((sched.now().as_nanos(), event));
+            if event == "spawn" {
+                // Same-time events scheduled while handling run after the
+                // ones already pending for that time.
+                sched.schedule_in(SimDuration::ZERO, "spawned-now");
+                sched.schedule_in(SimDuration::from_nanos(5), "spawned-later");
+            }
+        }
+    }
+
+    #[test]
+    fn equal_times_run_in_scheduling_order_across_heap_and_lanes() {
+        let mut sim = Simulation::new(Recorder::default(), Limits::default());
+        let s = sim.scheduler();
+        s.register_fixed_delay(SimDuration::from_nanos(10));
+        s.schedule_at(SimTime::from_nanos(10), "heap-first")
+            .unwrap();
+        s.schedule_in(SimDuration::from_nanos(10), "lane-second");
+        s.schedule_at(SimTime::from_nanos(10), "heap-third")
+            .unwrap();
+        s.schedule_at(SimTime::from_nanos(5), "spawn").unwrap();
+        s.schedule_at(SimTime::from_nanos(5), "after-spawn")
+            .unwrap();
+        sim.run_until_idle().unwrap();
+        let order: Vec<_> = sim.model().seen.iter().map(|(_, e)| *e).collect();
+        assert_eq!(
+            order,
+            [
+                "spawn",
+                "after-spawn",
+                "spawned-now",
+                "heap-first",
+                "lane-second",
+                "heap-third",
+                "spawned-later"
+            ]
+        );
+    }
+
+    #[test]
+    fn scheduling_in_the_past_is_a_typed_error() {
+        let mut sim = Simulation::new(Recorder::default(), Limits::default());
+        sim.run_until(SimTime::from_nanos(100)).unwrap();
+        let err = sim
+            .scheduler()
+            .schedule_at(SimTime::from_nanos(99), "late")
+            .unwrap_err();
+        assert_eq!(
+            err,
+            SchedulingError::InPast {
+                requested: SimTime::from_nanos(99),
+                now: SimTime::from_nanos(100)
+            }
+        );
+        assert!(
+            sim.scheduler()
+                .schedule_at(SimTime::from_nanos(100), "now")
+                .is_ok()
+        );
+    }
+
+    struct Forever;
+    impl Model for Forever {
+        type Event = ();
+        fn handle(&mut self, _: (), sched: &mut Scheduler<()>) {
+            sched.schedule_in(SimDuration::from_nanos(1), ());
+        }
+    }
+
+    #[test]
+    fn the_event_limit_stops_a_runaway_model_and_names_itself() {
+        let limits = Limits {
+            max_events: 1_000,
+            ..Limits::default()
+        };
+        let mut sim = Simulation::new(Forever, limits);
+        sim.scheduler().schedule_in(SimDuration::ZERO, ());
+        let err = sim.run_until_idle().unwrap_err();
+        assert_eq!(
+            err,
+            RunError::EventLimit {
+                limit: 1_000,
+                now: SimTime::from_nanos(999)
+            }
+        );
+        assert!(err.to_string().contains("max_events"));
+    }
+
+    struct Broken(u32);
+    impl Model for Broken {
+        type Event = ();
+        fn handle(&mut self, _: (), _: &mut Scheduler<()>) {
+            self.0 += 1;
+        }
+        fn check_invariants(&self, _: SimTime) -> Result<(), String> {
+            if self.0 > 2 {
+                Err(format!("count {} > 2", self.0))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    #[test]
+    fn an_invariant_violation_stops_the_run_with_time_and_message() {
+        let limits = Limits {
+            check_every_event: true,
+            ..Limits::default()
+        };
+        let mut sim = Simulation::new(Broken(0), limits);
+        for t in 1..=5 {
+            sim.scheduler()
+                .schedule_at(SimTime::from_nanos(t), ())
+                .unwrap();
+        }
+        let err = sim.run_until_idle().unwrap_err();
+        assert_eq!(
+            err,
+            RunError::InvariantViolated {
+                now: SimTime::from_nanos(3),
+                events: 3,
+                message: "count 3 > 2".into()
+            }
+        );
+    }
+
+    #[test]
+    fn run_until_leaves_later_events_pending_and_advances_the_clock() {
+        let mut sim = Simulation::new(Recorder::default(), Limits::default());
+        sim.scheduler()
+            .schedule_at(SimTime::from_nanos(50), "a")
+            .unwrap();
+        sim.scheduler()
+            .schedule_at(SimTime::from_nanos(150), "b")
+            .unwrap();
+        sim.run_until(SimTime::from_nanos(100)).unwrap();
+        assert_eq!(sim.now(), SimTime::from_nanos(100));
+        assert_eq!(sim.scheduler().pending(), 1);
+        sim.run_for(SimDuration::from_nanos(100)).unwrap();
+        assert_eq!(sim.model().seen, [(50, "a"), (150, "b")]);
+    }
+}
