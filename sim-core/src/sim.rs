@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::queue::{EventId, EventKey, EventQueue, TimerLanes};
+use crate::queue::{EventId, EventKey, EventQueue, LazyHeap};
 use crate::time::{SimDuration, SimTime};
 
 /// Why an event could not be scheduled.
@@ -42,11 +42,17 @@ impl std::error::Error for SchedulingError {}
 ///
 /// Ordering guarantee: events run in ascending time; events scheduled for
 /// the same time run in the order they were scheduled (FIFO), whichever
-/// method scheduled them and whether or not a fixed-delay lane holds them.
+/// method scheduled them.
+///
+/// Cancellation is O(1) and leaves a tombstone that is swept once
+/// tombstones outnumber live events, so memory stays within twice the
+/// pending events even when nearly every timer is cancelled (the queue
+/// behind it is [`LazyHeap`], chosen by measurement: see
+/// `sim-core/benches/README.md`).
 pub struct Scheduler<E> {
     now: SimTime,
     next_seq: u64,
-    queue: TimerLanes<E>,
+    queue: LazyHeap<E>,
 }
 
 impl<E> Default for Scheduler<E> {
@@ -54,7 +60,7 @@ impl<E> Default for Scheduler<E> {
         Scheduler {
             now: SimTime::ZERO,
             next_seq: 0,
-            queue: TimerLanes::new(),
+            queue: LazyHeap::new(),
         }
     }
 }
@@ -94,16 +100,6 @@ impl<E> Scheduler<E> {
     #[inline]
     pub fn cancel(&mut self, id: EventId) -> bool {
         self.queue.cancel(id)
-    }
-
-    /// Declares a delay that the model will use again and again (an attempt
-    /// timeout, a fixed backoff). Events scheduled with exactly this delay
-    /// go to a FIFO lane with O(1) scheduling and cancellation instead of
-    /// the heap. Purely a speed hint: the order of events is the same
-    /// either way. Returns `false` if the delay already has a lane or no
-    /// lane is left.
-    pub fn register_fixed_delay(&mut self, delay: SimDuration) -> bool {
-        self.queue.add_lane(delay)
     }
 
     /// Number of pending (not cancelled) events.
@@ -344,13 +340,12 @@ mod tests {
     }
 
     #[test]
-    fn equal_times_run_in_scheduling_order_across_heap_and_lanes() {
+    fn equal_times_run_in_scheduling_order() {
         let mut sim = Simulation::new(Recorder::default(), Limits::default());
         let s = sim.scheduler();
-        s.register_fixed_delay(SimDuration::from_nanos(10));
         s.schedule_at(SimTime::from_nanos(10), "heap-first")
             .unwrap();
-        s.schedule_in(SimDuration::from_nanos(10), "lane-second");
+        s.schedule_in(SimDuration::from_nanos(10), "relative-second");
         s.schedule_at(SimTime::from_nanos(10), "heap-third")
             .unwrap();
         s.schedule_at(SimTime::from_nanos(5), "spawn").unwrap();
@@ -365,7 +360,7 @@ mod tests {
                 "after-spawn",
                 "spawned-now",
                 "heap-first",
-                "lane-second",
+                "relative-second",
                 "heap-third",
                 "spawned-later"
             ]

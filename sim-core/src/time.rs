@@ -327,7 +327,7 @@ fn parse_scaled(number: &str, scale: u64) -> Result<u64, String> {
     let mut place = scale;
     for digit in frac_part.bytes() {
         let d = u64::from(digit - b'0');
-        if place % 10 != 0 {
+        if !place.is_multiple_of(10) {
             if d != 0 {
                 return Err("finer than one nanosecond".to_string());
             }
@@ -498,7 +498,7 @@ impl fmt::Display for TimeOfDay {
         );
         write!(f, "{h:02}:{m:02}:{s:02}")?;
         let ms = ns % NS_PER_S / NS_PER_MS;
-        if ns % NS_PER_S != 0 {
+        if !ns.is_multiple_of(NS_PER_S) {
             write!(f, ".{ms:03}")?;
         }
         Ok(())

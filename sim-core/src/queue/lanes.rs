@@ -121,6 +121,7 @@ impl<E> TimerLanes<E> {
 }
 
 impl<E> EventQueue<E> for TimerLanes<E> {
+    #[inline]
     fn push(&mut self, key: EventKey, delay: SimDuration, event: E) -> EventId {
         if self.lanes.is_empty() {
             return self.heap.push(key, delay, event);
@@ -141,6 +142,7 @@ impl<E> EventQueue<E> for TimerLanes<E> {
         }
     }
 
+    #[inline]
     fn cancel(&mut self, id: EventId) -> bool {
         if !self.slots.release(id) {
             return self.heap.cancel(id);
@@ -157,7 +159,11 @@ impl<E> EventQueue<E> for TimerLanes<E> {
         true
     }
 
+    #[inline]
     fn pop(&mut self) -> Option<(EventKey, E)> {
+        if self.live_in_lanes == 0 {
+            return self.heap.pop();
+        }
         match self.least()? {
             (_, Source::Heap) => self.heap.pop(),
             (_, Source::Lane(i)) => {
@@ -169,7 +175,11 @@ impl<E> EventQueue<E> for TimerLanes<E> {
         }
     }
 
+    #[inline]
     fn peek(&mut self) -> Option<EventKey> {
+        if self.live_in_lanes == 0 {
+            return self.heap.peek();
+        }
         self.least().map(|(k, _)| k)
     }
 

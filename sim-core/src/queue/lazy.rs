@@ -11,36 +11,53 @@ use crate::time::SimDuration;
 /// floor (so small queues never pay for a sweep).
 const COMPACT_FLOOR: usize = 1024;
 
-struct Entry<E> {
-    key: EventKey,
-    id: EventId,
-    event: E,
+/// What the heap orders: 24 bytes whatever the event type, so sifting
+/// moves little memory; the event itself waits in a slab.
+#[derive(Clone, Copy)]
+struct Entry {
+    time: u64,
+    seq: u64,
+    slot: u32,
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key
+impl Entry {
+    #[inline]
+    fn id(&self) -> EventId {
+        EventId {
+            slot: self.slot,
+            seq: self.seq,
+        }
     }
 }
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.time, self.seq) == (other.time, other.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<E> Ord for Entry<E> {
+impl Ord for Entry {
     /// Reversed: `BinaryHeap` is a max-heap and we want the least key first.
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        other.key.cmp(&self.key)
+        (other.time, other.seq).cmp(&(self.time, self.seq))
     }
 }
 
-/// A binary heap whose cancelled entries stay behind as tombstones until
-/// they surface or until a sweep: O(1) cancel, O(log n) push and pop, and
-/// at most `2 × live + 1024` entries in memory.
+/// A binary heap of small keys whose cancelled entries stay behind as
+/// tombstones until they surface or until a sweep: O(1) cancel, O(log n)
+/// push and pop, and at most `2 × live + 1024` entries in memory. Events
+/// live in a slab indexed by slot; slots are recycled, so the slab is as
+/// large as the most events ever pending at once.
 pub struct LazyHeap<E> {
-    heap: BinaryHeap<Entry<E>>,
+    heap: BinaryHeap<Entry>,
     slots: Slots,
+    events: Vec<Option<E>>,
     tombstones: usize,
 }
 
@@ -49,6 +66,7 @@ impl<E> Default for LazyHeap<E> {
         LazyHeap {
             heap: BinaryHeap::new(),
             slots: Slots::default(),
+            events: Vec::new(),
             tombstones: 0,
         }
     }
@@ -61,9 +79,10 @@ impl<E> LazyHeap<E> {
     }
 
     /// Drops tombstones from the top so that the top, if any, is live.
+    #[inline]
     fn settle(&mut self) {
         while let Some(top) = self.heap.peek() {
-            if self.slots.is_live(top.id) {
+            if self.slots.is_live(top.id()) {
                 return;
             }
             self.heap.pop();
@@ -75,16 +94,27 @@ impl<E> LazyHeap<E> {
         let live = self.heap.len() - self.tombstones;
         if self.tombstones > COMPACT_FLOOR && self.tombstones > live {
             let slots = &self.slots;
-            self.heap.retain(|e| slots.is_live(e.id));
+            self.heap.retain(|e| slots.is_live(e.id()));
             self.tombstones = 0;
         }
     }
 }
 
 impl<E> EventQueue<E> for LazyHeap<E> {
+    #[inline]
     fn push(&mut self, key: EventKey, _delay: SimDuration, event: E) -> EventId {
         let id = self.slots.take(key.seq);
-        self.heap.push(Entry { key, id, event });
+        let slot = id.slot as usize;
+        if slot == self.events.len() {
+            self.events.push(Some(event));
+        } else {
+            self.events[slot] = Some(event);
+        }
+        self.heap.push(Entry {
+            time: key.time.as_nanos(),
+            seq: key.seq,
+            slot: id.slot,
+        });
         id
     }
 
@@ -92,21 +122,32 @@ impl<E> EventQueue<E> for LazyHeap<E> {
         if !self.slots.release(id) {
             return false;
         }
+        self.events[id.slot as usize] = None;
         self.tombstones += 1;
         self.maybe_compact();
         true
     }
 
+    #[inline]
     fn pop(&mut self) -> Option<(EventKey, E)> {
         self.settle();
         let e = self.heap.pop()?;
-        self.slots.release(e.id);
-        Some((e.key, e.event))
+        self.slots.release(e.id());
+        let event = self.events[e.slot as usize].take()?;
+        let key = EventKey {
+            time: crate::time::SimTime::from_nanos(e.time),
+            seq: e.seq,
+        };
+        Some((key, event))
     }
 
+    #[inline]
     fn peek(&mut self) -> Option<EventKey> {
         self.settle();
-        self.heap.peek().map(|e| e.key)
+        self.heap.peek().map(|e| EventKey {
+            time: crate::time::SimTime::from_nanos(e.time),
+            seq: e.seq,
+        })
     }
 
     fn len(&self) -> usize {

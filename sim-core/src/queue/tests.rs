@@ -104,11 +104,10 @@ proptest! {
 fn storm_footprint<Q: EventQueue<u32>>(mut q: Q, requests: u64) -> (usize, usize) {
     let timeout = SimDuration::from_secs(30);
     let gap = SimDuration::from_micros(10); // 100k timers armed per second
-    let mut seq = 0;
     let mut now = SimTime::ZERO;
     let mut to_cancel = std::collections::VecDeque::new();
     let (mut max_stored, mut max_live) = (0, 0);
-    for i in 0..requests {
+    for seq in 0..requests {
         now += gap;
         // Fire everything due by now.
         while q.peek().is_some_and(|k| k.time <= now) {
@@ -122,8 +121,7 @@ fn storm_footprint<Q: EventQueue<u32>>(mut q: Q, requests: u64) -> (usize, usize
             timeout,
             0,
         );
-        seq += 1;
-        if i % 100 != 0 {
+        if seq % 100 != 0 {
             to_cancel.push_back(id);
         }
         // Responses arrive 1,000 requests (10 ms) later and cancel.

@@ -1,0 +1,282 @@
+//! Values per fixed-width bucket of simulated time.
+
+use super::Histogram;
+use crate::time::{SimDuration, SimTime};
+
+/// Fixed-width buckets of simulated time: bucket `i` covers
+/// `[i·width, (i+1)·width)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Buckets {
+    width: SimDuration,
+}
+
+impl Buckets {
+    /// Buckets of `width` (which must not be zero).
+    pub fn new(width: SimDuration) -> Self {
+        assert!(!width.is_zero(), "bucket width must be positive");
+        Buckets { width }
+    }
+    /// The bucket width.
+    pub fn width(&self) -> SimDuration {
+        self.width
+    }
+    /// The bucket holding `t`.
+    #[inline]
+    pub fn index(&self, t: SimTime) -> usize {
+        (t.as_nanos() / self.width.as_nanos()) as usize
+    }
+    /// The start of bucket `i`.
+    pub fn start(&self, i: usize) -> SimTime {
+        SimTime::from_nanos((i as u64).saturating_mul(self.width.as_nanos()))
+    }
+    /// Number of buckets needed to cover `[0, end)`.
+    pub fn count_until(&self, end: SimTime) -> usize {
+        end.as_nanos().div_ceil(self.width.as_nanos()) as usize
+    }
+}
+
+impl Default for Buckets {
+    /// One-second buckets.
+    fn default() -> Self {
+        Buckets::new(SimDuration::from_secs(1))
+    }
+}
+
+/// A count per bucket (arrivals, outcomes by reason, ...).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CounterSeries {
+    counts: Vec<u64>,
+}
+
+impl CounterSeries {
+    /// An empty series.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Adds `n` to bucket `i`.
+    #[inline]
+    pub fn add(&mut self, i: usize, n: u64) {
+        if self.counts.len() <= i {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += n;
+    }
+    /// The count of bucket `i` (zero if never touched).
+    pub fn get(&self, i: usize) -> u64 {
+        self.counts.get(i).copied().unwrap_or(0)
+    }
+    /// Sum over all buckets.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+    /// Number of buckets touched so far (highest index + 1).
+    pub fn len(&self) -> usize {
+        self.counts.len()
+    }
+    /// True if no bucket was touched.
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+}
+
+/// What a gauge did during one bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GaugeBucket {
+    /// Smallest value held during the bucket.
+    pub min: i64,
+    /// Largest value held during the bucket.
+    pub max: i64,
+    /// Time-weighted mean over the bucket.
+    pub mean: f64,
+    /// Value at the end of the bucket.
+    pub last: i64,
+}
+
+/// A level that changes at instants (pool in use, queue length), kept as
+/// min, max, time-weighted mean and last value per bucket.
+#[derive(Clone, Debug)]
+pub struct GaugeSeries {
+    buckets: Buckets,
+    value: i64,
+    since: SimTime,
+    /// Per bucket opened so far: min, max, integral of value·ns, last.
+    stats: Vec<GaugeAcc>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct GaugeAcc {
+    min: i64,
+    max: i64,
+    integral: i128,
+    last: i64,
+}
+
+impl GaugeAcc {
+    fn at(value: i64) -> Self {
+        GaugeAcc {
+            min: value,
+            max: value,
+            integral: 0,
+            last: value,
+        }
+    }
+}
+
+impl GaugeSeries {
+    /// A gauge at zero from time zero.
+    pub fn new(buckets: Buckets) -> Self {
+        GaugeSeries {
+            buckets,
+            value: 0,
+            since: SimTime::ZERO,
+            stats: vec![GaugeAcc::at(0)],
+        }
+    }
+
+    /// The current value.
+    pub fn value(&self) -> i64 {
+        self.value
+    }
+
+    /// Carries the current value forward to `t`, opening buckets as needed.
+    fn advance(&mut self, t: SimTime) {
+        let mut from = self.since;
+        while from < t {
+            let i = self.buckets.index(from);
+            let bucket_end = self.buckets.start(i + 1);
+            let to = t.min(bucket_end);
+            self.stats[i].integral += i128::from(self.value) * i128::from((to - from).as_nanos());
+            if to == bucket_end {
+                self.stats.push(GaugeAcc::at(self.value));
+            }
+            from = to;
+        }
+        self.since = self.since.max(t);
+    }
+
+    /// Sets the gauge to `value` at `t` (times must not go backwards).
+    pub fn set(&mut self, t: SimTime, value: i64) {
+        self.advance(t);
+        self.value = value;
+        let s = self.stats.last_mut().expect("the current bucket is open");
+        s.min = s.min.min(value);
+        s.max = s.max.max(value);
+        s.last = value;
+    }
+
+    /// Adds `delta` to the gauge at `t`.
+    pub fn add(&mut self, t: SimTime, delta: i64) {
+        self.set(t, self.value + delta);
+    }
+
+    /// The buckets covering `[0, end)`, with means over the part of each
+    /// bucket before `end`. Later calls may pass a later `end`.
+    pub fn finish(&mut self, end: SimTime) -> Vec<GaugeBucket> {
+        self.advance(end);
+        let n = self.buckets.count_until(end);
+        let width = self.buckets.width().as_nanos();
+        (0..n)
+            .map(|i| {
+                let s = self.stats[i];
+                let start = self.buckets.start(i).as_nanos();
+                let covered = (end.as_nanos() - start).clamp(1, width);
+                GaugeBucket {
+                    min: s.min,
+                    max: s.max,
+                    mean: s.integral as f64 / covered as f64,
+                    last: s.last,
+                }
+            })
+            .collect()
+    }
+}
+
+/// A histogram per bucket (latency per second, pool wait per second).
+#[derive(Clone, Debug, Default)]
+pub struct HistogramSeries {
+    hists: Vec<Histogram>,
+}
+
+impl HistogramSeries {
+    /// An empty series.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Records `v` in bucket `i`.
+    #[inline]
+    pub fn record(&mut self, i: usize, v: u64) {
+        if self.hists.len() <= i {
+            self.hists.resize_with(i + 1, Histogram::new);
+        }
+        self.hists[i].record(v);
+    }
+    /// The histogram of bucket `i`, if any value fell in it.
+    pub fn get(&self, i: usize) -> Option<&Histogram> {
+        self.hists.get(i).filter(|h| !h.is_empty())
+    }
+    /// All buckets merged.
+    pub fn total(&self) -> Histogram {
+        let mut all = Histogram::new();
+        for h in &self.hists {
+            all.merge(h);
+        }
+        all
+    }
+    /// Number of buckets touched so far.
+    pub fn len(&self) -> usize {
+        self.hists.len()
+    }
+    /// True if no bucket was touched.
+    pub fn is_empty(&self) -> bool {
+        self.hists.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: u64) -> SimTime {
+        SimTime::ZERO + SimDuration::from_millis(ms)
+    }
+
+    #[test]
+    fn gauge_keeps_time_weighted_mean_min_max_and_last_per_bucket() {
+        let mut g = GaugeSeries::new(Buckets::default());
+        g.set(t(250), 4); // 0 for 250 ms, then 4
+        g.set(t(750), 2); // 4 for 500 ms, then 2 across the boundary
+        g.add(t(2_500), 6); // 2 until 2.5 s, then 8
+        let b = g.finish(t(3_000));
+        assert_eq!(b.len(), 3);
+        assert_eq!((b[0].min, b[0].max, b[0].last), (0, 4, 2));
+        assert!((b[0].mean - (0.25 * 0.0 + 0.5 * 4.0 + 0.25 * 2.0)).abs() < 1e-9);
+        assert_eq!((b[1].min, b[1].max, b[1].last), (2, 2, 2));
+        assert!((b[1].mean - 2.0).abs() < 1e-9);
+        assert_eq!((b[2].min, b[2].max, b[2].last), (2, 8, 8));
+        assert!((b[2].mean - 5.0).abs() < 1e-9);
+        // A partial last bucket averages over the part that elapsed.
+        let b = g.finish(t(3_500));
+        assert_eq!(b.len(), 4);
+        assert!((b[3].mean - 8.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn counters_and_histograms_per_bucket() {
+        let buckets = Buckets::new(SimDuration::from_millis(100));
+        let mut c = CounterSeries::new();
+        let mut h = HistogramSeries::new();
+        for ms in [5, 50, 150, 399] {
+            c.add(buckets.index(t(ms)), 1);
+            h.record(buckets.index(t(ms)), ms);
+        }
+        assert_eq!(
+            (c.get(0), c.get(1), c.get(2), c.get(3), c.get(9)),
+            (2, 1, 0, 1, 0)
+        );
+        assert_eq!(c.total(), 4);
+        assert_eq!(h.get(0).map(|x| x.count()), Some(2));
+        assert!(h.get(2).is_none());
+        assert_eq!(h.total().count(), 4);
+        assert_eq!(buckets.count_until(t(401)), 5);
+    }
+}
