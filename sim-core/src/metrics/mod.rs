@@ -10,4 +10,4 @@ mod histogram;
 mod series;
 
 pub use histogram::Histogram;
-pub use series::{Buckets, CounterSeries, GaugeBucket, GaugeSeries, HistogramSeries};
+pub use series::{Buckets, CounterSeries, Gauge, GaugeBucket, GaugeSeries, HistogramSeries};

@@ -92,34 +92,94 @@ pub struct GaugeBucket {
     pub last: i64,
 }
 
-/// A level that changes at instants (pool in use, queue length), kept as
-/// min, max, time-weighted mean and last value per bucket.
+/// A level that changes at instants (pool in use, queue length), summarised
+/// per bucket as min, max, time-weighted mean and last value. Only the open
+/// bucket is kept: [`Gauge::close`] hands it out and opens the next, so a
+/// gauge costs the same memory for a minute as for a day.
 #[derive(Clone, Debug)]
-pub struct GaugeSeries {
-    buckets: Buckets,
+pub struct Gauge {
     value: i64,
     since: SimTime,
-    /// Per bucket opened so far: min, max, integral of value·ns, last.
-    stats: Vec<GaugeAcc>,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct GaugeAcc {
+    bucket_start: SimTime,
     min: i64,
     max: i64,
     integral: i128,
-    last: i64,
 }
 
-impl GaugeAcc {
-    fn at(value: i64) -> Self {
-        GaugeAcc {
-            min: value,
-            max: value,
+impl Default for Gauge {
+    fn default() -> Self {
+        Gauge::new()
+    }
+}
+
+impl Gauge {
+    /// A gauge at zero, its first bucket opening at time zero.
+    pub fn new() -> Self {
+        Gauge {
+            value: 0,
+            since: SimTime::ZERO,
+            bucket_start: SimTime::ZERO,
+            min: 0,
+            max: 0,
             integral: 0,
-            last: value,
         }
     }
+
+    /// The current value.
+    #[inline]
+    pub fn value(&self) -> i64 {
+        self.value
+    }
+
+    /// Sets the gauge to `value` at `t` (times must not go backwards and
+    /// must not pass the end of the open bucket before it is closed).
+    #[inline]
+    pub fn set(&mut self, t: SimTime, value: i64) {
+        if t > self.since {
+            self.integral += i128::from(self.value) * i128::from((t - self.since).as_nanos());
+            self.since = t;
+        }
+        self.value = value;
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+    }
+
+    /// Adds `delta` at `t`.
+    #[inline]
+    pub fn add(&mut self, t: SimTime, delta: i64) {
+        self.set(t, self.value + delta);
+    }
+
+    /// Closes the open bucket at `end` and opens the next one at the
+    /// current value.
+    pub fn close(&mut self, end: SimTime) -> GaugeBucket {
+        if end > self.since {
+            self.integral += i128::from(self.value) * i128::from((end - self.since).as_nanos());
+            self.since = end;
+        }
+        let span = end.saturating_since(self.bucket_start).as_nanos().max(1);
+        let out = GaugeBucket {
+            min: self.min,
+            max: self.max,
+            mean: self.integral as f64 / span as f64,
+            last: self.value,
+        };
+        self.bucket_start = end;
+        self.min = self.value;
+        self.max = self.value;
+        self.integral = 0;
+        out
+    }
+}
+
+/// A [`Gauge`] that keeps every closed bucket, for analyses that want the
+/// whole series in memory.
+#[derive(Clone, Debug)]
+pub struct GaugeSeries {
+    buckets: Buckets,
+    open: Gauge,
+    open_index: usize,
+    closed: Vec<GaugeBucket>,
 }
 
 impl GaugeSeries {
@@ -127,67 +187,46 @@ impl GaugeSeries {
     pub fn new(buckets: Buckets) -> Self {
         GaugeSeries {
             buckets,
-            value: 0,
-            since: SimTime::ZERO,
-            stats: vec![GaugeAcc::at(0)],
+            open: Gauge::new(),
+            open_index: 0,
+            closed: Vec::new(),
         }
     }
 
     /// The current value.
     pub fn value(&self) -> i64 {
-        self.value
+        self.open.value()
     }
 
-    /// Carries the current value forward to `t`, opening buckets as needed.
+    /// Closes every bucket that ends at or before `t`.
     fn advance(&mut self, t: SimTime) {
-        let mut from = self.since;
-        while from < t {
-            let i = self.buckets.index(from);
-            let bucket_end = self.buckets.start(i + 1);
-            let to = t.min(bucket_end);
-            self.stats[i].integral += i128::from(self.value) * i128::from((to - from).as_nanos());
-            if to == bucket_end {
-                self.stats.push(GaugeAcc::at(self.value));
-            }
-            from = to;
+        while self.buckets.start(self.open_index + 1) <= t {
+            self.open_index += 1;
+            let end = self.buckets.start(self.open_index);
+            self.closed.push(self.open.close(end));
         }
-        self.since = self.since.max(t);
     }
 
     /// Sets the gauge to `value` at `t` (times must not go backwards).
     pub fn set(&mut self, t: SimTime, value: i64) {
         self.advance(t);
-        self.value = value;
-        let s = self.stats.last_mut().expect("the current bucket is open");
-        s.min = s.min.min(value);
-        s.max = s.max.max(value);
-        s.last = value;
+        self.open.set(t, value);
     }
 
     /// Adds `delta` to the gauge at `t`.
     pub fn add(&mut self, t: SimTime, delta: i64) {
-        self.set(t, self.value + delta);
+        self.set(t, self.open.value() + delta);
     }
 
-    /// The buckets covering `[0, end)`, with means over the part of each
-    /// bucket before `end`. Later calls may pass a later `end`.
+    /// The buckets covering `[0, end)`, the last one averaged over the part
+    /// before `end`. Later calls may pass a later `end`.
     pub fn finish(&mut self, end: SimTime) -> Vec<GaugeBucket> {
         self.advance(end);
-        let n = self.buckets.count_until(end);
-        let width = self.buckets.width().as_nanos();
-        (0..n)
-            .map(|i| {
-                let s = self.stats[i];
-                let start = self.buckets.start(i).as_nanos();
-                let covered = (end.as_nanos() - start).clamp(1, width);
-                GaugeBucket {
-                    min: s.min,
-                    max: s.max,
-                    mean: s.integral as f64 / covered as f64,
-                    last: s.last,
-                }
-            })
-            .collect()
+        let mut out = self.closed.clone();
+        if self.buckets.start(self.open_index) < end {
+            out.push(self.open.clone().close(end));
+        }
+        out
     }
 }
 
