@@ -1,7 +1,38 @@
 //! # sim-models: the retry-storm world
 //!
-//! Clients, retry policies, pods with connection pools, a load balancer and
-//! an overload-sensitive upstream, built on `sim-core`.
+//! Users send requests through a gateway to pods behind a load balancer;
+//! each pod calls an overload-sensitive upstream through its own
+//! connection pool, with timeouts and retries; health checks restart
+//! saturated pods; an incident timeline changes the world at given times.
+//! Built on `sim-core`: one typed event enum ([`world::Event`]), one model
+//! ([`world::World`]), one entry point ([`world::run`]).
 //!
-//! Not built yet: this crate is an empty placeholder so the workspace has
-//! its final shape.
+//! Code map (one file per part of the world):
+//!
+//! | file | part |
+//! |---|---|
+//! | `config.rs` | what users write, defaults, validation with field paths |
+//! | `load.rs` | open- and closed-loop arrivals, background load, the user's side (deadline, patience, outcome) |
+//! | `lb.rs` | load balancer: round robin, random, least outstanding |
+//! | `pods.rs` | pods: workers, health probes, restarts |
+//! | `pool.rs` | connection pool: bounded, FIFO waiters, dial, idle timeout, leaks |
+//! | `client.rs` | the call to the upstream: attempts, timeouts, retries |
+//! | `upstream.rs` | the overload-sensitive upstream |
+//! | `timeline.rs`, `incidents.rs` | incident timeline: data, then effects |
+//! | `recorder.rs` | per-bucket rows (streamed) and run totals |
+//! | `request.rs`, `outcome.rs` | requests, attempts, how they end |
+//! | `world.rs` | the event enum, wiring, invariants, `run` |
+
+pub mod client;
+pub mod config;
+pub mod incidents;
+pub mod lb;
+pub mod load;
+pub mod outcome;
+pub mod pods;
+pub mod pool;
+pub mod recorder;
+pub mod request;
+pub mod timeline;
+pub mod upstream;
+pub mod world;

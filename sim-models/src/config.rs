@@ -1,0 +1,690 @@
+//! The world's configuration: what a user writes, with its defaults, and
+//! the checks that run before any event does.
+//!
+//! Every struct rejects unknown fields and fills omitted ones with the
+//! defaults documented on each field. [`WorldConfig::validate`] catches
+//! impossible values and combinations (negative rates, probabilities
+//! outside [0, 1], p99 below median, a per-attempt timeout longer than the
+//! total deadline) and names the field path of each problem.
+
+use serde::{Deserialize, Serialize};
+use sim_core::dist::{Dist, DistSpec};
+use sim_core::time::{SimDuration, TimeOfDay, WallClock};
+
+use crate::timeline::TimelineEntry;
+
+fn secs(s: u64) -> SimDuration {
+    SimDuration::from_secs(s)
+}
+fn millis(ms: u64) -> SimDuration {
+    SimDuration::from_millis(ms)
+}
+
+/// A complete world: clock, load, service, network, upstream, client
+/// policy and incident timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorldConfig {
+    /// Simulated time span and labels.
+    pub clock: ClockConfig,
+    /// Master seed: every random stream derives from it.
+    pub seed: u64,
+    /// Who sends requests and how often.
+    pub load: LoadConfig,
+    /// The user-facing edge.
+    pub gateway: GatewayConfig,
+    /// The pods, their workers, pools and health checks.
+    pub service: ServiceConfig,
+    /// Delays between tiers and connection failures.
+    pub network: NetworkConfig,
+    /// The overload-sensitive dependency.
+    pub upstream: UpstreamConfig,
+    /// How pods call the upstream: timeouts and retries.
+    pub client: ClientConfig,
+    /// Incident actions at given times.
+    pub timeline: Vec<TimelineEntry>,
+    /// Safety limits.
+    pub limits: WorldLimits,
+}
+
+impl Default for WorldConfig {
+    fn default() -> Self {
+        WorldConfig {
+            clock: ClockConfig::default(),
+            seed: 1,
+            load: LoadConfig::default(),
+            gateway: GatewayConfig::default(),
+            service: ServiceConfig::default(),
+            network: NetworkConfig::default(),
+            upstream: UpstreamConfig::default(),
+            client: ClientConfig::default(),
+            timeline: Vec::new(),
+            limits: WorldLimits::default(),
+        }
+    }
+}
+
+/// Simulated time span and labels.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClockConfig {
+    /// Wall-clock label of time zero (default `00:00:00`).
+    pub start: TimeOfDay,
+    /// How long to simulate (default `60s`).
+    pub duration: SimDuration,
+    /// Width of a metrics bucket (default `1s`).
+    pub bucket: SimDuration,
+}
+
+impl Default for ClockConfig {
+    fn default() -> Self {
+        ClockConfig {
+            start: "00:00:00".parse().expect("valid label"),
+            duration: secs(60),
+            bucket: secs(1),
+        }
+    }
+}
+
+impl ClockConfig {
+    /// The wall clock of this run.
+    pub fn wall_clock(&self) -> WallClock {
+        WallClock::new(self.start)
+    }
+}
+
+/// How arrivals are spaced in the open-loop load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArrivalProcess {
+    /// Exponential gaps (independent users).
+    Poisson,
+    /// Evenly spaced, `1/rate` apart.
+    Constant,
+}
+
+/// Who sends requests.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoadConfig {
+    /// Open-loop arrivals per second (default 100); the timeline can step
+    /// or ramp it (`load.rate`). Zero with `closed_loop` for a pure
+    /// closed-loop load.
+    pub rate: f64,
+    /// Spacing of open-loop arrivals (default `poisson`).
+    pub arrivals: ArrivalProcess,
+    /// Optional closed-loop users on top of the open-loop rate.
+    pub closed_loop: Option<ClosedLoopConfig>,
+    /// Optional user patience: a user gives up after a draw from this
+    /// distribution (outcome `abandoned`); the request keeps consuming
+    /// resources downstream, as in life.
+    pub patience: Option<DistSpec>,
+}
+
+impl Default for LoadConfig {
+    fn default() -> Self {
+        LoadConfig {
+            rate: 100.0,
+            arrivals: ArrivalProcess::Poisson,
+            closed_loop: None,
+            patience: None,
+        }
+    }
+}
+
+/// Users who each wait for their answer, think, and ask again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClosedLoopConfig {
+    /// Number of users.
+    pub users: u32,
+    /// Think time between an answer and the next request.
+    pub think: DistSpec,
+}
+
+/// The user-facing edge.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewayConfig {
+    /// End-to-end deadline: past it the user sees a timeout (outcome
+    /// `deadline_exceeded`), whatever the service is still doing
+    /// (default: none).
+    pub deadline: Option<SimDuration>,
+    /// Whether the deadline also cancels the work inside the service
+    /// (default false: the service finishes, as most do).
+    pub cancel_service_on_deadline: bool,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            deadline: None,
+            cancel_service_on_deadline: false,
+        }
+    }
+}
+
+/// How the load balancer picks a pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BalancerKind {
+    /// Each healthy pod in turn.
+    RoundRobin,
+    /// A uniformly random healthy pod.
+    Random,
+    /// The healthy pod with the fewest requests in progress (ties: lowest
+    /// index).
+    LeastOutstanding,
+}
+
+/// The pods.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServiceConfig {
+    /// Number of pods (default 8).
+    pub pods: u32,
+    /// Load-balancing rule (default `round_robin`).
+    pub balancer: BalancerKind,
+    /// Workers per pod; omitted means unbounded (a goroutine per request).
+    pub workers: Option<u32>,
+    /// Requests that may queue for a worker before the pod refuses more
+    /// (outcome `pod_overloaded`); only with `workers` (default 1000).
+    pub worker_queue: u32,
+    /// Each pod's connection pool to the upstream.
+    pub pool: PoolConfig,
+    /// Health checks and restarts (default: none).
+    pub health: Option<HealthConfig>,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        ServiceConfig {
+            pods: 8,
+            balancer: BalancerKind::RoundRobin,
+            workers: None,
+            worker_queue: 1000,
+            pool: PoolConfig::default(),
+            health: None,
+        }
+    }
+}
+
+/// A pod's connection pool to the upstream.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PoolConfig {
+    /// Most connections open at once, idle, in use and being dialled
+    /// (default 50).
+    pub max_connections: u32,
+    /// How long an attempt may wait for a connection before failing with
+    /// `pool_timeout`; omitted means it waits until its own timeout or
+    /// deadline, like Go's `MaxConnsPerHost` (default: none).
+    pub acquire_timeout: Option<SimDuration>,
+    /// Time to set up a new connection, TCP and TLS (default `constant: 5ms`).
+    pub connect_time: DistSpec,
+    /// An idle connection older than this is closed instead of reused
+    /// (default `90s`, Go's `IdleConnTimeout`).
+    pub idle_timeout: Option<SimDuration>,
+    /// Fraction of responses whose connection is never released (a leak, as
+    /// when a response body is not closed); leaked connections count
+    /// against `max_connections` until the pod restarts (default 0).
+    pub leak_fraction: f64,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            max_connections: 50,
+            acquire_timeout: None,
+            connect_time: DistSpec::Constant(millis(5)),
+            idle_timeout: Some(secs(90)),
+            leak_fraction: 0.0,
+        }
+    }
+}
+
+/// Liveness probes and restarts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HealthConfig {
+    /// Time between probes of a pod (default `10s`).
+    pub period: SimDuration,
+    /// A probe fails when the pod's oldest pool waiter, or its oldest
+    /// request queued for a worker, has waited longer than this: the pod
+    /// is saturated and cannot answer the probe in time (default `1s`).
+    pub timeout: SimDuration,
+    /// Consecutive failed probes before a restart (default 3).
+    pub failure_threshold: u32,
+    /// Time out of rotation while restarting (default `30s`).
+    pub restart_time: SimDuration,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        HealthConfig {
+            period: secs(10),
+            timeout: secs(1),
+            failure_threshold: 3,
+            restart_time: secs(30),
+        }
+    }
+}
+
+/// Delays between tiers, each way, and connection failures.
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetworkConfig {
+    /// Gateway to pod (default: none, instantaneous).
+    pub gateway_to_pod: Option<DistSpec>,
+    /// Pod back to gateway (default: none).
+    pub pod_to_gateway: Option<DistSpec>,
+    /// Pod to upstream (default: none).
+    pub pod_to_upstream: Option<DistSpec>,
+    /// Upstream back to pod (default: none).
+    pub upstream_to_pod: Option<DistSpec>,
+    /// Probability that dialling a new connection is refused (default 0).
+    pub connect_failure: f64,
+}
+
+/// What the upstream does with a request it cannot admit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverflowAction {
+    /// Answer 503 at once.
+    Reject,
+    /// Drop it silently: the caller only sees its own timeout.
+    Drop,
+}
+
+/// How service time grows with the number of requests in service.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum LoadLaw {
+    /// Service time does not depend on load.
+    None,
+    /// `sample + per_request × concurrency`: throughput saturates at
+    /// `1 / per_request`.
+    Linear {
+        /// Extra service time per request in service.
+        per_request: SimDuration,
+    },
+    /// Universal Scalability Law: `sample × (1 + σ(N−1) + κN(N−1))`.
+    /// With κ > 0 throughput peaks at `N* = sqrt((1−σ)/κ)` and then
+    /// *falls*: the retrograde region where overload feeds itself.
+    Usl {
+        /// Contention (serialisation) coefficient σ.
+        sigma: f64,
+        /// Coherency (crosstalk) coefficient κ.
+        kappa: f64,
+    },
+}
+
+/// Errors injected independently of load.
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ErrorMix {
+    /// Probability that a served request answers 500 (default 0).
+    pub http_500: f64,
+    /// Probability that a served request answers 503 (default 0).
+    pub http_503: f64,
+}
+
+/// A token-bucket rate limit answering 429.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitConfig {
+    /// Sustained requests per second admitted.
+    pub rps: f64,
+    /// Bucket size: requests admitted in a burst (default: one second's worth).
+    #[serde(default)]
+    pub burst: Option<u32>,
+    /// The `Retry-After` value sent with each 429 (default `1s`).
+    #[serde(default = "default_retry_after")]
+    pub retry_after: SimDuration,
+}
+
+fn default_retry_after() -> SimDuration {
+    secs(1)
+}
+
+/// The overload-sensitive dependency.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UpstreamConfig {
+    /// Requests served at once (default 1000).
+    pub capacity: u32,
+    /// Requests that may wait for a slot; beyond it `overflow` applies
+    /// (default 10000).
+    pub queue_limit: u32,
+    /// What happens past the queue limit (default `reject`: 503).
+    pub overflow: OverflowAction,
+    /// Service time at no load (default `log_normal: {median: 50ms, p99: 200ms}`).
+    pub latency: DistSpec,
+    /// Multiplier on sampled service time; the timeline's usual trigger
+    /// (`upstream.latency_scale`, default 1).
+    pub latency_scale: f64,
+    /// How service time grows with concurrency (default `none`).
+    pub load_law: LoadLaw,
+    /// Injected errors.
+    pub errors: ErrorMix,
+    /// Optional rate limit answering 429 with Retry-After.
+    pub rate_limit: Option<RateLimitConfig>,
+    /// Requests per second from other tenants, sharing capacity (default 0).
+    pub background_rps: f64,
+    /// Whether a caller giving up cancels the upstream's work on it
+    /// (default false: the upstream finishes abandoned work, counted as
+    /// wasted).
+    pub cancellation: bool,
+}
+
+impl Default for UpstreamConfig {
+    fn default() -> Self {
+        UpstreamConfig {
+            capacity: 1000,
+            queue_limit: 10_000,
+            overflow: OverflowAction::Reject,
+            latency: DistSpec::LogNormal {
+                median: Some(millis(50)),
+                p99: Some(millis(200)),
+                mu: None,
+                sigma: None,
+            },
+            latency_scale: 1.0,
+            load_law: LoadLaw::None,
+            errors: ErrorMix::default(),
+            rate_limit: None,
+            background_rps: 0.0,
+            cancellation: false,
+        }
+    }
+}
+
+/// Which attempt outcomes a retry follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryOn {
+    /// The attempt timed out.
+    Timeout,
+    /// The connection could not be set up.
+    ConnectFailure,
+    /// A 5xx answer.
+    ServerError,
+    /// A 429 answer.
+    RateLimited,
+    /// No pool connection within the acquire timeout.
+    PoolTimeout,
+}
+
+/// Retries of one call (fixed delay).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryConfig {
+    /// Retries after the first attempt (default 0).
+    pub max_retries: u32,
+    /// Wait before each retry (default `1s`).
+    pub delay: SimDuration,
+    /// Outcomes that are retried (default: all of them).
+    pub retry_on: Vec<RetryOn>,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            max_retries: 0,
+            delay: secs(1),
+            retry_on: vec![
+                RetryOn::Timeout,
+                RetryOn::ConnectFailure,
+                RetryOn::ServerError,
+                RetryOn::RateLimited,
+                RetryOn::PoolTimeout,
+            ],
+        }
+    }
+}
+
+/// When the per-attempt timeout starts counting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeoutStart {
+    /// When the attempt starts: pool wait and connect included (Go's
+    /// `http.Client.Timeout`).
+    AttemptStart,
+    /// When a connection is in hand (Apache HttpClient's socket timeout,
+    /// with the pool wait bounded separately by `acquire_timeout`).
+    ConnectionAcquired,
+}
+
+/// How a pod calls the upstream.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClientConfig {
+    /// Longest a new connection may take to set up (default `30s`).
+    pub connect_timeout: Option<SimDuration>,
+    /// Per-attempt timeout (default `30s`).
+    pub attempt_timeout: Option<SimDuration>,
+    /// When the per-attempt timeout starts (default `attempt_start`).
+    pub timeout_starts: TimeoutStart,
+    /// Deadline across all attempts of one call (default: none).
+    pub total_deadline: Option<SimDuration>,
+    /// Retries.
+    pub retry: RetryConfig,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            connect_timeout: Some(secs(30)),
+            attempt_timeout: Some(secs(30)),
+            timeout_starts: TimeoutStart::AttemptStart,
+            total_deadline: None,
+            retry: RetryConfig::default(),
+        }
+    }
+}
+
+/// Safety limits: a run that exceeds one stops with an error naming it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorldLimits {
+    /// Most events in one run (default 2·10^9).
+    pub max_events: u64,
+    /// Most requests in the system at once, users' and orphaned work
+    /// (default 10^7).
+    pub max_in_flight: u64,
+}
+
+impl Default for WorldLimits {
+    fn default() -> Self {
+        WorldLimits {
+            max_events: 2_000_000_000,
+            max_in_flight: 10_000_000,
+        }
+    }
+}
+
+/// One problem in a configuration: the field path and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Dotted path of the field, e.g. `upstream.errors.http_500`.
+    pub path: String,
+    /// What was found and what is allowed.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+impl std::error::Error for ConfigError {}
+
+/// Collects problems while walking a config.
+#[derive(Default)]
+pub(crate) struct Problems(pub(crate) Vec<ConfigError>);
+
+impl Problems {
+    pub(crate) fn add(&mut self, path: &str, message: impl Into<String>) {
+        self.0.push(ConfigError {
+            path: path.to_string(),
+            message: message.into(),
+        });
+    }
+    pub(crate) fn rate(&mut self, path: &str, v: f64) {
+        if !v.is_finite() || v < 0.0 {
+            self.add(
+                path,
+                format!("must be a non-negative rate per second, found {v}"),
+            );
+        }
+    }
+    pub(crate) fn probability(&mut self, path: &str, p: f64) {
+        if !(0.0..=1.0).contains(&p) {
+            self.add(
+                path,
+                format!("must be a probability between 0 and 1, found {p}"),
+            );
+        }
+    }
+    pub(crate) fn dist(&mut self, path: &str, spec: &DistSpec) -> Option<Dist> {
+        match Dist::new(spec) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                self.add(&format!("{path}.{}", e.field), e.message);
+                None
+            }
+        }
+    }
+    pub(crate) fn positive(&mut self, path: &str, d: SimDuration) {
+        if d.is_zero() {
+            self.add(path, "must be longer than 0s");
+        }
+    }
+}
+
+impl WorldConfig {
+    /// Checks every field and combination; returns every problem found.
+    pub fn validate(&self) -> Result<(), Vec<ConfigError>> {
+        let mut p = Problems::default();
+        p.positive("clock.duration", self.clock.duration);
+        p.positive("clock.bucket", self.clock.bucket);
+        p.rate("load.rate", self.load.rate);
+        if let Some(cl) = &self.load.closed_loop {
+            p.dist("load.closed_loop.think", &cl.think);
+        }
+        if self.load.rate == 0.0 && self.load.closed_loop.as_ref().is_none_or(|c| c.users == 0) {
+            p.add(
+                "load.rate",
+                "is 0 and there are no closed-loop users: nothing would arrive",
+            );
+        }
+        if let Some(d) = &self.load.patience {
+            p.dist("load.patience", d);
+        }
+        if let Some(d) = self.gateway.deadline {
+            p.positive("gateway.deadline", d);
+        }
+        let s = &self.service;
+        if s.pods == 0 {
+            p.add("service.pods", "must be at least 1");
+        }
+        if s.workers == Some(0) {
+            p.add(
+                "service.workers",
+                "must be at least 1 (omit it for unbounded workers)",
+            );
+        }
+        if s.pool.max_connections == 0 {
+            p.add("service.pool.max_connections", "must be at least 1");
+        }
+        p.dist("service.pool.connect_time", &s.pool.connect_time);
+        p.probability("service.pool.leak_fraction", s.pool.leak_fraction);
+        if let Some(h) = &s.health {
+            p.positive("service.health.period", h.period);
+            p.positive("service.health.timeout", h.timeout);
+            if h.failure_threshold == 0 {
+                p.add("service.health.failure_threshold", "must be at least 1");
+            }
+        }
+        let n = &self.network;
+        for (path, d) in [
+            ("network.gateway_to_pod", &n.gateway_to_pod),
+            ("network.pod_to_gateway", &n.pod_to_gateway),
+            ("network.pod_to_upstream", &n.pod_to_upstream),
+            ("network.upstream_to_pod", &n.upstream_to_pod),
+        ] {
+            if let Some(d) = d {
+                p.dist(path, d);
+            }
+        }
+        p.probability("network.connect_failure", n.connect_failure);
+        let u = &self.upstream;
+        if u.capacity == 0 {
+            p.add("upstream.capacity", "must be at least 1");
+        }
+        p.dist("upstream.latency", &u.latency);
+        if !u.latency_scale.is_finite() || u.latency_scale < 0.0 {
+            p.add(
+                "upstream.latency_scale",
+                format!("must be a non-negative factor, found {}", u.latency_scale),
+            );
+        }
+        if let LoadLaw::Usl { sigma, kappa } = u.load_law {
+            if !(0.0..=1.0).contains(&sigma) {
+                p.add(
+                    "upstream.load_law.usl.sigma",
+                    format!("must be between 0 and 1, found {sigma}"),
+                );
+            }
+            if !kappa.is_finite() || kappa < 0.0 {
+                p.add(
+                    "upstream.load_law.usl.kappa",
+                    format!("must be non-negative, found {kappa}"),
+                );
+            }
+        }
+        p.probability("upstream.errors.http_500", u.errors.http_500);
+        p.probability("upstream.errors.http_503", u.errors.http_503);
+        let each_ok =
+            (0.0..=1.0).contains(&u.errors.http_500) && (0.0..=1.0).contains(&u.errors.http_503);
+        if each_ok && u.errors.http_500 + u.errors.http_503 > 1.0 {
+            p.add("upstream.errors", "http_500 + http_503 must not exceed 1");
+        }
+        if let Some(rl) = &u.rate_limit {
+            p.rate("upstream.rate_limit.rps", rl.rps);
+            if rl.rps == 0.0 {
+                p.add(
+                    "upstream.rate_limit.rps",
+                    "must be above 0 (omit rate_limit for none)",
+                );
+            }
+        }
+        p.rate("upstream.background_rps", u.background_rps);
+        let c = &self.client;
+        if let (Some(t), Some(d)) = (c.attempt_timeout, c.total_deadline)
+            && t > d
+        {
+            p.add(
+                "client.attempt_timeout",
+                format!("({t}) is longer than client.total_deadline ({d}): the deadline would always cut it"),
+            );
+        }
+        for (path, d) in [
+            ("client.connect_timeout", c.connect_timeout),
+            ("client.attempt_timeout", c.attempt_timeout),
+            ("client.total_deadline", c.total_deadline),
+        ] {
+            if let Some(d) = d {
+                p.positive(path, d);
+            }
+        }
+        let wall = self.clock.wall_clock();
+        for (i, entry) in self.timeline.iter().enumerate() {
+            entry.validate(&format!("timeline[{i}]"), &wall, self, &mut p);
+        }
+        if self.limits.max_events == 0 {
+            p.add("limits.max_events", "must be at least 1");
+        }
+        if p.0.is_empty() { Ok(()) } else { Err(p.0) }
+    }
+}

@@ -1,0 +1,77 @@
+//! The timeline's effects on the running world.
+
+use sim_core::sim::Scheduler;
+
+use crate::pods::{Pod, PodState};
+use crate::recorder::{Count, Level, RowSink};
+use crate::timeline::{Param, StepAction};
+use crate::world::{Event, World};
+
+impl<S: RowSink> World<S> {
+    pub(crate) fn on_timeline_step(&mut self, index: u32, sched: &mut Scheduler<Event>) {
+        let Some(step) = self.steps.get(index as usize).copied() else {
+            return;
+        };
+        let now = sched.now();
+        self.rec.count(Count::TimelineSteps, 1);
+        match step.action {
+            StepAction::Set(param, v) => self.set_param(param, v, sched),
+            StepAction::KillPod(pod) => {
+                if (pod as usize) < self.pods.len()
+                    && self.pods[pod as usize].state != PodState::Killed
+                {
+                    self.take_pod_down(pod, PodState::Killed, sched);
+                }
+            }
+            StepAction::RestartPod(pod) => {
+                if (pod as usize) < self.pods.len() {
+                    self.take_pod_down(pod, PodState::Restarting, sched);
+                }
+            }
+        }
+        self.sync_upstream_levels(now);
+    }
+
+    fn set_param(&mut self, param: Param, v: f64, sched: &mut Scheduler<Event>) {
+        let u = &mut self.upstream.params;
+        match param {
+            Param::LoadRate => {
+                self.rate = v;
+                self.schedule_next_arrival(sched);
+            }
+            Param::UpstreamLatencyScale => u.latency_scale = v,
+            Param::UpstreamCapacity => {
+                u.capacity = v as u32;
+                self.upstream.fill_slots(sched);
+            }
+            Param::UpstreamBackgroundRps => {
+                u.background_rps = v;
+                self.schedule_next_background(sched);
+            }
+            Param::UpstreamErrors500 => u.http_500 = v,
+            Param::UpstreamErrors503 => u.http_503 = v,
+            Param::UpstreamRateLimitRps => u.rate_limit_rps = Some(v),
+            Param::ServicePods => self.set_pod_count(v as u32, sched),
+        }
+    }
+
+    /// Scales the service to `n` pods: pods past `n` are killed, killed
+    /// pods below `n` come back, new pods join with fresh pools.
+    fn set_pod_count(&mut self, n: u32, sched: &mut Scheduler<Event>) {
+        let now = sched.now();
+        let have = self.pods.len() as u32;
+        for pod in 0..n.max(have) {
+            if pod >= have {
+                self.pods
+                    .push(Pod::new(pod, &self.cfg.service, &self.streams));
+                self.lb.add_pod(pod);
+                self.rec.level_add(Level::PodsUp, now, 1);
+                self.schedule_first_probe(pod, sched);
+            } else if pod < n && self.pods[pod as usize].state == PodState::Killed {
+                self.bring_pod_up(pod, now);
+            } else if pod >= n && self.pods[pod as usize].state != PodState::Killed {
+                self.take_pod_down(pod, PodState::Killed, sched);
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The load balancer: which pod gets the next request.
+
+use std::cmp::Reverse;
+
+use priority_queue::PriorityQueue;
+use rand::RngExt;
+use sim_core::rng::SimRng;
+
+use crate::config::BalancerKind;
+
+/// Picks pods among those in rotation.
+pub struct Balancer {
+    kind: BalancerKind,
+    next: usize,
+    rng: SimRng,
+    /// Least-outstanding: pods in rotation keyed by (outstanding, index),
+    /// reversed so the least is on top. `priority-queue` changes a key in
+    /// place, which is exactly this job.
+    least: PriorityQueue<u32, Reverse<(u32, u32)>>,
+    up: Vec<bool>,
+    outstanding: Vec<u32>,
+}
+
+impl Balancer {
+    /// A balancer over `pods` pods, all in rotation.
+    pub fn new(kind: BalancerKind, pods: u32, rng: SimRng) -> Self {
+        let mut b = Balancer {
+            kind,
+            next: 0,
+            rng,
+            least: PriorityQueue::new(),
+            up: Vec::new(),
+            outstanding: Vec::new(),
+        };
+        for p in 0..pods {
+            b.add_pod(p);
+        }
+        b
+    }
+
+    /// Grows the pod list to include `pod`, in rotation.
+    pub fn add_pod(&mut self, pod: u32) {
+        let i = pod as usize;
+        if self.up.len() <= i {
+            self.up.resize(i + 1, false);
+            self.outstanding.resize(i + 1, 0);
+        }
+        self.set_up(pod, true);
+    }
+
+    /// Puts a pod in or out of rotation.
+    pub fn set_up(&mut self, pod: u32, up: bool) {
+        let i = pod as usize;
+        self.up[i] = up;
+        if up {
+            self.least.push(pod, Reverse((self.outstanding[i], pod)));
+        } else {
+            self.least.remove(&pod);
+        }
+    }
+
+    /// Requests in progress on `pod` changed by `delta`.
+    pub fn outstanding_changed(&mut self, pod: u32, delta: i32) {
+        let i = pod as usize;
+        self.outstanding[i] = self.outstanding[i].saturating_add_signed(delta);
+        if self.up[i] {
+            self.least
+                .change_priority(&pod, Reverse((self.outstanding[i], pod)));
+        }
+    }
+
+    /// Requests in progress on `pod` (as the balancer counts them).
+    pub fn outstanding(&self, pod: u32) -> u32 {
+        self.outstanding[pod as usize]
+    }
+
+    /// The pod for the next request, or `None` when none is in rotation.
+    pub fn pick(&mut self) -> Option<u32> {
+        let n = self.up.len();
+        match self.kind {
+            BalancerKind::RoundRobin => {
+                for k in 0..n {
+                    let i = (self.next + k) % n;
+                    if self.up[i] {
+                        self.next = (i + 1) % n;
+                        return Some(i as u32);
+                    }
+                }
+                None
+            }
+            BalancerKind::Random => {
+                let count = self.up.iter().filter(|u| **u).count();
+                if count == 0 {
+                    return None;
+                }
+                let r = self.rng.random_range(0..count);
+                self.up
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, u)| **u)
+                    .nth(r)
+                    .map(|(i, _)| i as u32)
+            }
+            BalancerKind::LeastOutstanding => self.least.peek().map(|(p, _)| *p),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sim_core::rng::RngStreams;
+
+    use super::*;
+
+    #[test]
+    fn round_robin_skips_pods_out_of_rotation() {
+        let mut b = Balancer::new(BalancerKind::RoundRobin, 3, RngStreams::new(1).stream("lb"));
+        b.set_up(1, false);
+        let picks: Vec<_> = (0..4).map(|_| b.pick().unwrap()).collect();
+        assert_eq!(picks, [0, 2, 0, 2]);
+    }
+
+    #[test]
+    fn least_outstanding_follows_load_and_ties_to_lowest_index() {
+        let mut b = Balancer::new(
+            BalancerKind::LeastOutstanding,
+            3,
+            RngStreams::new(1).stream("lb"),
+        );
+        assert_eq!(b.pick(), Some(0));
+        b.outstanding_changed(0, 2);
+        b.outstanding_changed(1, 1);
+        assert_eq!(b.pick(), Some(2));
+        b.outstanding_changed(2, 5);
+        assert_eq!(b.pick(), Some(1));
+        b.set_up(1, false);
+        assert_eq!(b.pick(), Some(0));
+        b.set_up(0, false);
+        b.set_up(2, false);
+        assert_eq!(b.pick(), None);
+    }
+
+    #[test]
+    fn random_spreads_evenly() {
+        let mut b = Balancer::new(BalancerKind::Random, 4, RngStreams::new(1).stream("lb"));
+        let mut counts = [0u32; 4];
+        for _ in 0..40_000 {
+            counts[b.pick().unwrap() as usize] += 1;
+        }
+        // Each pod expects 10,000 ± 87 (binomial sd): allow 5 sd.
+        assert!(
+            counts.iter().all(|&c| (9_565..=10_435).contains(&c)),
+            "{counts:?}"
+        );
+    }
+}

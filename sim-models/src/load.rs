@@ -1,0 +1,217 @@
+//! Load: open-loop arrivals at a rate the timeline may change, closed-loop
+//! users with think time, other tenants' requests at the upstream, and the
+//! user's side of a request (gateway deadline, patience, the outcome seen).
+
+use rand::RngExt;
+use sim_core::sim::Scheduler;
+use sim_core::time::SimDuration;
+
+use crate::config::ArrivalProcess;
+use crate::outcome::Reason;
+use crate::recorder::{Count, Latency, Level, RowSink};
+use crate::request::ReqRef;
+use crate::upstream::{Admission, Owner};
+use crate::world::{Event, World};
+
+/// Exponential gap with mean `1/rate`, drawn as `-ln(1−U)/rate`.
+fn exp_gap(rng: &mut sim_core::rng::SimRng, rate: f64) -> SimDuration {
+    let u: f64 = rng.random();
+    SimDuration::from_secs_f64(-(1.0 - u).ln() / rate)
+}
+
+impl<S: RowSink> World<S> {
+    /// (Re)schedules the next open-loop arrival at the current rate. Poisson
+    /// arrivals are memoryless, so a rate change simply redraws the gap
+    /// from now; constant spacing restarts its period.
+    pub(crate) fn schedule_next_arrival(&mut self, sched: &mut Scheduler<Event>) {
+        if let Some(t) = self.arrival_timer.take() {
+            sched.cancel(t);
+        }
+        if self.rate <= 0.0 {
+            return;
+        }
+        let gap = match self.cfg.load.arrivals {
+            ArrivalProcess::Poisson => exp_gap(&mut self.arrival_rng, self.rate),
+            ArrivalProcess::Constant => SimDuration::from_secs_f64(1.0 / self.rate),
+        };
+        self.arrival_timer = Some(sched.schedule_in(gap, Event::RequestArrived));
+    }
+
+    /// (Re)schedules the next background arrival at the upstream.
+    pub(crate) fn schedule_next_background(&mut self, sched: &mut Scheduler<Event>) {
+        if let Some(t) = self.background_timer.take() {
+            sched.cancel(t);
+        }
+        let rate = self.upstream.params.background_rps;
+        if rate > 0.0 {
+            let gap = exp_gap(&mut self.background_rng, rate);
+            self.background_timer = Some(sched.schedule_in(gap, Event::BackgroundRequestArrived));
+        }
+    }
+
+    pub(crate) fn start_closed_loop(&mut self, sched: &mut Scheduler<Event>) {
+        let users = self.cfg.load.closed_loop.as_ref().map_or(0, |c| c.users);
+        for user in 0..users {
+            // Users start spread over one think time.
+            let d = self
+                .think
+                .as_ref()
+                .expect("closed loop has a think time")
+                .sample(&mut self.think_rng);
+            sched.schedule_in(d, Event::UserReady { user });
+        }
+    }
+
+    pub(crate) fn on_request_arrived(&mut self, sched: &mut Scheduler<Event>) {
+        self.arrival_timer = None;
+        self.schedule_next_arrival(sched);
+        self.new_request(None, sched);
+    }
+
+    pub(crate) fn on_user_ready(&mut self, user: u32, sched: &mut Scheduler<Event>) {
+        self.new_request(Some(user), sched);
+    }
+
+    pub(crate) fn on_background_arrived(&mut self, sched: &mut Scheduler<Event>) {
+        self.background_timer = None;
+        self.schedule_next_background(sched);
+        let now = sched.now();
+        let (_, admission) = self.upstream.arrive(Owner::Background, now, sched);
+        self.count_admission(admission);
+        self.sync_upstream_levels(now);
+    }
+
+    /// A user sends a request: it gets its timers and goes to a pod.
+    fn new_request(&mut self, user: Option<u32>, sched: &mut Scheduler<Event>) {
+        let now = sched.now();
+        if self.reqs.live() as u64 >= self.cfg.limits.max_in_flight {
+            let limit = self.cfg.limits.max_in_flight;
+            self.violated(now, || {
+                format!("{limit} requests in flight: the limit limits.max_in_flight was reached")
+            });
+            return;
+        }
+        self.rec.count(Count::Offered, 1);
+        self.rec.level_add(Level::UsersWaiting, now, 1);
+        let req = self.reqs.create(now, user);
+        // The user's own clock: the gateway deadline or patience, whichever
+        // comes first.
+        let deadline = self.cfg.gateway.deadline;
+        let patience = self
+            .patience
+            .as_ref()
+            .map(|d| d.sample(&mut self.patience_rng));
+        let timer = match (deadline, patience) {
+            (Some(d), Some(p)) if p < d => Some(sched.schedule_in(p, Event::UserGaveUp { req })),
+            (Some(d), _) => Some(sched.schedule_in(d, Event::UserDeadlinePassed { req })),
+            (None, Some(p)) => Some(sched.schedule_in(p, Event::UserGaveUp { req })),
+            (None, None) => None,
+        };
+        let Some(pod) = self.lb.pick() else {
+            if let Some(q) = self.reqs.get_mut(req) {
+                q.user_timer = timer;
+                q.service_done = true;
+                q.phase = crate::request::Phase::Finished;
+            }
+            self.user_outcome(req, Reason::Unavailable, sched);
+            return;
+        };
+        let epoch = self.pods[pod as usize].epoch;
+        if let Some(q) = self.reqs.get_mut(req) {
+            q.user_timer = timer;
+            q.pod = pod;
+            q.pod_epoch = epoch;
+        }
+        self.lb.outstanding_changed(pod, 1);
+        self.rec.level_add(Level::ServiceInFlight, now, 1);
+        match self.net.delay(|n| &n.gateway_to_pod) {
+            Some(d) => {
+                sched.schedule_in(d, Event::RequestReachedPod { req });
+            }
+            None => self.on_request_reached_pod(req, sched),
+        }
+    }
+
+    pub(crate) fn on_user_deadline(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
+        let Some(q) = self.reqs.get_mut(req) else {
+            return;
+        };
+        q.user_timer = None;
+        let service_running = !q.service_done;
+        self.user_outcome(req, Reason::DeadlineExceeded, sched);
+        if service_running && self.cfg.gateway.cancel_service_on_deadline {
+            self.complete_request(req, Reason::DeadlineExceeded, sched);
+        }
+    }
+
+    pub(crate) fn on_user_gave_up(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
+        let Some(q) = self.reqs.get_mut(req) else {
+            return;
+        };
+        q.user_timer = None;
+        self.user_outcome(req, Reason::Abandoned, sched);
+    }
+
+    pub(crate) fn on_response_reached_user(
+        &mut self,
+        req: ReqRef,
+        reason: Reason,
+        sched: &mut Scheduler<Event>,
+    ) {
+        self.user_outcome(req, reason, sched);
+    }
+
+    /// The user sees `reason` now, unless it already saw an outcome.
+    pub(crate) fn user_outcome(
+        &mut self,
+        req: ReqRef,
+        reason: Reason,
+        sched: &mut Scheduler<Event>,
+    ) {
+        let now = sched.now();
+        let Some(q) = self.reqs.get_mut(req) else {
+            return;
+        };
+        if q.user_done {
+            return;
+        }
+        q.user_done = true;
+        let timer = q.user_timer.take();
+        let (arrived, user) = (q.arrived, q.user);
+        if let Some(t) = timer {
+            sched.cancel(t);
+        }
+        self.rec.outcome(reason);
+        self.rec.latency(Latency::EndToEnd, now - arrived);
+        self.rec.level_add(Level::UsersWaiting, now, -1);
+        if let (Some(user), Some(think)) = (user, self.think.as_ref()) {
+            let d = think.sample(&mut self.think_rng);
+            sched.schedule_in(d, Event::UserReady { user });
+        }
+        self.reqs.release_if_done(req);
+    }
+
+    pub(crate) fn count_admission(&mut self, a: Admission) {
+        match a {
+            Admission::Answered(crate::upstream::Status::TooManyRequests(_)) => {
+                self.rec.count(Count::UpstreamRateLimited, 1)
+            }
+            Admission::Answered(_) => self.rec.count(Count::UpstreamRejected, 1),
+            Admission::Dropped => self.rec.count(Count::UpstreamDropped, 1),
+            Admission::Started | Admission::Queued => {}
+        }
+    }
+
+    pub(crate) fn sync_upstream_levels(&mut self, now: sim_core::time::SimTime) {
+        self.rec.level(
+            Level::UpstreamInService,
+            now,
+            i64::from(self.upstream.in_service()),
+        );
+        self.rec.level(
+            Level::UpstreamQueued,
+            now,
+            i64::from(self.upstream.queued()),
+        );
+    }
+}

@@ -1,0 +1,292 @@
+//! Pods: workers, the pool they share, health probes and restarts.
+//!
+//! A pod runs each request on a worker for the whole call (every attempt
+//! and every wait), as a goroutine or a servlet thread does. With bounded
+//! workers, requests queue for one. A liveness probe every period fails
+//! when the pod is saturated; after enough consecutive failures the pod
+//! restarts: every request on it fails with `pod_restarted`, it leaves
+//! rotation for the restart time, and comes back with an empty pool.
+
+use std::collections::VecDeque;
+
+use sim_core::rng::{RngStreams, SimRng};
+use sim_core::sim::Scheduler;
+use sim_core::time::{SimDuration, SimTime};
+
+use crate::config::ServiceConfig;
+use crate::outcome::Reason;
+use crate::pool::{Pool, Waiter};
+use crate::recorder::{Count, Level, RowSink};
+use crate::request::{Phase, ReqRef, Requests};
+use crate::world::{Event, World};
+
+/// Whether a pod takes traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodState {
+    /// In rotation.
+    Up,
+    /// Restarting: back after the restart time.
+    Restarting,
+    /// Killed by the timeline: back only when restarted.
+    Killed,
+}
+
+/// One pod.
+#[derive(Clone, Debug)]
+pub struct Pod {
+    /// Whether it takes traffic.
+    pub state: PodState,
+    /// Incarnation: bumped by every restart, so events from a previous
+    /// life are recognised as stale.
+    pub epoch: u32,
+    /// Its connection pool to the upstream.
+    pub pool: Pool,
+    workers: Option<u32>,
+    worker_queue_limit: u32,
+    /// Workers busy.
+    pub busy: u32,
+    /// Requests waiting for a worker, with when they started waiting.
+    pub worker_queue: VecDeque<(ReqRef, SimTime)>,
+    /// Consecutive failed probes.
+    pub probe_failures: u32,
+    /// Draws for dialling (connect time, refusals).
+    pub connect_rng: SimRng,
+    /// Draws for connection leaks.
+    pub leak_rng: SimRng,
+}
+
+impl Pod {
+    /// A fresh pod in rotation, with random streams of its own (keyed by
+    /// its index, so adding pods never shifts another pod's draws).
+    pub fn new(index: u32, cfg: &ServiceConfig, streams: &RngStreams) -> Self {
+        Pod {
+            state: PodState::Up,
+            epoch: 0,
+            pool: Pool::new(cfg.pool.max_connections, cfg.pool.idle_timeout),
+            workers: cfg.workers,
+            worker_queue_limit: cfg.worker_queue,
+            busy: 0,
+            worker_queue: VecDeque::new(),
+            probe_failures: 0,
+            connect_rng: streams.stream(("pod/connect", u64::from(index))),
+            leak_rng: streams.stream(("pod/leak", u64::from(index))),
+        }
+    }
+
+    fn has_free_worker(&self) -> bool {
+        self.workers.is_none_or(|n| self.busy < n)
+    }
+}
+
+/// A pool waiter is live while its request still waits, in that attempt,
+/// on that incarnation of the pod.
+pub(crate) fn waiter_is_live(reqs: &Requests, pod: u32, epoch: u32, w: &Waiter) -> bool {
+    reqs.get(w.req).is_some_and(|q| {
+        q.attempts == w.attempt
+            && q.phase == Phase::WaitingPool
+            && q.pod == pod
+            && q.pod_epoch == epoch
+    })
+}
+
+impl<S: RowSink> World<S> {
+    /// A request is on its pod: it takes a worker or queues for one.
+    pub(crate) fn on_request_reached_pod(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
+        let now = sched.now();
+        let Some(q) = self.reqs.get(req) else { return };
+        if q.service_done {
+            return;
+        }
+        let (pod, epoch) = (q.pod, q.pod_epoch);
+        let p = &mut self.pods[pod as usize];
+        if p.epoch != epoch || p.state != PodState::Up {
+            // The pod went down while the request was on the wire.
+            self.complete_request(req, Reason::PodRestarted, sched);
+            return;
+        }
+        if p.has_free_worker() {
+            p.busy += 1;
+            self.begin_call(req, sched);
+        } else if (p.worker_queue.len() as u32) < p.worker_queue_limit {
+            p.worker_queue.push_back((req, now));
+        } else {
+            self.complete_request(req, Reason::PodOverloaded, sched);
+        }
+    }
+
+    /// A request's call is over on `pod`: its worker takes the next
+    /// request in line.
+    pub(crate) fn free_worker(&mut self, pod: u32, sched: &mut Scheduler<Event>) {
+        let p = &mut self.pods[pod as usize];
+        p.busy -= 1;
+        if p.state != PodState::Up {
+            return;
+        }
+        while let Some((next, _)) = self.pods[pod as usize].worker_queue.pop_front() {
+            let live = self
+                .reqs
+                .get(next)
+                .is_some_and(|q| !q.service_done && q.phase == Phase::Queued);
+            if live {
+                self.pods[pod as usize].busy += 1;
+                self.begin_call(next, sched);
+                return;
+            }
+        }
+    }
+
+    pub(crate) fn schedule_first_probe(&mut self, pod: u32, sched: &mut Scheduler<Event>) {
+        if let Some(h) = &self.cfg.service.health {
+            // Stagger probes across pods so they do not all fire at once.
+            let n = self.pods.len().max(1) as u64;
+            let offset = h.period.as_nanos() / n * (u64::from(pod) % n + 1);
+            sched.schedule_in(
+                SimDuration::from_nanos(offset),
+                Event::HealthProbeDue { pod },
+            );
+        }
+    }
+
+    /// A probe fails when the pod's oldest pool waiter or oldest request
+    /// queued for a worker has waited longer than the probe timeout.
+    pub(crate) fn on_health_probe(&mut self, pod: u32, sched: &mut Scheduler<Event>) {
+        let Some(h) = self.cfg.service.health.clone() else {
+            return;
+        };
+        let now = sched.now();
+        sched.schedule_in(h.period, Event::HealthProbeDue { pod });
+        if self.pods[pod as usize].state != PodState::Up {
+            return;
+        }
+        let epoch = self.pods[pod as usize].epoch;
+        let reqs = &self.reqs;
+        let pool_wait = self.pods[pod as usize]
+            .pool
+            .oldest_wait(now, |w| waiter_is_live(reqs, pod, epoch, w));
+        let p = &mut self.pods[pod as usize];
+        while let Some(&(r, _)) = p.worker_queue.front() {
+            if reqs
+                .get(r)
+                .is_some_and(|q| !q.service_done && q.phase == Phase::Queued)
+            {
+                break;
+            }
+            p.worker_queue.pop_front();
+        }
+        let worker_wait = p
+            .worker_queue
+            .front()
+            .map(|&(_, since)| now.saturating_since(since));
+        let saturated =
+            pool_wait.is_some_and(|w| w > h.timeout) || worker_wait.is_some_and(|w| w > h.timeout);
+        if saturated {
+            p.probe_failures += 1;
+            if p.probe_failures >= h.failure_threshold {
+                self.take_pod_down(pod, PodState::Restarting, sched);
+            }
+        } else {
+            p.probe_failures = 0;
+        }
+    }
+
+    /// Takes a pod out: every request on it fails, its pool empties, and a
+    /// restarting pod is scheduled to come back.
+    pub(crate) fn take_pod_down(
+        &mut self,
+        pod: u32,
+        state: PodState,
+        sched: &mut Scheduler<Event>,
+    ) {
+        let now = sched.now();
+        let was_up = self.pods[pod as usize].state == PodState::Up;
+        let old_epoch = self.pods[pod as usize].epoch;
+        // Fail every request the pod holds, oldest first (slab order is
+        // deterministic).
+        for r in self.reqs.refs() {
+            let on_pod = self.reqs.get(r).is_some_and(|q| {
+                q.pod == pod
+                    && q.pod_epoch == old_epoch
+                    && !q.service_done
+                    && q.attempts_or_queued()
+            });
+            if on_pod {
+                self.complete_request(r, Reason::PodRestarted, sched);
+            }
+        }
+        let p = &mut self.pods[pod as usize];
+        p.epoch += 1;
+        p.state = state;
+        p.busy = 0;
+        p.worker_queue.clear();
+        p.probe_failures = 0;
+        p.pool.reset();
+        self.sync_pool_levels(now);
+        if was_up {
+            self.lb.set_up(pod, false);
+            self.rec.level_add(Level::PodsUp, now, -1);
+            self.rec.level_add(Level::PodsDown, now, 1);
+        }
+        self.rec.count(Count::PodRestarts, 1);
+        if state == PodState::Restarting
+            && let Some(t) = self.restart_time()
+        {
+            let epoch = self.pods[pod as usize].epoch;
+            sched.schedule_in(t, Event::PodCameBack { pod, epoch });
+        }
+    }
+
+    fn restart_time(&self) -> Option<SimDuration> {
+        Some(
+            self.cfg
+                .service
+                .health
+                .as_ref()
+                .map_or(SimDuration::from_secs(30), |h| h.restart_time),
+        )
+    }
+
+    /// A restarted pod is back in rotation, empty.
+    pub(crate) fn on_pod_came_back(&mut self, pod: u32, epoch: u32, sched: &mut Scheduler<Event>) {
+        let p = &mut self.pods[pod as usize];
+        if p.epoch != epoch || p.state != PodState::Restarting {
+            return;
+        }
+        p.state = PodState::Up;
+        self.lb.set_up(pod, true);
+        let now = sched.now();
+        self.rec.level_add(Level::PodsUp, now, 1);
+        self.rec.level_add(Level::PodsDown, now, -1);
+    }
+
+    /// Brings a killed or restarting pod back now.
+    pub(crate) fn bring_pod_up(&mut self, pod: u32, now: SimTime) {
+        let p = &mut self.pods[pod as usize];
+        if p.state == PodState::Up {
+            return;
+        }
+        p.state = PodState::Up;
+        self.lb.set_up(pod, true);
+        self.rec.level_add(Level::PodsUp, now, 1);
+        self.rec.level_add(Level::PodsDown, now, -1);
+    }
+
+    /// Sets the pool levels from the pods' pools.
+    pub(crate) fn sync_pool_levels(&mut self, now: SimTime) {
+        let (mut in_use, mut waiters, mut leaked) = (0i64, 0i64, 0i64);
+        for p in &self.pods {
+            in_use += i64::from(p.pool.in_use());
+            waiters += i64::from(p.pool.waiters());
+            leaked += i64::from(p.pool.leaked());
+        }
+        self.rec.level(Level::PoolInUse, now, in_use);
+        self.rec.level(Level::PoolWaiters, now, waiters);
+        self.rec.level(Level::PoolLeaked, now, leaked);
+    }
+}
+
+impl crate::request::Request {
+    /// True while the request occupies its pod (queued or calling).
+    pub(crate) fn attempts_or_queued(&self) -> bool {
+        self.phase != Phase::Finished
+    }
+}

@@ -1,0 +1,290 @@
+//! A pod's connection pool: a bounded set of connections with a FIFO queue
+//! of waiters. No polling: a waiter is served exactly when a connection is
+//! released or a slot frees up.
+//!
+//! The pool only counts; the world decides what a served waiter does. Every
+//! connection is in exactly one state: dialling, in use, idle or leaked,
+//! and their sum never exceeds `max`.
+
+use std::collections::VecDeque;
+
+use sim_core::time::{SimDuration, SimTime};
+
+use crate::request::ReqRef;
+
+/// What [`Pool::acquire`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acquire {
+    /// An idle connection, now in use.
+    Reused,
+    /// No idle connection but room for a new one: dial it (counted as
+    /// dialling until [`Pool::dialled`]).
+    Dial,
+    /// The pool is full: wait in line.
+    Wait,
+}
+
+/// An attempt waiting for a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waiter {
+    /// The waiting request.
+    pub req: ReqRef,
+    /// Its attempt number; a waiter whose attempt has moved on is stale.
+    pub attempt: u32,
+    /// When it started waiting.
+    pub since: SimTime,
+}
+
+/// Connection counts and the waiter line of one pod.
+#[derive(Clone, Debug)]
+pub struct Pool {
+    max: u32,
+    idle_timeout: Option<SimDuration>,
+    in_use: u32,
+    dialling: u32,
+    leaked: u32,
+    /// Idle connections by the time they became idle (oldest first); the
+    /// most recently used is reused first, as Go and HttpClient do.
+    idle: VecDeque<SimTime>,
+    waiters: VecDeque<Waiter>,
+    /// Waiters still waiting (the line may hold stale entries, dropped when
+    /// they reach the front).
+    live_waiters: u32,
+    /// Idle connections closed by the idle timeout, total.
+    pub closed_idle: u64,
+}
+
+impl Pool {
+    /// An empty pool of at most `max` connections.
+    pub fn new(max: u32, idle_timeout: Option<SimDuration>) -> Self {
+        Pool {
+            max,
+            idle_timeout,
+            in_use: 0,
+            dialling: 0,
+            leaked: 0,
+            idle: VecDeque::new(),
+            waiters: VecDeque::new(),
+            live_waiters: 0,
+            closed_idle: 0,
+        }
+    }
+
+    /// Connections that exist or are being dialled.
+    pub fn total(&self) -> u32 {
+        self.in_use + self.dialling + self.leaked + self.idle.len() as u32
+    }
+    /// The pool's bound.
+    pub fn max(&self) -> u32 {
+        self.max
+    }
+    /// Connections carrying a request.
+    pub fn in_use(&self) -> u32 {
+        self.in_use
+    }
+    /// Connections being set up.
+    pub fn dialling(&self) -> u32 {
+        self.dialling
+    }
+    /// Connections lost to leaks.
+    pub fn leaked(&self) -> u32 {
+        self.leaked
+    }
+    /// Idle connections.
+    pub fn idle(&self) -> u32 {
+        self.idle.len() as u32
+    }
+    /// Attempts waiting for a connection.
+    pub fn waiters(&self) -> u32 {
+        self.live_waiters
+    }
+
+    /// Closes idle connections older than the idle timeout.
+    fn expire_idle(&mut self, now: SimTime) {
+        if let Some(limit) = self.idle_timeout {
+            while self
+                .idle
+                .front()
+                .is_some_and(|&t| now.saturating_since(t) > limit)
+            {
+                self.idle.pop_front();
+                self.closed_idle += 1;
+            }
+        }
+    }
+
+    /// Asks for a connection for an attempt that is not already waiting.
+    pub fn acquire(&mut self, now: SimTime) -> Acquire {
+        self.expire_idle(now);
+        if self.idle.pop_back().is_some() {
+            self.in_use += 1;
+            Acquire::Reused
+        } else if self.total() < self.max {
+            self.dialling += 1;
+            Acquire::Dial
+        } else {
+            Acquire::Wait
+        }
+    }
+
+    /// Puts an attempt in line.
+    pub fn wait(&mut self, w: Waiter) {
+        self.waiters.push_back(w);
+        self.live_waiters += 1;
+    }
+
+    /// A waiter left the line (timed out, deadline, restart); its entry is
+    /// dropped lazily.
+    pub fn waiter_left(&mut self) {
+        self.live_waiters -= 1;
+    }
+
+    /// The next waiter still waiting, per `is_live`; stale entries in front
+    /// of it are dropped.
+    pub fn next_waiter(&mut self, mut is_live: impl FnMut(&Waiter) -> bool) -> Option<Waiter> {
+        while let Some(w) = self.waiters.pop_front() {
+            if is_live(&w) {
+                self.live_waiters -= 1;
+                return Some(w);
+            }
+        }
+        None
+    }
+
+    /// How long the oldest live waiter has waited.
+    pub fn oldest_wait(
+        &mut self,
+        now: SimTime,
+        mut is_live: impl FnMut(&Waiter) -> bool,
+    ) -> Option<SimDuration> {
+        while let Some(w) = self.waiters.front() {
+            if is_live(w) {
+                return Some(now.saturating_since(w.since));
+            }
+            self.waiters.pop_front();
+        }
+        None
+    }
+
+    /// A dial finished (either way): it no longer counts as dialling. On
+    /// success the caller decides who gets the connection via
+    /// [`Pool::hand_over`] or [`Pool::put_idle`].
+    pub fn dialled(&mut self) {
+        self.dialling -= 1;
+    }
+
+    /// A connection (new, or released by its previous user) goes straight
+    /// to a new user.
+    pub fn hand_over(&mut self) {
+        self.in_use += 1;
+    }
+
+    /// A connection becomes idle.
+    pub fn put_idle(&mut self, now: SimTime) {
+        self.idle.push_back(now);
+    }
+
+    /// The attempt using a connection is done with it; `leak` loses it.
+    /// Returns true if the connection is available again (not leaked).
+    pub fn release(&mut self, leak: bool) -> bool {
+        self.in_use -= 1;
+        if leak {
+            self.leaked += 1;
+            false
+        } else {
+            true
+        }
+    }
+
+    /// The attempt using a connection gave up on it mid-request: the
+    /// connection is closed, its slot free for a new dial.
+    pub fn close_in_use(&mut self) {
+        self.in_use -= 1;
+    }
+
+    /// Starts a dial for a waiter when a slot is free; false if full.
+    pub fn try_dial(&mut self) -> bool {
+        if self.total() < self.max {
+            self.dialling += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// True when a waiter is live and a connection could be dialled.
+    pub fn has_room(&self) -> bool {
+        self.total() < self.max
+    }
+
+    /// Empties the pool (pod restart): every connection and waiter is gone.
+    pub fn reset(&mut self) {
+        let closed_idle = self.closed_idle;
+        *self = Pool::new(self.max, self.idle_timeout);
+        self.closed_idle = closed_idle;
+    }
+
+    /// Checks the pool's bound; `Err` describes the violation.
+    pub fn check(&self) -> Result<(), String> {
+        if self.total() > self.max {
+            return Err(format!(
+                "pool holds {} connections (in use {}, dialling {}, idle {}, leaked {}) over its max {}",
+                self.total(),
+                self.in_use,
+                self.dialling,
+                self.idle.len(),
+                self.leaked,
+                self.max
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: u64) -> SimTime {
+        SimTime::ZERO + SimDuration::from_millis(ms)
+    }
+
+    #[test]
+    fn fills_then_queues_then_reuses() {
+        let mut p = Pool::new(2, Some(SimDuration::from_secs(1)));
+        assert_eq!(p.acquire(t(0)), Acquire::Dial);
+        assert_eq!(p.acquire(t(0)), Acquire::Dial);
+        assert_eq!(p.acquire(t(0)), Acquire::Wait);
+        p.dialled();
+        p.hand_over();
+        assert!(p.release(false));
+        p.put_idle(t(10));
+        assert_eq!(p.acquire(t(20)), Acquire::Reused);
+        assert_eq!(p.in_use(), 1);
+        assert!(p.check().is_ok());
+    }
+
+    #[test]
+    fn idle_connections_expire_and_leaks_count_against_max() {
+        let mut p = Pool::new(1, Some(SimDuration::from_secs(1)));
+        assert_eq!(p.acquire(t(0)), Acquire::Dial);
+        p.dialled();
+        p.hand_over();
+        assert!(p.release(false));
+        p.put_idle(t(0));
+        // Idle for 2 s: closed, so the next acquire dials.
+        assert_eq!(p.acquire(t(2_000)), Acquire::Dial);
+        assert_eq!(p.closed_idle, 1);
+        p.dialled();
+        p.hand_over();
+        assert!(!p.release(true));
+        assert_eq!(p.leaked(), 1);
+        assert_eq!(
+            p.acquire(t(3_000)),
+            Acquire::Wait,
+            "the leaked connection still counts"
+        );
+        p.reset();
+        assert_eq!(p.acquire(t(4_000)), Acquire::Dial);
+    }
+}

@@ -1,0 +1,430 @@
+//! What every run records: one row per time bucket, streamed to a sink as
+//! each bucket closes, and run totals. Memory is constant in the run's
+//! length: only the open bucket's counters and histograms are held.
+
+use serde::Serialize;
+use sim_core::metrics::{Gauge, GaugeBucket, Histogram};
+use sim_core::time::{SimDuration, SimTime};
+
+use crate::outcome::Reason;
+
+/// A latency distribution summarised for one bucket (nanoseconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct LatencySummary {
+    /// Values recorded.
+    pub count: u64,
+    /// Mean.
+    pub mean: Option<f64>,
+    /// Median.
+    pub p50: Option<u64>,
+    /// 90th percentile.
+    pub p90: Option<u64>,
+    /// 99th percentile.
+    pub p99: Option<u64>,
+    /// 99.9th percentile.
+    pub p999: Option<u64>,
+    /// Largest value.
+    pub max: Option<u64>,
+}
+
+impl LatencySummary {
+    /// Summarises `h`.
+    pub fn of(h: &Histogram) -> Self {
+        LatencySummary {
+            count: h.count(),
+            mean: h.mean(),
+            p50: h.quantile(0.5),
+            p90: h.quantile(0.9),
+            p99: h.quantile(0.99),
+            p999: h.quantile(0.999),
+            max: h.max(),
+        }
+    }
+}
+
+/// Levels tracked over time, each summarised per bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Pool connections carrying a request, all pods.
+    PoolInUse,
+    /// Attempts waiting for a pool connection, all pods.
+    PoolWaiters,
+    /// Connections lost to leaks, all pods.
+    PoolLeaked,
+    /// Requests inside the service tier (assigned to a pod, not finished).
+    ServiceInFlight,
+    /// Requests whose user awaits an outcome.
+    UsersWaiting,
+    /// Upstream requests in a slot.
+    UpstreamInService,
+    /// Upstream requests waiting for a slot.
+    UpstreamQueued,
+    /// Pods in rotation.
+    PodsUp,
+    /// Pods restarting or killed.
+    PodsDown,
+}
+
+impl Level {
+    /// Every level, in column order.
+    pub const ALL: [Level; 9] = [
+        Level::PoolInUse,
+        Level::PoolWaiters,
+        Level::PoolLeaked,
+        Level::ServiceInFlight,
+        Level::UsersWaiting,
+        Level::UpstreamInService,
+        Level::UpstreamQueued,
+        Level::PodsUp,
+        Level::PodsDown,
+    ];
+    /// Number of levels.
+    pub const COUNT: usize = Level::ALL.len();
+    /// The column name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::PoolInUse => "pool_in_use",
+            Level::PoolWaiters => "pool_waiters",
+            Level::PoolLeaked => "pool_leaked",
+            Level::ServiceInFlight => "service_in_flight",
+            Level::UsersWaiting => "users_waiting",
+            Level::UpstreamInService => "upstream_in_service",
+            Level::UpstreamQueued => "upstream_queued",
+            Level::PodsUp => "pods_up",
+            Level::PodsDown => "pods_down",
+        }
+    }
+}
+
+/// Events counted per bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Count {
+    /// Requests sent by users.
+    Offered,
+    /// First attempts started.
+    AttemptsFirst,
+    /// Retries started.
+    AttemptsRetry,
+    /// Upstream completions of live client work (the caller still waits).
+    UpstreamGoodput,
+    /// Upstream completions of client work whose caller had given up.
+    UpstreamWasted,
+    /// Upstream work stopped because the caller cancelled it.
+    UpstreamCancelled,
+    /// Requests the upstream answered 503 at admission.
+    UpstreamRejected,
+    /// Requests the upstream dropped at admission.
+    UpstreamDropped,
+    /// Requests the upstream answered 429.
+    UpstreamRateLimited,
+    /// Other tenants' requests completed.
+    BackgroundCompleted,
+    /// Responses that reached a pod after their attempt was over.
+    LateResponses,
+    /// Pod restarts (health checks, timeline).
+    PodRestarts,
+    /// Timeline steps applied.
+    TimelineSteps,
+}
+
+impl Count {
+    /// Every counter, in column order.
+    pub const ALL: [Count; 13] = [
+        Count::Offered,
+        Count::AttemptsFirst,
+        Count::AttemptsRetry,
+        Count::UpstreamGoodput,
+        Count::UpstreamWasted,
+        Count::UpstreamCancelled,
+        Count::UpstreamRejected,
+        Count::UpstreamDropped,
+        Count::UpstreamRateLimited,
+        Count::BackgroundCompleted,
+        Count::LateResponses,
+        Count::PodRestarts,
+        Count::TimelineSteps,
+    ];
+    /// Number of counters.
+    pub const COUNT: usize = Count::ALL.len();
+    /// The column name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Count::Offered => "offered",
+            Count::AttemptsFirst => "attempts_first",
+            Count::AttemptsRetry => "attempts_retry",
+            Count::UpstreamGoodput => "upstream_goodput",
+            Count::UpstreamWasted => "upstream_wasted",
+            Count::UpstreamCancelled => "upstream_cancelled",
+            Count::UpstreamRejected => "upstream_rejected",
+            Count::UpstreamDropped => "upstream_dropped",
+            Count::UpstreamRateLimited => "upstream_rate_limited",
+            Count::BackgroundCompleted => "background_completed",
+            Count::LateResponses => "late_responses",
+            Count::PodRestarts => "pod_restarts",
+            Count::TimelineSteps => "timeline_steps",
+        }
+    }
+}
+
+/// Latency distributions recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Latency {
+    /// User-perceived, arrival to outcome, every outcome.
+    EndToEnd,
+    /// First attempts, start to outcome (pool wait included).
+    FirstAttempt,
+    /// Retries, start to outcome.
+    Retry,
+    /// Time attempts spent in the pool's line (zero when served at once).
+    PoolWait,
+}
+
+impl Latency {
+    /// Every latency, in column order.
+    pub const ALL: [Latency; 4] = [
+        Latency::EndToEnd,
+        Latency::FirstAttempt,
+        Latency::Retry,
+        Latency::PoolWait,
+    ];
+    /// Number of latencies.
+    pub const COUNT: usize = Latency::ALL.len();
+    /// The column prefix.
+    pub fn name(self) -> &'static str {
+        match self {
+            Latency::EndToEnd => "e2e",
+            Latency::FirstAttempt => "first_attempt",
+            Latency::Retry => "retry",
+            Latency::PoolWait => "pool_wait",
+        }
+    }
+}
+
+/// One bucket of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BucketRow {
+    /// Bucket index.
+    pub index: u64,
+    /// Bucket start.
+    pub start: SimTime,
+    /// Bucket width (the last bucket of a run may be cut short: this is
+    /// its actual span).
+    pub span: SimDuration,
+    /// Requests ended per reason, indexed by [`Reason::index`].
+    pub outcomes: [u64; Reason::COUNT],
+    /// Counters, indexed like [`Count::ALL`].
+    pub counts: [u64; Count::COUNT],
+    /// Levels, indexed like [`Level::ALL`].
+    pub levels: [GaugeBucket; Level::COUNT],
+    /// Latencies, indexed like [`Latency::ALL`].
+    pub latencies: [LatencySummary; Latency::COUNT],
+}
+
+impl BucketRow {
+    /// A counter's value.
+    pub fn count(&self, c: Count) -> u64 {
+        self.counts[c as usize]
+    }
+    /// Requests ended with `r`.
+    pub fn outcome(&self, r: Reason) -> u64 {
+        self.outcomes[r.index()]
+    }
+    /// A level's summary.
+    pub fn level(&self, l: Level) -> GaugeBucket {
+        self.levels[l as usize]
+    }
+    /// A latency summary.
+    pub fn latency(&self, l: Latency) -> LatencySummary {
+        self.latencies[l as usize]
+    }
+    /// Attempts started (first and retries).
+    pub fn attempts(&self) -> u64 {
+        self.count(Count::AttemptsFirst) + self.count(Count::AttemptsRetry)
+    }
+    /// Requests ended, all reasons.
+    pub fn finished(&self) -> u64 {
+        self.outcomes.iter().sum()
+    }
+    /// Per-second rate of a counter over this bucket.
+    pub fn rate(&self, c: Count) -> f64 {
+        self.count(c) as f64 / self.span.as_secs_f64()
+    }
+    /// Successful requests per second.
+    pub fn goodput(&self) -> f64 {
+        self.outcome(Reason::Success) as f64 / self.span.as_secs_f64()
+    }
+}
+
+/// Where closed buckets go.
+pub trait RowSink {
+    /// Takes one closed bucket.
+    fn push(&mut self, row: BucketRow);
+}
+
+impl RowSink for Vec<BucketRow> {
+    fn push(&mut self, row: BucketRow) {
+        Vec::push(self, row);
+    }
+}
+
+/// A sink that keeps nothing (benchmarks, totals-only runs).
+#[derive(Debug, Default)]
+pub struct Discard {
+    /// Rows seen.
+    pub rows: u64,
+}
+
+impl RowSink for Discard {
+    fn push(&mut self, _row: BucketRow) {
+        self.rows += 1;
+    }
+}
+
+/// Totals over a whole run.
+#[derive(Clone, Debug, Default)]
+pub struct RunTotals {
+    /// Requests ended per reason.
+    pub outcomes: [u64; Reason::COUNT],
+    /// Counters.
+    pub counts: [u64; Count::COUNT],
+    /// Latency histograms, whole run.
+    pub latencies: [Histogram; Latency::COUNT],
+    /// Highest attempts ÷ offered in any bucket with offered load.
+    pub peak_amplification: f64,
+}
+
+impl RunTotals {
+    /// A counter's total.
+    pub fn count(&self, c: Count) -> u64 {
+        self.counts[c as usize]
+    }
+    /// Requests ended with `r`.
+    pub fn outcome(&self, r: Reason) -> u64 {
+        self.outcomes[r.index()]
+    }
+    /// Attempts ÷ offered requests over the run.
+    pub fn amplification(&self) -> f64 {
+        let offered = self.count(Count::Offered);
+        if offered == 0 {
+            return 0.0;
+        }
+        (self.count(Count::AttemptsFirst) + self.count(Count::AttemptsRetry)) as f64
+            / offered as f64
+    }
+    /// Requests ended, all reasons.
+    pub fn finished(&self) -> u64 {
+        self.outcomes.iter().sum()
+    }
+    /// A latency histogram.
+    pub fn latency(&self, l: Latency) -> &Histogram {
+        &self.latencies[l as usize]
+    }
+}
+
+/// The open bucket plus run totals.
+pub struct Recorder<S> {
+    width: SimDuration,
+    index: u64,
+    outcomes: [u64; Reason::COUNT],
+    counts: [u64; Count::COUNT],
+    levels: [Gauge; Level::COUNT],
+    hists: [Histogram; Latency::COUNT],
+    totals: RunTotals,
+    sink: S,
+}
+
+impl<S: RowSink> Recorder<S> {
+    /// A recorder with buckets of `width`, sending rows to `sink`.
+    pub fn new(width: SimDuration, sink: S) -> Self {
+        Recorder {
+            width,
+            index: 0,
+            outcomes: [0; Reason::COUNT],
+            counts: [0; Count::COUNT],
+            levels: std::array::from_fn(|_| Gauge::new()),
+            hists: std::array::from_fn(|_| Histogram::new()),
+            totals: RunTotals::default(),
+            sink,
+        }
+    }
+
+    /// Counts one event.
+    #[inline]
+    pub fn count(&mut self, c: Count, n: u64) {
+        self.counts[c as usize] += n;
+    }
+    /// Counts one finished request.
+    #[inline]
+    pub fn outcome(&mut self, r: Reason) {
+        self.outcomes[r.index()] += 1;
+    }
+    /// Records a latency.
+    #[inline]
+    pub fn latency(&mut self, l: Latency, d: SimDuration) {
+        self.hists[l as usize].record(d.as_nanos());
+    }
+    /// Sets a level at `now`.
+    #[inline]
+    pub fn level(&mut self, l: Level, now: SimTime, value: i64) {
+        self.levels[l as usize].set(now, value);
+    }
+    /// Changes a level by `delta` at `now`.
+    #[inline]
+    pub fn level_add(&mut self, l: Level, now: SimTime, delta: i64) {
+        self.levels[l as usize].add(now, delta);
+    }
+    /// A level's current value.
+    pub fn level_value(&self, l: Level) -> i64 {
+        self.levels[l as usize].value()
+    }
+    /// Totals so far, the open bucket not included.
+    pub fn totals(&self) -> &RunTotals {
+        &self.totals
+    }
+    /// The open bucket's count of `c`.
+    pub fn open_count(&self, c: Count) -> u64 {
+        self.counts[c as usize]
+    }
+    /// The open bucket's outcomes.
+    pub fn open_outcomes(&self) -> u64 {
+        self.outcomes.iter().sum()
+    }
+
+    /// Closes the open bucket at `end` and sends its row to the sink.
+    pub fn close_bucket(&mut self, end: SimTime) {
+        let start = SimTime::ZERO.saturating_add(self.width.saturating_mul(self.index));
+        let row = BucketRow {
+            index: self.index,
+            start,
+            span: end.saturating_since(start),
+            outcomes: self.outcomes,
+            counts: self.counts,
+            levels: std::array::from_fn(|i| self.levels[i].close(end)),
+            latencies: std::array::from_fn(|i| LatencySummary::of(&self.hists[i])),
+        };
+        for (t, c) in self.totals.outcomes.iter_mut().zip(self.outcomes) {
+            *t += c;
+        }
+        for (t, c) in self.totals.counts.iter_mut().zip(self.counts) {
+            *t += c;
+        }
+        for (t, h) in self.totals.latencies.iter_mut().zip(&mut self.hists) {
+            t.merge(h);
+            h.clear();
+        }
+        let offered = row.count(Count::Offered);
+        if offered > 0 {
+            let amp = row.attempts() as f64 / offered as f64;
+            self.totals.peak_amplification = self.totals.peak_amplification.max(amp);
+        }
+        self.outcomes = [0; Reason::COUNT];
+        self.counts = [0; Count::COUNT];
+        self.index += 1;
+        self.sink.push(row);
+    }
+
+    /// Ends recording: the sink and the totals.
+    pub fn finish(self) -> (S, RunTotals) {
+        (self.sink, self.totals)
+    }
+}

@@ -1,0 +1,429 @@
+//! Incident timelines: actions on the world at given times.
+//!
+//! ```yaml
+//! timeline:
+//!   - at: "14:02:30"                 # a wall-clock label, or an offset such as 2m30s
+//!     set: { param: upstream.latency_scale, value: 2.4 }
+//!   - at: 5m
+//!     ramp: { param: load.rate, to: 300, over: 30s }
+//!   - at: 6m
+//!     pulse: { param: load.rate, value: 500, for: 5s }
+//!   - at: 7m
+//!     kill_pod: 3
+//!   - at: 8m
+//!     restart_pod: 3
+//! ```
+//!
+//! Actions are data: [`TimelineEntry::resolve`] turns them into
+//! [`Step`]s (a parameter set to a value at an instant, or a pod action)
+//! before the run. A ramp becomes [`RAMP_STEPS`] equal steps; a pulse
+//! becomes a set and a later revert to the value in force before it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sim_core::time::{SimDuration, SimTime, TimeOfDay, WallClock};
+
+use crate::config::{Problems, WorldConfig};
+
+/// A ramp is applied as this many equal steps over its duration.
+pub const RAMP_STEPS: u32 = 50;
+
+/// When an action happens: an offset from the start (`2m30s`) or a
+/// wall-clock label (`14:02:30`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum At {
+    /// Offset from time zero.
+    Offset(SimDuration),
+    /// Wall-clock label, resolved against the clock's start.
+    Label(TimeOfDay),
+}
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            At::Offset(d) => write!(f, "{d}"),
+            At::Label(l) => write!(f, "{l}"),
+        }
+    }
+}
+
+impl Serialize for At {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for At {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.contains(':') {
+            s.parse().map(At::Label).map_err(serde::de::Error::custom)
+        } else {
+            s.parse().map(At::Offset).map_err(serde::de::Error::custom)
+        }
+    }
+}
+
+impl At {
+    /// The instant this names on `clock`.
+    pub fn resolve(&self, clock: &WallClock) -> Result<SimTime, String> {
+        match self {
+            At::Offset(d) => Ok(SimTime::ZERO.saturating_add(*d)),
+            At::Label(l) => clock.at(*l).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// A numeric parameter of the world that the timeline may change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Param {
+    /// Open-loop arrivals per second.
+    #[serde(rename = "load.rate")]
+    LoadRate,
+    /// Multiplier on upstream service time.
+    #[serde(rename = "upstream.latency_scale")]
+    UpstreamLatencyScale,
+    /// Upstream concurrent slots.
+    #[serde(rename = "upstream.capacity")]
+    UpstreamCapacity,
+    /// Other tenants' requests per second.
+    #[serde(rename = "upstream.background_rps")]
+    UpstreamBackgroundRps,
+    /// Probability of an injected 500.
+    #[serde(rename = "upstream.errors.http_500")]
+    UpstreamErrors500,
+    /// Probability of an injected 503.
+    #[serde(rename = "upstream.errors.http_503")]
+    UpstreamErrors503,
+    /// The upstream's rate limit, requests per second.
+    #[serde(rename = "upstream.rate_limit.rps")]
+    UpstreamRateLimitRps,
+    /// Number of pods in service.
+    #[serde(rename = "service.pods")]
+    ServicePods,
+}
+
+impl Param {
+    /// Every parameter, for messages.
+    pub const ALL: [Param; 8] = [
+        Param::LoadRate,
+        Param::UpstreamLatencyScale,
+        Param::UpstreamCapacity,
+        Param::UpstreamBackgroundRps,
+        Param::UpstreamErrors500,
+        Param::UpstreamErrors503,
+        Param::UpstreamRateLimitRps,
+        Param::ServicePods,
+    ];
+
+    /// The field path, as written in config.
+    pub fn path(self) -> &'static str {
+        match self {
+            Param::LoadRate => "load.rate",
+            Param::UpstreamLatencyScale => "upstream.latency_scale",
+            Param::UpstreamCapacity => "upstream.capacity",
+            Param::UpstreamBackgroundRps => "upstream.background_rps",
+            Param::UpstreamErrors500 => "upstream.errors.http_500",
+            Param::UpstreamErrors503 => "upstream.errors.http_503",
+            Param::UpstreamRateLimitRps => "upstream.rate_limit.rps",
+            Param::ServicePods => "service.pods",
+        }
+    }
+
+    /// The value this parameter has in `cfg` before any action.
+    pub fn initial(self, cfg: &WorldConfig) -> f64 {
+        match self {
+            Param::LoadRate => cfg.load.rate,
+            Param::UpstreamLatencyScale => cfg.upstream.latency_scale,
+            Param::UpstreamCapacity => f64::from(cfg.upstream.capacity),
+            Param::UpstreamBackgroundRps => cfg.upstream.background_rps,
+            Param::UpstreamErrors500 => cfg.upstream.errors.http_500,
+            Param::UpstreamErrors503 => cfg.upstream.errors.http_503,
+            Param::UpstreamRateLimitRps => cfg.upstream.rate_limit.as_ref().map_or(0.0, |r| r.rps),
+            Param::ServicePods => f64::from(cfg.service.pods),
+        }
+    }
+
+    /// Checks a value for this parameter; `Err` says what is allowed.
+    pub fn check(self, v: f64) -> Result<(), String> {
+        let ok = match self {
+            Param::UpstreamErrors500 | Param::UpstreamErrors503 => (0.0..=1.0).contains(&v),
+            Param::UpstreamCapacity | Param::ServicePods => {
+                v >= 1.0 && v <= 1e6 && v.fract() == 0.0
+            }
+            Param::UpstreamRateLimitRps => v.is_finite() && v > 0.0,
+            _ => v.is_finite() && v >= 0.0,
+        };
+        if ok {
+            return Ok(());
+        }
+        Err(match self {
+            Param::UpstreamErrors500 | Param::UpstreamErrors503 => {
+                format!("must be a probability between 0 and 1, found {v}")
+            }
+            Param::UpstreamCapacity | Param::ServicePods => {
+                format!("must be a whole number of at least 1, found {v}")
+            }
+            Param::UpstreamRateLimitRps => format!("must be above 0, found {v}"),
+            _ => format!("must be a non-negative number, found {v}"),
+        })
+    }
+}
+
+/// Set a parameter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetAction {
+    /// Which parameter.
+    pub param: Param,
+    /// Its new value.
+    pub value: f64,
+}
+
+/// Move a parameter linearly to a value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RampAction {
+    /// Which parameter.
+    pub param: Param,
+    /// Value at the end of the ramp.
+    pub to: f64,
+    /// Duration of the ramp.
+    pub over: SimDuration,
+}
+
+/// Set a parameter for a while, then put back the value it had.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PulseAction {
+    /// Which parameter.
+    pub param: Param,
+    /// Value during the pulse.
+    pub value: f64,
+    /// How long the pulse lasts.
+    #[serde(rename = "for")]
+    pub duration: SimDuration,
+}
+
+/// One timeline entry: a time and exactly one action.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineEntry {
+    /// When.
+    pub at: At,
+    /// Set a parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set: Option<SetAction>,
+    /// Ramp a parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<RampAction>,
+    /// Pulse a parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pulse: Option<PulseAction>,
+    /// Take a pod out until a `restart_pod` names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_pod: Option<u32>,
+    /// Restart a pod now (its in-flight work fails; back after the
+    /// restart time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_pod: Option<u32>,
+}
+
+/// What a resolved step does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StepAction {
+    /// Set a parameter to a value.
+    Set(Param, f64),
+    /// Take a pod out of service indefinitely.
+    KillPod(u32),
+    /// Restart a pod.
+    RestartPod(u32),
+}
+
+/// One change at one instant; `entry` is the timeline index it came from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Step {
+    /// When it applies.
+    pub at: SimTime,
+    /// What it does.
+    pub action: StepAction,
+    /// The index of the timeline entry it came from.
+    pub entry: usize,
+    /// True for the last step of its entry (a ramp's end, a pulse's revert).
+    pub ends_trigger: bool,
+}
+
+impl TimelineEntry {
+    fn action_count(&self) -> usize {
+        usize::from(self.set.is_some())
+            + usize::from(self.ramp.is_some())
+            + usize::from(self.pulse.is_some())
+            + usize::from(self.kill_pod.is_some())
+            + usize::from(self.restart_pod.is_some())
+    }
+
+    pub(crate) fn validate(
+        &self,
+        path: &str,
+        clock: &WallClock,
+        cfg: &WorldConfig,
+        p: &mut Problems,
+    ) {
+        match self.at.resolve(clock) {
+            Ok(t) if t.since_start() > cfg.clock.duration => p.add(
+                &format!("{path}.at"),
+                format!(
+                    "{} is after the end of the run ({} from the start)",
+                    self.at, cfg.clock.duration
+                ),
+            ),
+            Ok(_) => {}
+            Err(e) => p.add(&format!("{path}.at"), e),
+        }
+        if self.action_count() != 1 {
+            p.add(
+                path,
+                format!(
+                    "needs exactly one action of set, ramp, pulse, kill_pod, restart_pod; found {}",
+                    self.action_count()
+                ),
+            );
+        }
+        let check = |p: &mut Problems, field: &str, param: Param, v: f64| {
+            if let Err(e) = param.check(v) {
+                p.add(&format!("{path}.{field}"), format!("{}: {e}", param.path()));
+            }
+            if param == Param::UpstreamRateLimitRps && cfg.upstream.rate_limit.is_none() {
+                p.add(
+                    &format!("{path}.{field}"),
+                    "upstream.rate_limit.rps needs an upstream.rate_limit to change",
+                );
+            }
+        };
+        if let Some(s) = &self.set {
+            check(p, "set.value", s.param, s.value);
+        }
+        if let Some(r) = &self.ramp {
+            check(p, "ramp.to", r.param, r.to);
+            if r.over.is_zero() {
+                p.add(
+                    &format!("{path}.ramp.over"),
+                    "must be longer than 0s (use set for a step)",
+                );
+            }
+        }
+        if let Some(u) = &self.pulse {
+            check(p, "pulse.value", u.param, u.value);
+            if u.duration.is_zero() {
+                p.add(&format!("{path}.pulse.for"), "must be longer than 0s");
+            }
+        }
+        for (field, pod) in [
+            ("kill_pod", self.kill_pod),
+            ("restart_pod", self.restart_pod),
+        ] {
+            if let Some(pod) = pod
+                && pod >= cfg.service.pods.max(max_pods(cfg))
+            {
+                p.add(
+                    &format!("{path}.{field}"),
+                    format!(
+                        "pod {pod} does not exist (pods are numbered from 0 to {})",
+                        cfg.service.pods.max(max_pods(cfg)) - 1
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// The most pods the timeline ever asks for (pods added by `service.pods`
+/// changes can be killed and restarted too).
+fn max_pods(cfg: &WorldConfig) -> u32 {
+    cfg.timeline
+        .iter()
+        .filter_map(|e| {
+            let v = match (&e.set, &e.ramp, &e.pulse) {
+                (Some(s), _, _) if s.param == Param::ServicePods => s.value,
+                (_, Some(r), _) if r.param == Param::ServicePods => r.to,
+                (_, _, Some(u)) if u.param == Param::ServicePods => u.value,
+                _ => return None,
+            };
+            Some(v as u32)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Resolves a validated timeline into steps sorted by time (entries at the
+/// same instant keep their written order). Pulses revert to the value the
+/// parameter had just before the pulse began, as the steps before it left
+/// it.
+pub fn resolve(cfg: &WorldConfig) -> Vec<Step> {
+    let clock = cfg.clock.wall_clock();
+    let mut timed: Vec<(SimTime, usize)> = cfg
+        .timeline
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.at.resolve(&clock).unwrap_or(SimTime::MAX), i))
+        .collect();
+    timed.sort();
+    let mut steps = Vec::new();
+    // Each parameter's value as the steps emitted so far leave it (by
+    // entry order, which matches time order since `timed` is sorted).
+    let mut current: Vec<(Param, f64)> = Param::ALL.iter().map(|&p| (p, p.initial(cfg))).collect();
+    let value_of =
+        |cur: &Vec<(Param, f64)>, p: Param| cur.iter().find(|(q, _)| *q == p).map_or(0.0, |x| x.1);
+    let set = |cur: &mut Vec<(Param, f64)>, p: Param, v: f64| {
+        if let Some(x) = cur.iter_mut().find(|(q, _)| *q == p) {
+            x.1 = v;
+        }
+    };
+    for (at, i) in timed {
+        let e = &cfg.timeline[i];
+        let step = |at, action, ends_trigger| Step {
+            at,
+            action,
+            entry: i,
+            ends_trigger,
+        };
+        if let Some(s) = &e.set {
+            steps.push(step(at, StepAction::Set(s.param, s.value), true));
+            set(&mut current, s.param, s.value);
+        } else if let Some(r) = &e.ramp {
+            let from = value_of(&current, r.param);
+            for k in 1..=RAMP_STEPS {
+                let frac = f64::from(k) / f64::from(RAMP_STEPS);
+                let t = at.saturating_add(r.over.mul_f64(frac));
+                let mut v = from + (r.to - from) * frac;
+                if matches!(r.param, Param::ServicePods | Param::UpstreamCapacity) {
+                    v = v.round();
+                }
+                steps.push(step(t, StepAction::Set(r.param, v), k == RAMP_STEPS));
+            }
+            set(&mut current, r.param, r.to);
+        } else if let Some(u) = &e.pulse {
+            let before = value_of(&current, u.param);
+            steps.push(step(at, StepAction::Set(u.param, u.value), false));
+            steps.push(step(
+                at.saturating_add(u.duration),
+                StepAction::Set(u.param, before),
+                true,
+            ));
+        } else if let Some(pod) = e.kill_pod {
+            steps.push(step(at, StepAction::KillPod(pod), true));
+        } else if let Some(pod) = e.restart_pod {
+            steps.push(step(at, StepAction::RestartPod(pod), true));
+        }
+    }
+    // Stable: same-instant steps keep entry order.
+    steps.sort_by_key(|s| s.at);
+    steps
+}
+
+/// The end of the last trigger: the latest instant at which a timeline
+/// step that ends an entry applies (`None` for an empty timeline).
+pub fn last_trigger_end(steps: &[Step]) -> Option<SimTime> {
+    steps.iter().filter(|s| s.ends_trigger).map(|s| s.at).max()
+}

@@ -1,0 +1,352 @@
+//! The overload-sensitive dependency: a finite number of slots with a queue
+//! in front, service time that grows with concurrency (linearly, or past a
+//! knee where throughput *falls*), an admission limit, an optional 429 rate
+//! limit, injected errors, other tenants' load, and no idea that a caller
+//! gave up unless cancellation is propagated.
+
+use std::collections::VecDeque;
+
+use rand::RngExt;
+use sim_core::dist::Dist;
+use sim_core::queue::EventId;
+use sim_core::rng::SimRng;
+use sim_core::sim::Scheduler;
+use sim_core::time::{SimDuration, SimTime};
+
+use crate::config::{LoadLaw, OverflowAction, UpstreamConfig};
+use crate::request::ReqRef;
+use crate::world::Event;
+
+/// A reference to an upstream job, valid while the generation matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct JobRef {
+    slot: u32,
+    generation: u32,
+}
+
+/// Whose request a job is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// An attempt from one of our pods.
+    Client {
+        /// The request.
+        req: ReqRef,
+        /// Its attempt number.
+        attempt: u32,
+    },
+    /// Another tenant's request (background load).
+    Background,
+}
+
+/// What the upstream answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// 200.
+    Ok,
+    /// A 5xx code.
+    Error(u16),
+    /// 429 with Retry-After, nanoseconds.
+    TooManyRequests(u64),
+}
+
+#[derive(Clone, Debug)]
+struct Job {
+    generation: u32,
+    owner: Owner,
+    /// The caller gave up on it.
+    abandoned: bool,
+    /// Waiting in the queue (not yet in a slot).
+    queued: bool,
+    /// Completion timer while in service.
+    timer: Option<EventId>,
+}
+
+/// What happened to an arriving request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// In a slot now.
+    Started,
+    /// Waiting for a slot.
+    Queued,
+    /// Answered at once (429 from the rate limit, 503 past the admission
+    /// limit); the job is already gone.
+    Answered(Status),
+    /// Dropped silently past the admission limit.
+    Dropped,
+}
+
+/// A finished job, for the world to route.
+#[derive(Clone, Copy, Debug)]
+pub struct Completion {
+    /// Whose it was.
+    pub owner: Owner,
+    /// The caller had given up: this is wasted work.
+    pub abandoned: bool,
+    /// The answer.
+    pub status: Status,
+}
+
+/// The upstream's live parameters (the timeline changes them).
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// Slots.
+    pub capacity: u32,
+    /// Latency multiplier.
+    pub latency_scale: f64,
+    /// Other tenants' requests per second.
+    pub background_rps: f64,
+    /// Injected 500 probability.
+    pub http_500: f64,
+    /// Injected 503 probability.
+    pub http_503: f64,
+    /// Rate limit (requests per second), if any.
+    pub rate_limit_rps: Option<f64>,
+}
+
+/// The upstream.
+pub struct Upstream {
+    /// Live parameters.
+    pub params: Params,
+    queue_limit: u32,
+    overflow: OverflowAction,
+    latency: Dist,
+    law: LoadLaw,
+    cancellation: bool,
+    burst: f64,
+    retry_after: SimDuration,
+    tokens: f64,
+    tokens_at: SimTime,
+    jobs: Vec<Option<Job>>,
+    generations: Vec<u32>,
+    free: Vec<u32>,
+    queue: VecDeque<JobRef>,
+    queued_live: u32,
+    in_service: u32,
+    latency_rng: SimRng,
+    error_rng: SimRng,
+}
+
+impl Upstream {
+    /// An idle upstream.
+    pub fn new(
+        cfg: &UpstreamConfig,
+        latency: Dist,
+        latency_rng: SimRng,
+        error_rng: SimRng,
+    ) -> Self {
+        let rl = cfg.rate_limit.as_ref();
+        let burst = rl.map_or(0.0, |r| r.burst.map_or(r.rps.max(1.0), f64::from));
+        Upstream {
+            params: Params {
+                capacity: cfg.capacity,
+                latency_scale: cfg.latency_scale,
+                background_rps: cfg.background_rps,
+                http_500: cfg.errors.http_500,
+                http_503: cfg.errors.http_503,
+                rate_limit_rps: rl.map(|r| r.rps),
+            },
+            queue_limit: cfg.queue_limit,
+            overflow: cfg.overflow,
+            latency,
+            law: cfg.load_law.clone(),
+            cancellation: cfg.cancellation,
+            burst,
+            retry_after: rl.map_or(SimDuration::from_secs(1), |r| r.retry_after),
+            tokens: burst,
+            tokens_at: SimTime::ZERO,
+            jobs: Vec::new(),
+            generations: Vec::new(),
+            free: Vec::new(),
+            queue: VecDeque::new(),
+            queued_live: 0,
+            in_service: 0,
+            latency_rng,
+            error_rng,
+        }
+    }
+
+    /// Requests in a slot.
+    pub fn in_service(&self) -> u32 {
+        self.in_service
+    }
+    /// Requests waiting for a slot.
+    pub fn queued(&self) -> u32 {
+        self.queued_live
+    }
+    /// Jobs held (in service, queued, or cancelled but not yet swept).
+    pub fn jobs_held(&self) -> usize {
+        self.jobs.len() - self.free.len()
+    }
+
+    fn alloc(&mut self, owner: Owner) -> JobRef {
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.jobs.push(None);
+                self.generations.push(0);
+                (self.jobs.len() - 1) as u32
+            }
+        };
+        let generation = self.generations[slot as usize];
+        self.jobs[slot as usize] = Some(Job {
+            generation,
+            owner,
+            abandoned: false,
+            queued: false,
+            timer: None,
+        });
+        JobRef { slot, generation }
+    }
+
+    fn job_mut(&mut self, j: JobRef) -> Option<&mut Job> {
+        self.jobs
+            .get_mut(j.slot as usize)?
+            .as_mut()
+            .filter(|x| x.generation == j.generation)
+    }
+
+    fn free_job(&mut self, j: JobRef) -> Option<Job> {
+        let job = self
+            .jobs
+            .get_mut(j.slot as usize)?
+            .take_if(|x| x.generation == j.generation)?;
+        self.generations[j.slot as usize] = self.generations[j.slot as usize].wrapping_add(1);
+        self.free.push(j.slot);
+        Some(job)
+    }
+
+    /// The service time of a request starting now, with `n` in service
+    /// (itself included).
+    fn service_time(&mut self, n: u32) -> SimDuration {
+        let base = self.latency.sample_secs(&mut self.latency_rng) * self.params.latency_scale;
+        let n = f64::from(n);
+        let secs = match self.law {
+            LoadLaw::None => base,
+            LoadLaw::Linear { per_request } => base + per_request.as_secs_f64() * n,
+            LoadLaw::Usl { sigma, kappa } => {
+                base * (1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0))
+            }
+        };
+        SimDuration::from_secs_f64(secs)
+    }
+
+    fn start(&mut self, j: JobRef, sched: &mut Scheduler<Event>) {
+        self.in_service += 1;
+        let d = self.service_time(self.in_service);
+        let timer = sched.schedule_in(d, Event::UpstreamCompleted { job: j });
+        if let Some(job) = self.job_mut(j) {
+            job.queued = false;
+            job.timer = Some(timer);
+        }
+    }
+
+    /// Refills the rate-limit bucket and takes a token; false if empty.
+    fn take_token(&mut self, now: SimTime) -> bool {
+        let Some(rps) = self.params.rate_limit_rps else {
+            return true;
+        };
+        let elapsed = now.saturating_since(self.tokens_at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * rps).min(self.burst);
+        self.tokens_at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A request arrives. Returns the job (when admitted) and what happened.
+    pub fn arrive(
+        &mut self,
+        owner: Owner,
+        now: SimTime,
+        sched: &mut Scheduler<Event>,
+    ) -> (Option<JobRef>, Admission) {
+        if !self.take_token(now) {
+            return (
+                None,
+                Admission::Answered(Status::TooManyRequests(self.retry_after.as_nanos())),
+            );
+        }
+        if self.in_service < self.params.capacity && self.queued_live == 0 {
+            let j = self.alloc(owner);
+            self.start(j, sched);
+            return (Some(j), Admission::Started);
+        }
+        if self.queued_live < self.queue_limit {
+            let j = self.alloc(owner);
+            if let Some(job) = self.job_mut(j) {
+                job.queued = true;
+            }
+            self.queue.push_back(j);
+            self.queued_live += 1;
+            return (Some(j), Admission::Queued);
+        }
+        match self.overflow {
+            OverflowAction::Reject => (None, Admission::Answered(Status::Error(503))),
+            OverflowAction::Drop => (None, Admission::Dropped),
+        }
+    }
+
+    /// Starts queued jobs while slots are free.
+    pub fn fill_slots(&mut self, sched: &mut Scheduler<Event>) {
+        while self.in_service < self.params.capacity {
+            let Some(j) = self.queue.pop_front() else {
+                return;
+            };
+            let live = self.job_mut(j).is_some_and(|job| job.queued);
+            if live {
+                self.queued_live -= 1;
+                self.start(j, sched);
+            }
+        }
+    }
+
+    /// A job's service time is up: frees its slot, starts the next queued
+    /// job, and says who gets which answer.
+    pub fn complete(&mut self, j: JobRef, sched: &mut Scheduler<Event>) -> Option<Completion> {
+        let job = self.free_job(j)?;
+        self.in_service -= 1;
+        let u: f64 = self.error_rng.random();
+        let status = if u < self.params.http_500 {
+            Status::Error(500)
+        } else if u < self.params.http_500 + self.params.http_503 {
+            Status::Error(503)
+        } else {
+            Status::Ok
+        };
+        self.fill_slots(sched);
+        Some(Completion {
+            owner: job.owner,
+            abandoned: job.abandoned,
+            status,
+        })
+    }
+
+    /// The caller gave up on `j`. Without cancellation the upstream keeps
+    /// working on it (it will count as wasted); with it, a queued job is
+    /// dropped and a running one stopped. Returns true if work was cancelled.
+    pub fn abandon(&mut self, j: JobRef, sched: &mut Scheduler<Event>) -> bool {
+        let cancellation = self.cancellation;
+        let Some(job) = self.job_mut(j) else {
+            return false;
+        };
+        job.abandoned = true;
+        if !cancellation {
+            return false;
+        }
+        let (queued, timer) = (job.queued, job.timer);
+        self.free_job(j);
+        if queued {
+            self.queued_live -= 1;
+        } else {
+            if let Some(t) = timer {
+                sched.cancel(t);
+            }
+            self.in_service -= 1;
+            self.fill_slots(sched);
+        }
+        true
+    }
+}

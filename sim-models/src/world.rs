@@ -1,0 +1,492 @@
+//! The world: every part wired together as one `sim_core` model.
+//!
+//! This file owns the event enum, the world's state and the dispatch from
+//! events to the parts. The request path lives in `client.rs` (attempts,
+//! pools, retries), pods' lives in `pods.rs` (workers, health checks,
+//! restarts), load in `load.rs`, the timeline's effects in `incidents.rs`.
+//!
+//! Every event is a fact with its subject: `AttemptTimedOut { req,
+//! attempt }` says which attempt of which request; a handler that finds
+//! the subject has moved on (attempt number or phase changed, slot reused)
+//! treats the event as stale and does nothing.
+
+use sim_core::dist::Dist;
+use sim_core::queue::EventId;
+use sim_core::rng::{RngStreams, SimRng};
+use sim_core::sim::{Limits, Model, RunError, Scheduler, Simulation};
+use sim_core::time::{SimDuration, SimTime};
+
+use crate::config::{ConfigError, WorldConfig};
+use crate::lb::Balancer;
+use crate::outcome::Reason;
+use crate::pods::Pod;
+use crate::recorder::{Level, Recorder, RowSink, RunTotals};
+use crate::request::{ReqRef, Requests};
+use crate::timeline::{self, Step};
+use crate::upstream::{JobRef, Status, Upstream};
+
+/// Everything that can happen in the world.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A metrics bucket ended.
+    BucketEnded,
+    /// An open-loop user sent a request.
+    RequestArrived,
+    /// A closed-loop user finished thinking and sends a request.
+    UserReady {
+        /// Which user.
+        user: u32,
+    },
+    /// A request crossed the network from the gateway to its pod.
+    RequestReachedPod {
+        /// The request.
+        req: ReqRef,
+    },
+    /// The gateway's end-to-end deadline passed.
+    UserDeadlinePassed {
+        /// The request.
+        req: ReqRef,
+    },
+    /// The user's patience ran out.
+    UserGaveUp {
+        /// The request.
+        req: ReqRef,
+    },
+    /// The call's total deadline across attempts passed.
+    CallDeadlinePassed {
+        /// The request.
+        req: ReqRef,
+    },
+    /// A new connection finished setting up.
+    ConnectionEstablished {
+        /// The pod.
+        pod: u32,
+        /// The pod's incarnation when dialling began.
+        epoch: u32,
+        /// The request it was dialled for.
+        req: ReqRef,
+        /// The attempt it was dialled for.
+        attempt: u32,
+    },
+    /// A new connection was refused or its connect timeout passed.
+    ConnectionFailed {
+        /// The pod.
+        pod: u32,
+        /// The pod's incarnation when dialling began.
+        epoch: u32,
+        /// The request it was dialled for.
+        req: ReqRef,
+        /// The attempt it was dialled for.
+        attempt: u32,
+    },
+    /// The pool's acquire timeout passed for a waiting attempt.
+    PoolWaitTimedOut {
+        /// The request.
+        req: ReqRef,
+        /// The attempt.
+        attempt: u32,
+    },
+    /// The per-attempt timeout passed.
+    AttemptTimedOut {
+        /// The request.
+        req: ReqRef,
+        /// The attempt.
+        attempt: u32,
+    },
+    /// The delay before a retry is over.
+    RetryDelayElapsed {
+        /// The request.
+        req: ReqRef,
+        /// The attempt that just failed.
+        attempt: u32,
+    },
+    /// An attempt crossed the network to the upstream.
+    UpstreamReceived {
+        /// The request.
+        req: ReqRef,
+        /// The attempt.
+        attempt: u32,
+    },
+    /// The upstream finished serving a job.
+    UpstreamCompleted {
+        /// The job.
+        job: JobRef,
+    },
+    /// Another tenant's request reached the upstream.
+    BackgroundRequestArrived,
+    /// The upstream's answer crossed the network back to the pod.
+    ResponseReachedPod {
+        /// The request.
+        req: ReqRef,
+        /// The attempt.
+        attempt: u32,
+        /// The answer.
+        status: Status,
+    },
+    /// The service's answer crossed the network back to the gateway.
+    ResponseReachedUser {
+        /// The request.
+        req: ReqRef,
+        /// How it ended.
+        reason: Reason,
+    },
+    /// Time to probe a pod's health.
+    HealthProbeDue {
+        /// The pod.
+        pod: u32,
+    },
+    /// A restarted pod is back in rotation.
+    PodCameBack {
+        /// The pod.
+        pod: u32,
+        /// Its incarnation when it went down.
+        epoch: u32,
+    },
+    /// A timeline step applies.
+    TimelineStepDue {
+        /// Index into the resolved steps.
+        index: u32,
+    },
+}
+
+/// Optional network delays between tiers.
+pub(crate) struct Network {
+    pub(crate) gateway_to_pod: Option<Dist>,
+    pub(crate) pod_to_gateway: Option<Dist>,
+    pub(crate) pod_to_upstream: Option<Dist>,
+    pub(crate) upstream_to_pod: Option<Dist>,
+    pub(crate) rng: SimRng,
+}
+
+impl Network {
+    /// A delay draw for a leg, or `None` when the leg is instantaneous.
+    pub(crate) fn delay(&mut self, leg: fn(&Network) -> &Option<Dist>) -> Option<SimDuration> {
+        let d = leg(self).clone()?;
+        Some(d.sample(&mut self.rng))
+    }
+}
+
+/// The whole world.
+pub struct World<S> {
+    pub(crate) cfg: WorldConfig,
+    pub(crate) streams: RngStreams,
+    pub(crate) pods: Vec<Pod>,
+    pub(crate) lb: Balancer,
+    pub(crate) upstream: Upstream,
+    pub(crate) reqs: Requests,
+    pub(crate) rec: Recorder<S>,
+    pub(crate) net: Network,
+    pub(crate) connect_time: Dist,
+    pub(crate) steps: Vec<Step>,
+    /// Live open-loop arrival rate (the timeline changes it).
+    pub(crate) rate: f64,
+    pub(crate) arrival_timer: Option<EventId>,
+    pub(crate) arrival_rng: SimRng,
+    pub(crate) background_timer: Option<EventId>,
+    pub(crate) background_rng: SimRng,
+    pub(crate) patience: Option<Dist>,
+    pub(crate) patience_rng: SimRng,
+    pub(crate) think: Option<Dist>,
+    pub(crate) think_rng: SimRng,
+    pub(crate) end: SimTime,
+    /// Attempts started and not yet ended.
+    pub(crate) attempts_active: u64,
+    /// The first broken invariant, if any: stops the run.
+    pub(crate) violation: Option<String>,
+}
+
+impl<S: RowSink> World<S> {
+    /// Builds the world for a validated config, sending bucket rows to
+    /// `sink`.
+    pub fn new(cfg: &WorldConfig, sink: S) -> Result<Self, Vec<ConfigError>> {
+        cfg.validate()?;
+        let streams = RngStreams::new(cfg.seed);
+        let dist = |spec: &sim_core::dist::DistSpec| Dist::new(spec).expect("validated");
+        let opt = |spec: &Option<sim_core::dist::DistSpec>| spec.as_ref().map(dist);
+        let pods = (0..cfg.service.pods)
+            .map(|i| Pod::new(i, &cfg.service, &streams))
+            .collect();
+        let upstream = Upstream::new(
+            &cfg.upstream,
+            dist(&cfg.upstream.latency),
+            streams.stream("upstream/latency"),
+            streams.stream("upstream/errors"),
+        );
+        let end = SimTime::ZERO.saturating_add(cfg.clock.duration);
+        Ok(World {
+            pods,
+            lb: Balancer::new(
+                cfg.service.balancer,
+                cfg.service.pods,
+                streams.stream("balancer"),
+            ),
+            upstream,
+            reqs: Requests::default(),
+            rec: Recorder::new(cfg.clock.bucket, sink),
+            net: Network {
+                gateway_to_pod: opt(&cfg.network.gateway_to_pod),
+                pod_to_gateway: opt(&cfg.network.pod_to_gateway),
+                pod_to_upstream: opt(&cfg.network.pod_to_upstream),
+                upstream_to_pod: opt(&cfg.network.upstream_to_pod),
+                rng: streams.stream("network/delay"),
+            },
+            connect_time: dist(&cfg.service.pool.connect_time),
+            steps: timeline::resolve(cfg),
+            rate: cfg.load.rate,
+            arrival_timer: None,
+            arrival_rng: streams.stream("load/arrivals"),
+            background_timer: None,
+            background_rng: streams.stream("upstream/background"),
+            patience: opt(&cfg.load.patience),
+            patience_rng: streams.stream("load/patience"),
+            think: cfg.load.closed_loop.as_ref().map(|c| dist(&c.think)),
+            think_rng: streams.stream("load/think"),
+            end,
+            attempts_active: 0,
+            violation: None,
+            streams,
+            cfg: cfg.clone(),
+        })
+    }
+
+    /// Schedules the first events: buckets, arrivals, probes, timeline.
+    pub fn start(&mut self, sched: &mut Scheduler<Event>) {
+        sched.schedule_in(self.cfg.clock.bucket, Event::BucketEnded);
+        self.schedule_next_arrival(sched);
+        self.schedule_next_background(sched);
+        self.start_closed_loop(sched);
+        let now = sched.now();
+        self.rec.level(Level::PodsUp, now, self.pods.len() as i64);
+        for pod in 0..self.pods.len() as u32 {
+            self.schedule_first_probe(pod, sched);
+        }
+        for (i, step) in self.steps.iter().enumerate() {
+            let _ = sched.schedule_at(step.at, Event::TimelineStepDue { index: i as u32 });
+        }
+    }
+
+    /// The configuration this world runs.
+    pub fn config(&self) -> &WorldConfig {
+        &self.cfg
+    }
+
+    /// The resolved timeline.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// Records a broken invariant (the first one wins).
+    pub(crate) fn violated(&mut self, now: SimTime, what: impl FnOnce() -> String) {
+        if self.violation.is_none() {
+            self.violation = Some(format!("at {now}: {}", what()));
+        }
+    }
+
+    /// Whole-world audit: the conservation law and every bound, by a full
+    /// scan (run at the end of every run).
+    pub fn audit(&self) -> Result<(), String> {
+        if let Some(v) = &self.violation {
+            return Err(v.clone());
+        }
+        let offered = self.rec.totals().count(crate::recorder::Count::Offered)
+            + self.rec.open_count(crate::recorder::Count::Offered);
+        let finished = self.rec.totals().finished() + self.rec.open_outcomes();
+        let mut waiting = 0u64;
+        let mut active = 0u64;
+        for r in self.reqs.refs() {
+            let q = self.reqs.get(r).expect("live ref");
+            waiting += u64::from(!q.user_done);
+            active += u64::from(matches!(
+                q.phase,
+                crate::request::Phase::WaitingPool
+                    | crate::request::Phase::Connecting
+                    | crate::request::Phase::InFlight
+            ));
+        }
+        if offered != finished + waiting {
+            return Err(format!(
+                "conservation: {offered} arrivals but {finished} finished + {waiting} in flight"
+            ));
+        }
+        if i64::try_from(waiting).ok() != Some(self.rec.level_value(Level::UsersWaiting)) {
+            return Err(format!(
+                "{waiting} users waiting, but the gauge says {}",
+                self.rec.level_value(Level::UsersWaiting)
+            ));
+        }
+        if active != self.attempts_active {
+            return Err(format!(
+                "{active} attempts in progress, counter says {}",
+                self.attempts_active
+            ));
+        }
+        self.check_bounds()
+    }
+
+    /// The cheap checks run after every event in debug builds.
+    fn check_bounds(&self) -> Result<(), String> {
+        if let Some(v) = &self.violation {
+            return Err(v.clone());
+        }
+        for (i, p) in self.pods.iter().enumerate() {
+            p.pool.check().map_err(|e| format!("pod {i}: {e}"))?;
+        }
+        let cap = self.upstream.params.capacity;
+        if self.upstream.queued() > 0 && self.upstream.in_service() < cap {
+            return Err(format!(
+                "upstream has {} queued while only {} of {cap} slots are busy",
+                self.upstream.queued(),
+                self.upstream.in_service()
+            ));
+        }
+        Ok(())
+    }
+
+    fn on_bucket_ended(&mut self, sched: &mut Scheduler<Event>) {
+        let now = sched.now();
+        self.rec.close_bucket(now);
+        if now < self.end {
+            let next = now.saturating_add(self.cfg.clock.bucket).min(self.end);
+            let _ = sched.schedule_at(next, Event::BucketEnded);
+        }
+    }
+}
+
+impl<S: RowSink> Model for World<S> {
+    type Event = Event;
+
+    fn handle(&mut self, event: Event, sched: &mut Scheduler<Event>) {
+        match event {
+            Event::BucketEnded => self.on_bucket_ended(sched),
+            Event::RequestArrived => self.on_request_arrived(sched),
+            Event::UserReady { user } => self.on_user_ready(user, sched),
+            Event::RequestReachedPod { req } => self.on_request_reached_pod(req, sched),
+            Event::UserDeadlinePassed { req } => self.on_user_deadline(req, sched),
+            Event::UserGaveUp { req } => self.on_user_gave_up(req, sched),
+            Event::CallDeadlinePassed { req } => self.on_call_deadline(req, sched),
+            Event::ConnectionEstablished {
+                pod,
+                epoch,
+                req,
+                attempt,
+            } => self.on_connection_established(pod, epoch, req, attempt, sched),
+            Event::ConnectionFailed {
+                pod,
+                epoch,
+                req,
+                attempt,
+            } => self.on_connection_failed(pod, epoch, req, attempt, sched),
+            Event::PoolWaitTimedOut { req, attempt } => {
+                self.on_pool_wait_timed_out(req, attempt, sched)
+            }
+            Event::AttemptTimedOut { req, attempt } => {
+                self.on_attempt_timed_out(req, attempt, sched)
+            }
+            Event::RetryDelayElapsed { req, attempt } => {
+                self.on_retry_delay_elapsed(req, attempt, sched)
+            }
+            Event::UpstreamReceived { req, attempt } => {
+                self.on_upstream_received(req, attempt, sched)
+            }
+            Event::UpstreamCompleted { job } => self.on_upstream_completed(job, sched),
+            Event::BackgroundRequestArrived => self.on_background_arrived(sched),
+            Event::ResponseReachedPod {
+                req,
+                attempt,
+                status,
+            } => self.on_response_reached_pod(req, attempt, status, sched),
+            Event::ResponseReachedUser { req, reason } => {
+                self.on_response_reached_user(req, reason, sched)
+            }
+            Event::HealthProbeDue { pod } => self.on_health_probe(pod, sched),
+            Event::PodCameBack { pod, epoch } => self.on_pod_came_back(pod, epoch, sched),
+            Event::TimelineStepDue { index } => self.on_timeline_step(index, sched),
+        }
+    }
+
+    fn check_invariants(&self, _now: SimTime) -> Result<(), String> {
+        self.check_bounds()
+    }
+}
+
+/// Why a run did not produce results.
+#[derive(Debug)]
+pub enum WorldError {
+    /// The configuration is invalid.
+    Config(Vec<ConfigError>),
+    /// The run stopped: an invariant broke or a limit was hit.
+    Run {
+        /// The seed, to reproduce it.
+        seed: u64,
+        /// What happened, with the simulated time.
+        message: String,
+    },
+}
+
+impl std::fmt::Display for WorldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorldError::Config(errs) => {
+                writeln!(f, "invalid configuration:")?;
+                for e in errs {
+                    writeln!(f, "  {e}")?;
+                }
+                Ok(())
+            }
+            WorldError::Run { seed, message } => {
+                write!(f, "run with seed {seed} stopped: {message}")
+            }
+        }
+    }
+}
+impl std::error::Error for WorldError {}
+
+/// What a run produced.
+pub struct RunOutput<S> {
+    /// The sink, holding whatever it kept of the bucket rows.
+    pub sink: S,
+    /// Totals over the run.
+    pub totals: RunTotals,
+    /// Events processed.
+    pub events: u64,
+    /// The resolved timeline.
+    pub steps: Vec<Step>,
+}
+
+/// Runs `cfg` to its end, streaming bucket rows into `sink`; audits the
+/// world at the end (conservation, bounds) and fails with the seed and
+/// simulated time if anything is off.
+pub fn run<S: RowSink>(cfg: &WorldConfig, sink: S) -> Result<RunOutput<S>, WorldError> {
+    let world = World::new(cfg, sink).map_err(WorldError::Config)?;
+    let limits = Limits {
+        max_events: cfg.limits.max_events,
+        ..Limits::default()
+    };
+    let mut sim = Simulation::new(world, limits);
+    {
+        let (world, sched) = sim.parts();
+        world.start(sched);
+    }
+    let end = SimTime::ZERO.saturating_add(cfg.clock.duration);
+    let fail = |message: String| WorldError::Run {
+        seed: cfg.seed,
+        message,
+    };
+    sim.run_until(end).map_err(|e| match e {
+        RunError::EventLimit { .. } => fail(format!("{e} (raise limits.max_events)")),
+        RunError::InvariantViolated { .. } => fail(e.to_string()),
+    })?;
+    sim.model()
+        .audit()
+        .map_err(|m| fail(format!("at {end}: {m}")))?;
+    let events = sim.events_processed();
+    let world = sim.into_model();
+    let steps = world.steps.clone();
+    let (sink, totals) = world.rec.finish();
+    Ok(RunOutput {
+        sink,
+        totals,
+        events,
+        steps,
+    })
+}

@@ -1,0 +1,200 @@
+//! The world end to end: conservation, late answers, restarts, limits,
+//! determinism.
+
+use sim_core::dist::DistSpec;
+use sim_core::time::SimDuration;
+use sim_models::config::{HealthConfig, WorldConfig};
+use sim_models::outcome::Reason;
+use sim_models::recorder::{BucketRow, Count, Latency, Level};
+use sim_models::timeline::Param;
+use sim_models::timeline::{At, PulseAction, TimelineEntry};
+use sim_models::world::{WorldError, run};
+
+fn secs(s: u64) -> SimDuration {
+    SimDuration::from_secs(s)
+}
+fn ms(v: u64) -> SimDuration {
+    SimDuration::from_millis(v)
+}
+
+fn run_rows(cfg: &WorldConfig) -> (Vec<BucketRow>, sim_models::recorder::RunTotals) {
+    let out = run(cfg, Vec::new()).unwrap_or_else(|e| panic!("{e}"));
+    (out.sink, out.totals)
+}
+
+#[test]
+fn a_quiet_world_answers_everything_once() {
+    let cfg = WorldConfig::default(); // 100 rps for 60 s, 50 ms median upstream
+    let (rows, totals) = run_rows(&cfg);
+    assert_eq!(rows.len(), 60);
+    let offered = totals.count(Count::Offered);
+    // Poisson count over 60 s at 100/s: 6,000 ± 77; allow 5 sd.
+    assert!((5_600..=6_400).contains(&offered), "offered {offered}");
+    // Everything not still in flight at the end succeeded, one attempt each.
+    let in_flight = offered - totals.finished();
+    assert!(in_flight < 50, "{in_flight} in flight at the end");
+    assert_eq!(totals.outcome(Reason::Success), totals.finished());
+    assert_eq!(totals.count(Count::AttemptsRetry), 0);
+    assert_eq!(totals.count(Count::AttemptsFirst), offered);
+    // Connections are reused: few dials, no waiting.
+    let wait = totals.latency(Latency::PoolWait);
+    assert_eq!(wait.max(), Some(0));
+    let e2e = totals.latency(Latency::EndToEnd);
+    let p50 = e2e.quantile(0.5).unwrap() as f64 / 1e6;
+    assert!((45.0..=55.0).contains(&p50), "median e2e {p50} ms");
+}
+
+#[test]
+fn late_answers_are_counted_late_never_as_success() {
+    let mut cfg = WorldConfig::default();
+    cfg.upstream.latency = DistSpec::Constant(ms(200));
+    cfg.client.attempt_timeout = Some(ms(100));
+    cfg.client.retry.max_retries = 2;
+    cfg.client.retry.delay = ms(10);
+    let (_, t) = run_rows(&cfg);
+    assert_eq!(t.outcome(Reason::Success), 0);
+    assert!(t.outcome(Reason::AttemptTimeout) > 5_000);
+    let attempts = t.count(Count::AttemptsFirst) + t.count(Count::AttemptsRetry);
+    // Every attempt's answer comes back late (but the last few, still in
+    // service when the run ends).
+    let late = t.count(Count::LateResponses);
+    assert!(
+        late + 200 >= attempts && late <= attempts,
+        "late {late} of {attempts} attempts"
+    );
+    assert_eq!(late, t.count(Count::UpstreamWasted));
+    assert_eq!(t.count(Count::UpstreamGoodput), 0);
+    // Three attempts per request.
+    let amp = t.amplification();
+    assert!((2.95..=3.0).contains(&amp), "amplification {amp}");
+}
+
+#[test]
+fn cancellation_stops_abandoned_work_at_the_upstream() {
+    let mut cfg = WorldConfig::default();
+    cfg.upstream.latency = DistSpec::Constant(ms(200));
+    cfg.upstream.cancellation = true;
+    cfg.client.attempt_timeout = Some(ms(100));
+    let (_, t) = run_rows(&cfg);
+    assert_eq!(t.count(Count::UpstreamWasted), 0);
+    assert!(t.count(Count::UpstreamCancelled) > 5_000);
+}
+
+#[test]
+fn saturated_pods_fail_their_probes_and_restart() {
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(120);
+    cfg.service.pods = 2;
+    cfg.service.pool.max_connections = 5;
+    cfg.upstream.latency = DistSpec::Constant(secs(2)); // 10 conns / 2 s = 5 rps capacity
+    cfg.service.health = Some(HealthConfig {
+        period: secs(5),
+        timeout: secs(1),
+        failure_threshold: 2,
+        restart_time: secs(10),
+    });
+    let (rows, t) = run_rows(&cfg);
+    assert!(
+        t.count(Count::PodRestarts) >= 2,
+        "restarts {}",
+        t.count(Count::PodRestarts)
+    );
+    assert!(t.outcome(Reason::PodRestarted) > 100);
+    // Some buckets see pods down; while both are down, requests are unavailable.
+    assert!(rows.iter().any(|r| r.level(Level::PodsDown).max >= 1));
+    assert!(rows.iter().all(|r| r.level(Level::PoolInUse).max <= 10));
+}
+
+#[test]
+fn timeline_pulse_changes_and_reverts_the_load() {
+    let mut cfg = WorldConfig::default();
+    cfg.timeline.push(TimelineEntry {
+        at: At::Offset(secs(20)),
+        set: None,
+        ramp: None,
+        pulse: Some(PulseAction {
+            param: Param::LoadRate,
+            value: 500.0,
+            duration: secs(10),
+        }),
+        kill_pod: None,
+        restart_pod: None,
+    });
+    let (rows, _) = run_rows(&cfg);
+    let offered = |range: std::ops::Range<usize>| {
+        rows[range.clone()]
+            .iter()
+            .map(|r| r.count(Count::Offered))
+            .sum::<u64>() as f64
+            / range.len() as f64
+    };
+    let before = offered(5..20);
+    let during = offered(20..30);
+    let after = offered(35..60);
+    assert!((90.0..110.0).contains(&before), "{before}");
+    assert!((470.0..530.0).contains(&during), "{during}");
+    assert!((90.0..110.0).contains(&after), "{after}");
+}
+
+#[test]
+fn same_seed_same_rows_other_seed_other_rows() {
+    let mut cfg = WorldConfig::default();
+    cfg.client.retry.max_retries = 2;
+    cfg.upstream.errors.http_500 = 0.2;
+    let a = run_rows(&cfg).0;
+    let b = std::thread::spawn({
+        let cfg = cfg.clone();
+        move || run_rows(&cfg).0
+    })
+    .join()
+    .unwrap();
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    cfg.seed = 2;
+    assert_ne!(format!("{a:?}"), format!("{:?}", run_rows(&cfg).0));
+}
+
+#[test]
+fn limits_stop_the_run_with_the_seed_and_the_limit_named() {
+    let mut cfg = WorldConfig::default();
+    cfg.seed = 77;
+    cfg.upstream.latency = DistSpec::Constant(secs(100));
+    cfg.limits.max_in_flight = 10;
+    let err = run(&cfg, Vec::new()).err().expect("limit hit");
+    let msg = err.to_string();
+    assert!(matches!(err, WorldError::Run { seed: 77, .. }));
+    assert!(
+        msg.contains("seed 77") && msg.contains("limits.max_in_flight"),
+        "{msg}"
+    );
+
+    let mut cfg = WorldConfig::default();
+    cfg.limits.max_events = 1_000;
+    let msg = run(&cfg, Vec::new()).err().expect("limit hit").to_string();
+    assert!(msg.contains("max_events"), "{msg}");
+}
+
+#[test]
+fn invalid_configs_name_their_fields() {
+    let mut cfg = WorldConfig::default();
+    cfg.load.rate = -1.0;
+    cfg.upstream.errors.http_500 = 1.5;
+    cfg.client.total_deadline = Some(secs(10));
+    cfg.client.attempt_timeout = Some(secs(30));
+    cfg.service.pool.connect_time = DistSpec::Uniform {
+        low: secs(2),
+        high: secs(1),
+    };
+    let Err(WorldError::Config(errs)) = run(&cfg, Vec::new()) else {
+        panic!("invalid")
+    };
+    let paths: Vec<_> = errs.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "load.rate",
+            "service.pool.connect_time.high",
+            "upstream.errors.http_500",
+            "client.attempt_timeout"
+        ]
+    );
+}
