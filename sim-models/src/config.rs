@@ -143,7 +143,7 @@ pub struct ClosedLoopConfig {
 }
 
 /// The user-facing edge.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GatewayConfig {
     /// End-to-end deadline: past it the user sees a timeout (outcome
@@ -153,15 +153,6 @@ pub struct GatewayConfig {
     /// Whether the deadline also cancels the work inside the service
     /// (default false: the service finishes, as most do).
     pub cancel_service_on_deadline: bool,
-}
-
-impl Default for GatewayConfig {
-    fn default() -> Self {
-        GatewayConfig {
-            deadline: None,
-            cancel_service_on_deadline: false,
-        }
-    }
 }
 
 /// How the load balancer picks a pod.

@@ -33,6 +33,7 @@ pub mod pods;
 pub mod pool;
 pub mod recorder;
 pub mod request;
+pub mod scenarios;
 pub mod timeline;
 pub mod upstream;
 pub mod world;

@@ -150,7 +150,7 @@ impl Param {
         let ok = match self {
             Param::UpstreamErrors500 | Param::UpstreamErrors503 => (0.0..=1.0).contains(&v),
             Param::UpstreamCapacity | Param::ServicePods => {
-                v >= 1.0 && v <= 1e6 && v.fract() == 0.0
+                (1.0..=1e6).contains(&v) && v.fract() == 0.0
             }
             Param::UpstreamRateLimitRps => v.is_finite() && v > 0.0,
             _ => v.is_finite() && v >= 0.0,

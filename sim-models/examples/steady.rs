@@ -1,0 +1,27 @@
+//! Runs the steady 10,000 requests/s world for N seconds (default 600),
+//! keeping no rows, and prints what it simulated. For measuring peak
+//! memory against duration:
+//!
+//! ```text
+//! cargo build --release -p sim-models --example steady
+//! /usr/bin/time -v target/release/examples/steady 600
+//! /usr/bin/time -v target/release/examples/steady 3600
+//! ```
+
+use sim_models::recorder::{Count, Discard};
+use sim_models::scenarios::steady;
+use sim_models::world::run;
+
+fn main() {
+    let seconds: u64 = std::env::args()
+        .nth(1)
+        .map_or(600, |s| s.parse().expect("seconds"));
+    let out = run(&steady(seconds), Discard::default()).unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "{seconds} s simulated: {} requests, {} events, {} buckets, amplification {:.4}",
+        out.totals.count(Count::Offered),
+        out.events,
+        out.sink.rows,
+        out.totals.amplification()
+    );
+}

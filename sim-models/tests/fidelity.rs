@@ -1,0 +1,196 @@
+//! The world against things we did not write: queueing theory for the
+//! connection pool, closed-form retry algebra, and the metastable loop.
+//!
+//! Tolerances: independent replications with different seeds give a mean
+//! and its standard error; each assertion states both a relative bound and
+//! a check that the standard error is small enough for the bound to mean
+//! something.
+
+use sim_core::dist::DistSpec;
+use sim_core::theory::{erlang_b, mmc_mean_wait};
+use sim_core::time::SimDuration;
+use sim_models::config::{ArrivalProcess, LoadLaw, RetryOn, WorldConfig};
+use sim_models::outcome::Reason;
+use sim_models::recorder::{BucketRow, Count, Latency};
+use sim_models::timeline::{At, Param, PulseAction, TimelineEntry};
+use sim_models::world::run;
+
+fn secs(s: u64) -> SimDuration {
+    SimDuration::from_secs(s)
+}
+
+/// One pod, a pool of `c` connections set up instantly and never idle-
+/// closed, no timeouts, an upstream with unlimited capacity and
+/// exponential service of mean `1/mu`: the pool is an M/M/c queue.
+fn pool_as_mmc(c: u32, lambda: f64, mu: f64, duration: u64, seed: u64) -> WorldConfig {
+    let mut cfg = WorldConfig::default();
+    cfg.seed = seed;
+    cfg.clock.duration = secs(duration);
+    cfg.clock.bucket = secs(100);
+    cfg.load.rate = lambda;
+    cfg.service.pods = 1;
+    cfg.service.pool.max_connections = c;
+    cfg.service.pool.connect_time = DistSpec::Constant(SimDuration::ZERO);
+    cfg.service.pool.idle_timeout = None;
+    cfg.upstream.capacity = 1_000_000;
+    cfg.upstream.latency = DistSpec::Exponential {
+        mean: SimDuration::from_secs_f64(1.0 / mu),
+    };
+    cfg.client.attempt_timeout = None;
+    cfg.client.connect_timeout = None;
+    cfg
+}
+
+fn mean_and_se(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let m = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0);
+    (m, (var / n).sqrt())
+}
+
+#[test]
+fn pool_wait_matches_erlang_c() {
+    // c = 10 connections, λ = 8/s, mean service 1 s: ρ = 0.8.
+    // 8 replications × 20,000 s ≈ 1.3 million requests.
+    let (c, lambda, mu) = (10, 8.0, 1.0);
+    let waits: Vec<f64> = (1..=8)
+        .map(|seed| {
+            let out = run(&pool_as_mmc(c, lambda, mu, 20_000, seed), Vec::new()).unwrap();
+            out.totals.latency(Latency::PoolWait).mean().unwrap() / 1e9
+        })
+        .collect();
+    let (m, se) = mean_and_se(&waits);
+    let theory = mmc_mean_wait(c, lambda, mu); // 0.2046 s
+    assert!(se < 0.02 * theory, "standard error {se} too large");
+    assert!(
+        (m - theory).abs() < 0.04 * theory,
+        "mean pool wait {m:.4} s ± {se:.4}, Erlang C {theory:.4} s"
+    );
+}
+
+#[test]
+fn acquire_timeout_zero_rejects_as_erlang_b() {
+    let (c, lambda, mu) = (10, 8.0, 1.0);
+    let fractions: Vec<f64> = (1..=8)
+        .map(|seed| {
+            let mut cfg = pool_as_mmc(c, lambda, mu, 20_000, seed);
+            cfg.service.pool.acquire_timeout = Some(SimDuration::ZERO);
+            let t = run(&cfg, Vec::new()).unwrap().totals;
+            t.outcome(Reason::PoolTimeout) as f64 / t.finished() as f64
+        })
+        .collect();
+    let (m, se) = mean_and_se(&fractions);
+    let theory = erlang_b(c, lambda / mu); // 0.1217
+    assert!(se < 0.02 * theory, "standard error {se} too large");
+    assert!(
+        (m - theory).abs() < 0.04 * theory,
+        "rejected {m:.4} ± {se:.4}, Erlang B {theory:.4}"
+    );
+}
+
+#[test]
+fn independent_errors_with_retries_follow_the_closed_form() {
+    // p = 0.5 injected 500s, r = 2 immediate retries, no capacity limits:
+    // attempts per request (1 − p^(r+1)) / (1 − p) = 1.75; final failures
+    // p^(r+1) = 0.125. One million requests: the failure fraction's
+    // standard error is 0.26 % of it, so 1 % is almost four of them.
+    let (p, r) = (0.5f64, 2u32);
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(100);
+    cfg.clock.bucket = secs(10);
+    cfg.load.rate = 10_000.0;
+    cfg.load.arrivals = ArrivalProcess::Constant;
+    cfg.service.pods = 4;
+    cfg.service.pool.max_connections = 10_000;
+    cfg.upstream.capacity = 1_000_000;
+    cfg.upstream.latency = DistSpec::Constant(SimDuration::from_millis(1));
+    cfg.upstream.errors.http_500 = p;
+    cfg.client.retry.max_retries = r;
+    cfg.client.retry.delay = SimDuration::ZERO;
+    cfg.client.retry.retry_on = vec![RetryOn::ServerError];
+    let t = run(&cfg, Vec::new()).unwrap().totals;
+    let finished = t.finished() as f64;
+    let attempts_per_request = t.amplification();
+    let expected_attempts = (1.0 - p.powi(r as i32 + 1)) / (1.0 - p);
+    let failures = t.outcome(Reason::ServerError) as f64 / finished;
+    let expected_failures = p.powi(r as i32 + 1);
+    assert!(finished > 990_000.0);
+    assert!(
+        (attempts_per_request - expected_attempts).abs() < 0.01 * expected_attempts,
+        "attempts per request {attempts_per_request}, closed form {expected_attempts}"
+    );
+    assert!(
+        (failures - expected_failures).abs() < 0.01 * expected_failures,
+        "final failures {failures}, closed form {expected_failures}"
+    );
+}
+
+/// A linear-law upstream near its knee: 50 ms + 1 ms per request in
+/// service (throughput saturates at 1,000/s), 500 requests/s offered, so
+/// 100 ms latency at rest against a 300 ms attempt timeout. At 20 s the
+/// latency scale jumps ×10 for 5 s.
+fn near_capacity(retries: u32) -> WorldConfig {
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(120);
+    cfg.load.rate = 500.0;
+    cfg.service.pods = 4;
+    cfg.service.pool.max_connections = 100_000;
+    cfg.upstream.capacity = 100_000;
+    cfg.upstream.queue_limit = 0;
+    cfg.upstream.latency = DistSpec::Constant(SimDuration::from_millis(50));
+    cfg.upstream.load_law = LoadLaw::Linear {
+        per_request: SimDuration::from_millis(1),
+    };
+    cfg.client.attempt_timeout = Some(SimDuration::from_millis(300));
+    cfg.client.retry.max_retries = retries;
+    cfg.client.retry.delay = SimDuration::ZERO;
+    cfg.timeline.push(TimelineEntry {
+        at: At::Offset(secs(20)),
+        set: None,
+        ramp: None,
+        pulse: Some(PulseAction {
+            param: Param::UpstreamLatencyScale,
+            value: 10.0,
+            duration: secs(5),
+        }),
+        kill_pod: None,
+        restart_pod: None,
+    });
+    cfg
+}
+
+fn goodput_share(rows: &[BucketRow], range: std::ops::Range<usize>) -> f64 {
+    let ok: u64 = rows[range.clone()]
+        .iter()
+        .map(|r| r.outcome(Reason::Success))
+        .sum();
+    let offered: u64 = rows[range].iter().map(|r| r.count(Count::Offered)).sum();
+    ok as f64 / offered as f64
+}
+
+#[test]
+fn retries_keep_a_world_collapsed_after_the_trigger_is_gone() {
+    let storm = run(&near_capacity(3), Vec::new()).unwrap();
+    let calm = run(&near_capacity(0), Vec::new()).unwrap();
+    // Both were healthy before the trigger.
+    assert!(goodput_share(&storm.sink, 5..20) > 0.99);
+    assert!(goodput_share(&calm.sink, 5..20) > 0.99);
+    // Long after it ended (35 s on), retries keep the upstream collapsed...
+    let stormy = goodput_share(&storm.sink, 60..120);
+    assert!(stormy < 0.20, "with retries, goodput share {stormy}");
+    let amp = storm.sink[60..120]
+        .iter()
+        .map(|r| r.attempts())
+        .sum::<u64>() as f64
+        / storm.sink[60..120]
+            .iter()
+            .map(|r| r.count(Count::Offered))
+            .sum::<u64>() as f64;
+    assert!(amp > 3.5, "amplification while collapsed {amp}");
+    // ...while the same world without retries is back to full goodput.
+    let calm_share = goodput_share(&calm.sink, 60..120);
+    assert!(
+        calm_share > 0.99,
+        "without retries, goodput share {calm_share}"
+    );
+}
