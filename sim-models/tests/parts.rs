@@ -1,0 +1,298 @@
+//! Each part of the world doing what its documentation says.
+
+use sim_core::dist::DistSpec;
+use sim_core::time::SimDuration;
+use sim_models::config::{ClosedLoopConfig, LoadLaw, OverflowAction, RateLimitConfig, WorldConfig};
+use sim_models::outcome::Reason;
+use sim_models::recorder::{BucketRow, Count, Latency, Level, RunTotals};
+use sim_models::timeline::{At, Param, RampAction, SetAction, TimelineEntry};
+use sim_models::world::run;
+
+fn ms(v: u64) -> SimDuration {
+    SimDuration::from_millis(v)
+}
+fn secs(s: u64) -> SimDuration {
+    SimDuration::from_secs(s)
+}
+
+fn go(cfg: &WorldConfig) -> (Vec<BucketRow>, RunTotals) {
+    let out = run(cfg, Vec::new()).unwrap_or_else(|e| panic!("{e}"));
+    (out.sink, out.totals)
+}
+
+fn entry(at: u64) -> TimelineEntry {
+    TimelineEntry {
+        at: At::Offset(secs(at)),
+        set: None,
+        ramp: None,
+        pulse: None,
+        kill_pod: None,
+        restart_pod: None,
+    }
+}
+
+fn share(t: &RunTotals, r: Reason) -> f64 {
+    t.outcome(r) as f64 / t.finished() as f64
+}
+
+fn per_second(
+    rows: &[BucketRow],
+    range: std::ops::Range<usize>,
+    f: impl Fn(&BucketRow) -> u64,
+) -> f64 {
+    rows[range.clone()].iter().map(f).sum::<u64>() as f64 / range.len() as f64
+}
+
+#[test]
+fn a_ramp_moves_the_rate_linearly() {
+    let mut cfg = WorldConfig::default();
+    cfg.load.arrivals = sim_models::config::ArrivalProcess::Constant;
+    cfg.timeline.push(TimelineEntry {
+        ramp: Some(RampAction {
+            param: Param::LoadRate,
+            to: 300.0,
+            over: secs(20),
+        }),
+        ..entry(20)
+    });
+    let (rows, _) = go(&cfg);
+    // Constant spacing: 100/s before; the middle of the ramp averages 200;
+    // 300/s after.
+    assert!((per_second(&rows, 10..20, |r| r.count(Count::Offered)) - 100.0).abs() <= 1.0);
+    assert!((per_second(&rows, 28..32, |r| r.count(Count::Offered)) - 200.0).abs() <= 12.0);
+    assert!((per_second(&rows, 45..60, |r| r.count(Count::Offered)) - 300.0).abs() <= 1.0);
+}
+
+#[test]
+fn closed_loop_users_follow_the_response_time_law() {
+    // N users, think Z, response R: throughput X = N / (Z + R).
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(600);
+    cfg.load.rate = 0.0;
+    cfg.load.closed_loop = Some(ClosedLoopConfig {
+        users: 50,
+        think: DistSpec::Exponential { mean: secs(1) },
+    });
+    cfg.upstream.latency = DistSpec::Constant(ms(250));
+    let (_, t) = go(&cfg);
+    let x = t.finished() as f64 / 600.0;
+    let law = 50.0 / (1.0 + 0.25);
+    assert!(
+        (x - law).abs() < 0.02 * law,
+        "throughput {x}/s, law {law}/s"
+    );
+}
+
+#[test]
+fn impatient_users_leave_but_their_work_goes_on() {
+    let mut cfg = WorldConfig::default();
+    cfg.load.patience = Some(DistSpec::Constant(ms(100)));
+    cfg.upstream.latency = DistSpec::Constant(ms(200));
+    let (_, t) = go(&cfg);
+    assert_eq!(share(&t, Reason::Abandoned), 1.0);
+    // The service did not know: its calls completed upstream as goodput.
+    assert!(t.count(Count::UpstreamGoodput) as f64 > 0.99 * t.finished() as f64);
+    let p99 = t.latency(Latency::EndToEnd).quantile(0.99).unwrap();
+    assert!((99_000_000..=101_000_000).contains(&p99));
+}
+
+#[test]
+fn the_gateway_deadline_answers_the_user_on_time() {
+    let mut cfg = WorldConfig::default();
+    cfg.gateway.deadline = Some(ms(100));
+    cfg.upstream.latency = DistSpec::Uniform {
+        low: ms(50),
+        high: ms(150),
+    };
+    let (_, t) = go(&cfg);
+    let late = share(&t, Reason::DeadlineExceeded);
+    assert!((late - 0.5).abs() < 0.03, "deadline share {late}");
+    assert!(t.latency(Latency::EndToEnd).max().unwrap() <= 100_000_000);
+}
+
+#[test]
+fn bounded_workers_queue_then_refuse() {
+    let mut cfg = WorldConfig::default();
+    cfg.load.rate = 10.0;
+    cfg.service.pods = 1;
+    cfg.service.workers = Some(2);
+    cfg.service.worker_queue = 5;
+    cfg.upstream.latency = DistSpec::Constant(secs(1));
+    let (_, t) = go(&cfg);
+    // Two workers serve 2/s of the 10/s offered; the rest overflow.
+    let served = t.outcome(Reason::Success) as f64 / 60.0;
+    assert!((served - 2.0).abs() < 0.1, "served {served}/s");
+    assert!(share(&t, Reason::PodOverloaded) > 0.75);
+}
+
+#[test]
+fn leaked_connections_drain_the_pool() {
+    let mut cfg = WorldConfig::default();
+    cfg.service.pods = 1;
+    cfg.service.pool.max_connections = 10;
+    cfg.service.pool.leak_fraction = 0.5;
+    cfg.service.pool.acquire_timeout = Some(ms(500));
+    let (rows, t) = go(&cfg);
+    assert_eq!(rows.last().unwrap().level(Level::PoolLeaked).last, 10);
+    assert!(share(&t, Reason::PoolTimeout) > 0.9);
+}
+
+#[test]
+fn network_delays_add_up_along_the_path() {
+    let mut cfg = WorldConfig::default();
+    let d = Some(DistSpec::Constant(ms(10)));
+    cfg.network.gateway_to_pod = d.clone();
+    cfg.network.pod_to_gateway = d.clone();
+    cfg.network.pod_to_upstream = d.clone();
+    cfg.network.upstream_to_pod = d;
+    cfg.upstream.latency = DistSpec::Constant(ms(50));
+    let (_, t) = go(&cfg);
+    let e2e = t.latency(Latency::EndToEnd);
+    // Four 10 ms legs plus 50 ms service (new connections add 5 ms).
+    assert_eq!(e2e.quantile(0.5), Some(90_000_000));
+    assert!(e2e.max().unwrap() <= 95_000_000);
+}
+
+#[test]
+fn refused_connections_fail_attempts() {
+    let mut cfg = WorldConfig::default();
+    cfg.network.connect_failure = 1.0;
+    let (_, t) = go(&cfg);
+    assert_eq!(share(&t, Reason::ConnectFailure), 1.0);
+}
+
+#[test]
+fn the_rate_limit_answers_429_with_retry_after() {
+    let mut cfg = WorldConfig::default();
+    cfg.load.arrivals = sim_models::config::ArrivalProcess::Constant;
+    cfg.upstream.rate_limit = Some(RateLimitConfig {
+        rps: 50.0,
+        burst: Some(1),
+        retry_after: secs(2),
+    });
+    let (_, t) = go(&cfg);
+    let limited = share(&t, Reason::RateLimited);
+    assert!((limited - 0.5).abs() < 0.02, "429 share {limited}");
+    assert_eq!(
+        t.count(Count::UpstreamRateLimited),
+        t.outcome(Reason::RateLimited)
+    );
+}
+
+#[test]
+fn other_tenants_share_the_upstream() {
+    let mut cfg = WorldConfig::default();
+    cfg.upstream.capacity = 100;
+    cfg.upstream.latency = DistSpec::Constant(ms(100));
+    cfg.upstream.background_rps = 900.0; // with our 100/s: 1,000/s = full capacity
+    cfg.timeline.push(TimelineEntry {
+        set: Some(SetAction {
+            param: Param::UpstreamBackgroundRps,
+            value: 1_200.0,
+        }),
+        ..entry(30)
+    });
+    let (rows, t) = go(&cfg);
+    assert!(per_second(&rows, 5..30, |r| r.count(Count::BackgroundCompleted)) > 850.0);
+    // Over capacity from 30 s: a queue builds and our latency with it.
+    assert!(rows[59].level(Level::UpstreamQueued).max > 1_000);
+    assert!(t.latency(Latency::EndToEnd).quantile(0.99).unwrap() > 1_000_000_000);
+}
+
+#[test]
+fn usl_throughput_falls_past_the_knee() {
+    // Closed loop with no think time holds N requests in service; with
+    // κ = 0.001 throughput N/S(N) peaks near N* = sqrt(1/κ) ≈ 32.
+    let throughput = |users| {
+        let mut cfg = WorldConfig::default();
+        cfg.load.rate = 0.0;
+        cfg.load.closed_loop = Some(ClosedLoopConfig {
+            users,
+            think: DistSpec::Constant(SimDuration::ZERO),
+        });
+        cfg.service.pool.max_connections = 1_000;
+        cfg.upstream.latency = DistSpec::Constant(ms(100));
+        cfg.upstream.load_law = LoadLaw::Usl {
+            sigma: 0.0,
+            kappa: 0.001,
+        };
+        let (_, t) = go(&cfg);
+        t.finished() as f64 / 60.0
+    };
+    let (low, knee, high) = (throughput(8), throughput(32), throughput(256));
+    assert!(
+        knee > 1.5 * low && knee > 2.0 * high,
+        "X(8)={low} X(32)={knee} X(256)={high}"
+    );
+}
+
+#[test]
+fn dropped_requests_surface_as_timeouts() {
+    let mut cfg = WorldConfig::default();
+    cfg.upstream.capacity = 2;
+    cfg.upstream.queue_limit = 0;
+    cfg.upstream.overflow = OverflowAction::Drop;
+    cfg.upstream.latency = DistSpec::Constant(ms(100));
+    cfg.client.attempt_timeout = Some(ms(500));
+    let (_, t) = go(&cfg);
+    let (dropped, timed_out) = (
+        t.count(Count::UpstreamDropped),
+        t.outcome(Reason::AttemptTimeout),
+    );
+    assert!(dropped > 3_000);
+    // Every drop ends as a timeout 500 ms later, except drops in the last
+    // 500 ms of the run (about 50 at 100/s).
+    assert!(
+        dropped >= timed_out && dropped - timed_out <= 60,
+        "{dropped} dropped, {timed_out} timed out"
+    );
+}
+
+#[test]
+fn the_total_deadline_cuts_retries() {
+    let mut cfg = WorldConfig::default();
+    cfg.upstream.latency = DistSpec::Constant(secs(1));
+    cfg.client.attempt_timeout = Some(ms(100));
+    cfg.client.total_deadline = Some(ms(320));
+    cfg.client.retry.max_retries = 5;
+    cfg.client.retry.delay = ms(50);
+    let (_, t) = go(&cfg);
+    // Attempts at 0, 150 and 300 ms; the third is cut by the deadline at 320 ms.
+    assert_eq!(share(&t, Reason::DeadlineExceeded), 1.0);
+    assert!(
+        (t.amplification() - 3.0).abs() < 0.01,
+        "{}",
+        t.amplification()
+    );
+}
+
+#[test]
+fn the_timeline_kills_restarts_and_scales_pods() {
+    let mut cfg = WorldConfig::default();
+    cfg.service.pods = 2;
+    cfg.timeline.push(TimelineEntry {
+        kill_pod: Some(0),
+        ..entry(10)
+    });
+    cfg.timeline.push(TimelineEntry {
+        kill_pod: Some(1),
+        ..entry(20)
+    });
+    cfg.timeline.push(TimelineEntry {
+        restart_pod: Some(1),
+        ..entry(30)
+    });
+    cfg.timeline.push(TimelineEntry {
+        set: Some(SetAction {
+            param: Param::ServicePods,
+            value: 4.0,
+        }),
+        ..entry(40)
+    });
+    let (rows, t) = go(&cfg);
+    let up = |i: usize| rows[i].level(Level::PodsUp).last;
+    assert_eq!((up(5), up(15), up(25), up(45)), (2, 1, 0, 3)); // pod 1 restarting until 60 s
+    // Nothing in rotation from 20 s to 40 s: unavailable.
+    assert!(per_second(&rows, 21..39, |r| r.outcome(Reason::Unavailable)) > 90.0);
+    assert!(t.outcome(Reason::PodRestarted) > 0);
+}
