@@ -1,47 +1,56 @@
-//! The call from a pod to the upstream: attempts, connections, timeouts
-//! and retries.
+//! The call from a pod to the upstream: attempts, connections, timeouts,
+//! retries, hedges, and the policies around them (budget, breaker,
+//! throttle, pushback).
 //!
-//! An attempt asks its pod's pool for a connection (reusing an idle one,
-//! dialling a new one, or waiting in line), sends, and ends in exactly one
-//! way: an answer, its timeout, a failed dial, or the pool's acquire
-//! timeout. A call may also be cut from outside (its total deadline, a pod
-//! restart). An answer that comes back after its attempt ended is counted
-//! as late and never as a success.
+//! An attempt passes the client's gates (adaptive throttle, circuit
+//! breaker, rate limiter), asks its pod's pool for a connection (reusing
+//! an idle one, dialling a new one, or waiting in line), sends, and ends in
+//! exactly one way: an answer, its timeout, a failed dial, the pool's
+//! acquire timeout, or being cancelled by its call (another hedge won, the
+//! deadline passed, the pod restarted). An answer that comes back after its
+//! attempt ended is counted as late and never as a success.
 
 use rand::RngExt;
 use sim_core::sim::Scheduler;
-use sim_core::time::SimTime;
+use sim_core::time::{SimDuration, SimTime};
 
-use crate::config::{RetryOn, TimeoutStart};
-use crate::outcome::{AttemptOutcome, Reason};
+use crate::config::{RetryAfterMode, TimeoutStart};
+use crate::outcome::{AttemptOutcome, Pushback, Reason};
 use crate::pods::{PodState, waiter_is_live};
+use crate::policy::breaker::BreakerState;
+use crate::policy::budget::{AttemptReport, RetryCause};
 use crate::pool::{Acquire, Waiter};
 use crate::recorder::{Count, Latency, Level, RowSink};
-use crate::request::{Phase, ReqRef};
+use crate::request::{AttRef, AttemptPhase, Phase, ReqRef};
 use crate::upstream::{Admission, JobRef, Owner, Status};
 use crate::world::{Event, World};
 
-fn is_active(phase: Phase) -> bool {
-    matches!(
-        phase,
-        Phase::WaitingPool | Phase::Connecting | Phase::InFlight
-    )
+fn is_active(phase: AttemptPhase) -> bool {
+    phase != AttemptPhase::Done
 }
 
-fn retry_class(o: AttemptOutcome) -> Option<RetryOn> {
-    match o {
-        AttemptOutcome::Success => None,
-        AttemptOutcome::Timeout => Some(RetryOn::Timeout),
-        AttemptOutcome::ConnectFailure => Some(RetryOn::ConnectFailure),
-        AttemptOutcome::ServerError(_) => Some(RetryOn::ServerError),
-        AttemptOutcome::RateLimited(_) => Some(RetryOn::RateLimited),
-        AttemptOutcome::PoolTimeout => Some(RetryOn::PoolTimeout),
+/// What an upstream answer means to the client.
+fn outcome_of(status: Status) -> AttemptOutcome {
+    match status {
+        Status::Ok => AttemptOutcome::Success,
+        Status::Error(code) if (400..500).contains(&code) => AttemptOutcome::ClientError(code),
+        Status::Error(code) => AttemptOutcome::ServerError(code, Pushback::None),
+        Status::Rejected(pushback) => AttemptOutcome::ServerError(503, pushback),
+        Status::TooManyRequests(after) => AttemptOutcome::RateLimited(after),
     }
 }
 
+/// What a finished attempt was.
+#[derive(Clone, Copy, Debug)]
+struct Closed {
+    number: u32,
+    started: SimTime,
+    retry_cost: u32,
+}
+
 impl<S: RowSink> World<S> {
-    /// The worker starts the call: arms the total deadline, starts the
-    /// first attempt.
+    /// The worker starts the call: arms the total deadline, tells the
+    /// budget, starts the first attempt (and schedules hedges).
     pub(crate) fn begin_call(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         let deadline = self.cfg.client.total_deadline;
@@ -49,59 +58,217 @@ impl<S: RowSink> World<S> {
             return;
         };
         q.has_worker = true;
+        q.phase = Phase::Calling;
         if let Some(d) = deadline {
             q.call_deadline = Some(now.saturating_add(d));
             q.call_timer = Some(sched.schedule_in(d, Event::CallDeadlinePassed { req }));
         }
-        self.start_attempt(req, sched);
+        let pod = q.pod;
+        if let Some(b) = self.policy(pod).budget.as_mut() {
+            b.on_request(now);
+        }
+        self.start_attempt(req, false, sched);
+        self.schedule_hedge(req, sched);
     }
 
-    fn start_attempt(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
-        let now = sched.now();
-        let timeout = self.cfg.client.attempt_timeout;
-        let arm_now = self.cfg.client.timeout_starts == TimeoutStart::AttemptStart;
+    /// Schedules the next hedge of `req`, if hedging and attempts are left.
+    fn schedule_hedge(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
+        let Some(h) = self.cfg.client.hedging.clone() else {
+            return;
+        };
         let Some(q) = self.reqs.get_mut(req) else {
             return;
         };
-        q.attempts += 1;
-        q.attempt_started = now;
-        q.wait_started = now;
-        let (attempt, pod) = (q.attempts, q.pod);
-        if arm_now && let Some(t) = timeout {
-            q.attempt_timer = Some(sched.schedule_in(t, Event::AttemptTimedOut { req, attempt }));
+        if q.phase != Phase::Calling || q.attempts >= h.max_attempts {
+            return;
         }
-        self.attempts_active += 1;
-        self.rec.count(
-            if attempt == 1 {
-                Count::AttemptsFirst
-            } else {
-                Count::AttemptsRetry
-            },
-            1,
+        if let Some(t) = q.aux_timer.take() {
+            sched.cancel(t);
+        }
+        let number = q.attempts + 1;
+        if h.delay.is_zero() {
+            self.start_attempt(req, true, sched);
+            self.schedule_hedge(req, sched);
+        } else {
+            q.aux_timer = Some(sched.schedule_in(h.delay, Event::HedgeDue { req, number }));
+        }
+    }
+
+    pub(crate) fn on_hedge_due(&mut self, req: ReqRef, number: u32, sched: &mut Scheduler<Event>) {
+        let Some(q) = self.reqs.get_mut(req) else {
+            return;
+        };
+        if q.phase != Phase::Calling || q.attempts + 1 != number {
+            return;
+        }
+        q.aux_timer = None;
+        self.start_attempt(req, true, sched);
+        self.schedule_hedge(req, sched);
+    }
+
+    /// Starts the next attempt of `req` if the client's gates let it; when
+    /// they refuse the only attempt the call would have, the call ends.
+    fn start_attempt(&mut self, req: ReqRef, hedge: bool, sched: &mut Scheduler<Event>) {
+        let now = sched.now();
+        let Some(q) = self.reqs.get(req) else { return };
+        let (pod, epoch, number, deadline, live) = (
+            q.pod,
+            q.pod_epoch,
+            q.attempts + 1,
+            q.call_deadline,
+            q.live_count(),
         );
+        let min_budget = self.cfg.client.min_attempt_budget;
+        if let Some(d) = deadline
+            && !min_budget.is_zero()
+            && now.saturating_add(min_budget) >= d
+        {
+            if live == 0 {
+                self.complete_request(req, Reason::DeadlineExceeded, sched);
+            }
+            return;
+        }
+        let u: f64 = self.throttle_rng.random();
+        if let Some(sre) = self.policy(pod).sre.as_mut()
+            && !sre.admit(now, u)
+        {
+            self.rec.count(Count::ThrottleRejected, 1);
+            if live == 0 {
+                self.complete_request(req, Reason::Throttled, sched);
+            }
+            return;
+        }
+        if !self.breaker_admits(pod, now) {
+            self.rec.count(Count::BreakerRejected, 1);
+            if live == 0 {
+                let reason = if self.cfg.client.fallback {
+                    Reason::Fallback
+                } else {
+                    Reason::BreakerOpen
+                };
+                self.complete_request(req, reason, sched);
+            }
+            return;
+        }
+        let att = self.reqs.new_attempt(req, number, hedge, pod, epoch, now);
+        let Some(q) = self.reqs.get_mut(req) else {
+            return;
+        };
+        q.attempts = number;
+        q.phase = Phase::Calling;
+        if !q.add_live(att) {
+            self.violated(now, || {
+                "more than five attempts of one call in progress".into()
+            });
+            return;
+        }
+        let cost = std::mem::take(&mut q.pending_retry_cost);
+        self.attempts_active += 1;
+        let counter = match (number, hedge) {
+            (1, _) => Count::AttemptsFirst,
+            (_, true) => Count::AttemptsHedge,
+            _ => Count::AttemptsRetry,
+        };
+        self.rec.count(counter, 1);
+        if !hedge && number > 1 {
+            let which = match number {
+                2 => Count::Retry1,
+                3 => Count::Retry2,
+                4 => Count::Retry3,
+                _ => Count::Retry4Plus,
+            };
+            self.rec.count(which, 1);
+        }
+        let timeout = self.cfg.client.attempt_timeout;
+        let arm_now = self.cfg.client.timeout_starts == TimeoutStart::AttemptStart;
+        let wait = self
+            .policy(pod)
+            .aws
+            .as_mut()
+            .map_or(SimDuration::ZERO, |a| a.acquire(now));
+        let Some(a) = self.reqs.att_mut(att) else {
+            return;
+        };
+        a.retry_cost = cost;
+        if arm_now && let Some(t) = timeout {
+            a.timer = Some(sched.schedule_in(t, Event::AttemptTimedOut { att }));
+        }
+        if !wait.is_zero() {
+            a.phase = AttemptPhase::RateLimited;
+            a.aux_timer = Some(sched.schedule_in(wait, Event::RateLimiterWaited { att }));
+            self.rec.count(Count::RateLimiterWaits, 1);
+            return;
+        }
+        self.acquire_connection(att, sched);
+    }
+
+    /// Asks the breaker (if any) for a permit, keeping its levels current.
+    fn breaker_admits(&mut self, pod: u32, now: SimTime) -> bool {
+        let Some(b) = self.policy(pod).breaker.as_mut() else {
+            return true;
+        };
+        let before = b.state();
+        let ok = b.try_acquire(now);
+        let after = b.state();
+        if before != after {
+            self.breaker_moved(after, now);
+        }
+        ok
+    }
+
+    fn breaker_moved(&mut self, to: BreakerState, now: SimTime) {
+        if to == BreakerState::Open {
+            self.rec.count(Count::BreakerOpened, 1);
+        }
+        let (mut open, mut half) = (0, 0);
+        for p in &self.policies {
+            match p.breaker.as_ref().map(|b| b.state()) {
+                Some(BreakerState::Open) => open += 1,
+                Some(BreakerState::HalfOpen) => half += 1,
+                _ => {}
+            }
+        }
+        self.rec.level(Level::BreakersOpen, now, open);
+        self.rec.level(Level::BreakersHalfOpen, now, half);
+    }
+
+    pub(crate) fn on_rate_limiter_waited(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
+        let Some(a) = self.reqs.att_mut(att) else {
+            return;
+        };
+        if a.phase != AttemptPhase::RateLimited {
+            return;
+        }
+        a.aux_timer = None;
+        self.acquire_connection(att, sched);
+    }
+
+    fn acquire_connection(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
+        let now = sched.now();
+        let Some(a) = self.reqs.att_mut(att) else {
+            return;
+        };
+        a.wait_started = now;
+        let pod = a.pod;
         match self.pods[pod as usize].pool.acquire(now) {
             Acquire::Reused => {
-                self.rec
-                    .latency(Latency::PoolWait, sim_core::time::SimDuration::ZERO);
-                self.connection_in_hand(req, sched);
+                self.rec.latency(Latency::PoolWait, SimDuration::ZERO);
+                self.connection_in_hand(att, sched);
             }
             Acquire::Dial => {
-                self.rec
-                    .latency(Latency::PoolWait, sim_core::time::SimDuration::ZERO);
-                self.set_phase(req, Phase::Connecting);
-                self.dial(pod, req, attempt, sched);
+                self.rec.latency(Latency::PoolWait, SimDuration::ZERO);
+                self.set_phase(att, AttemptPhase::Connecting);
+                self.dial(pod, att, sched);
             }
             Acquire::Wait => {
-                self.set_phase(req, Phase::WaitingPool);
-                self.pods[pod as usize].pool.wait(Waiter {
-                    req,
-                    attempt,
-                    since: now,
-                });
+                self.set_phase(att, AttemptPhase::WaitingPool);
+                self.pods[pod as usize]
+                    .pool
+                    .wait(Waiter { att, since: now });
                 if let Some(t) = self.cfg.service.pool.acquire_timeout {
-                    let timer = sched.schedule_in(t, Event::PoolWaitTimedOut { req, attempt });
-                    if let Some(q) = self.reqs.get_mut(req) {
-                        q.aux_timer = Some(timer);
+                    let timer = sched.schedule_in(t, Event::PoolWaitTimedOut { att });
+                    if let Some(a) = self.reqs.att_mut(att) {
+                        a.aux_timer = Some(timer);
                     }
                 }
             }
@@ -109,69 +276,41 @@ impl<S: RowSink> World<S> {
         self.sync_pool_levels(now);
     }
 
-    fn set_phase(&mut self, req: ReqRef, phase: Phase) {
-        if let Some(q) = self.reqs.get_mut(req) {
-            q.phase = phase;
+    fn set_phase(&mut self, att: AttRef, phase: AttemptPhase) {
+        if let Some(a) = self.reqs.att_mut(att) {
+            a.phase = phase;
         }
     }
 
-    /// Dials a new connection on `pod` for `attempt` of `req`.
-    fn dial(&mut self, pod: u32, req: ReqRef, attempt: u32, sched: &mut Scheduler<Event>) {
+    /// Dials a new connection on `pod` for `att`.
+    fn dial(&mut self, pod: u32, att: AttRef, sched: &mut Scheduler<Event>) {
         let p = &mut self.pods[pod as usize];
         let epoch = p.epoch;
         let setup = self.connect_time.sample(&mut p.connect_rng);
-        let refused = self.cfg.network.connect_failure > 0.0
-            && p.connect_rng.random::<f64>() < self.cfg.network.connect_failure;
-        let timeout = self.cfg.client.connect_timeout;
-        match timeout {
+        let failure = self.cfg.network.connect_failure;
+        let refused = failure > 0.0 && p.connect_rng.random::<f64>() < failure;
+        match self.cfg.client.connect_timeout {
             Some(t) if setup > t => {
-                sched.schedule_in(
-                    t,
-                    Event::ConnectionFailed {
-                        pod,
-                        epoch,
-                        req,
-                        attempt,
-                    },
-                );
+                sched.schedule_in(t, Event::ConnectionFailed { pod, epoch, att });
             }
             _ if refused => {
-                sched.schedule_in(
-                    setup,
-                    Event::ConnectionFailed {
-                        pod,
-                        epoch,
-                        req,
-                        attempt,
-                    },
-                );
+                sched.schedule_in(setup, Event::ConnectionFailed { pod, epoch, att });
             }
             _ => {
-                sched.schedule_in(
-                    setup,
-                    Event::ConnectionEstablished {
-                        pod,
-                        epoch,
-                        req,
-                        attempt,
-                    },
-                );
+                sched.schedule_in(setup, Event::ConnectionEstablished { pod, epoch, att });
             }
         }
     }
 
-    fn attempt_is(&self, req: ReqRef, attempt: u32, phase: Phase) -> bool {
-        self.reqs
-            .get(req)
-            .is_some_and(|q| q.attempts == attempt && q.phase == phase)
+    fn att_is(&self, att: AttRef, phase: AttemptPhase) -> bool {
+        self.reqs.att(att).is_some_and(|a| a.phase == phase)
     }
 
     pub(crate) fn on_connection_established(
         &mut self,
         pod: u32,
         epoch: u32,
-        req: ReqRef,
-        attempt: u32,
+        att: AttRef,
         sched: &mut Scheduler<Event>,
     ) {
         if self.pods[pod as usize].epoch != epoch {
@@ -179,9 +318,9 @@ impl<S: RowSink> World<S> {
         }
         let now = sched.now();
         self.pods[pod as usize].pool.dialled();
-        if self.attempt_is(req, attempt, Phase::Connecting) {
+        if self.att_is(att, AttemptPhase::Connecting) {
             self.pods[pod as usize].pool.hand_over();
-            self.connection_in_hand(req, sched);
+            self.connection_in_hand(att, sched);
         } else {
             // Whoever dialled it gave up: the next in line gets it.
             self.connection_available(pod, now, sched);
@@ -193,8 +332,7 @@ impl<S: RowSink> World<S> {
         &mut self,
         pod: u32,
         epoch: u32,
-        req: ReqRef,
-        attempt: u32,
+        att: AttRef,
         sched: &mut Scheduler<Event>,
     ) {
         if self.pods[pod as usize].epoch != epoch {
@@ -202,9 +340,8 @@ impl<S: RowSink> World<S> {
         }
         let now = sched.now();
         self.pods[pod as usize].pool.dialled();
-        if self.attempt_is(req, attempt, Phase::Connecting) {
-            self.close_attempt(req, Some(AttemptOutcome::ConnectFailure), now, sched);
-            self.after_attempt(req, AttemptOutcome::ConnectFailure, sched);
+        if self.att_is(att, AttemptPhase::Connecting) {
+            self.end_attempt(att, AttemptOutcome::ConnectFailure, sched);
         }
         self.slot_freed(pod, sched);
         self.sync_pool_levels(now);
@@ -215,7 +352,7 @@ impl<S: RowSink> World<S> {
     fn connection_available(&mut self, pod: u32, now: SimTime, sched: &mut Scheduler<Event>) {
         if let Some(w) = self.pop_waiter(pod, now, sched) {
             self.pods[pod as usize].pool.hand_over();
-            self.connection_in_hand(w.req, sched);
+            self.connection_in_hand(w.att, sched);
         } else {
             self.pods[pod as usize].pool.put_idle(now);
         }
@@ -225,13 +362,14 @@ impl<S: RowSink> World<S> {
     /// failed): the next live waiter dials a new one.
     fn slot_freed(&mut self, pod: u32, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        if !self.pods[pod as usize].pool.has_room() || self.pods[pod as usize].pool.waiters() == 0 {
+        let pool = &self.pods[pod as usize].pool;
+        if !pool.has_room() || pool.waiters() == 0 {
             return;
         }
         if let Some(w) = self.pop_waiter(pod, now, sched) {
             self.pods[pod as usize].pool.try_dial();
-            self.set_phase(w.req, Phase::Connecting);
-            self.dial(pod, w.req, w.attempt, sched);
+            self.set_phase(w.att, AttemptPhase::Connecting);
+            self.dial(pod, w.att, sched);
         }
     }
 
@@ -247,8 +385,8 @@ impl<S: RowSink> World<S> {
         let w = self.pods[pod as usize]
             .pool
             .next_waiter(|w| waiter_is_live(reqs, pod, epoch, w))?;
-        if let Some(q) = self.reqs.get_mut(w.req)
-            && let Some(t) = q.aux_timer.take()
+        if let Some(a) = self.reqs.att_mut(w.att)
+            && let Some(t) = a.aux_timer.take()
         {
             sched.cancel(t);
         }
@@ -257,73 +395,74 @@ impl<S: RowSink> World<S> {
     }
 
     /// The attempt holds a connection: send the request.
-    fn connection_in_hand(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
+    fn connection_in_hand(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
         let timeout = self.cfg.client.attempt_timeout;
         let arm_now = self.cfg.client.timeout_starts == TimeoutStart::ConnectionAcquired;
-        let Some(q) = self.reqs.get_mut(req) else {
+        let Some(a) = self.reqs.att_mut(att) else {
             return;
         };
-        q.phase = Phase::InFlight;
-        let attempt = q.attempts;
+        a.phase = AttemptPhase::InFlight;
         if arm_now && let Some(t) = timeout {
-            q.attempt_timer = Some(sched.schedule_in(t, Event::AttemptTimedOut { req, attempt }));
+            a.timer = Some(sched.schedule_in(t, Event::AttemptTimedOut { att }));
         }
         match self.net.delay(|n| &n.pod_to_upstream) {
             Some(d) => {
-                sched.schedule_in(d, Event::UpstreamReceived { req, attempt });
+                sched.schedule_in(d, Event::UpstreamReceived { att });
             }
-            None => self.on_upstream_received(req, attempt, sched),
+            None => self.on_upstream_received(att, sched),
         }
     }
 
-    pub(crate) fn on_upstream_received(
-        &mut self,
-        req: ReqRef,
-        attempt: u32,
-        sched: &mut Scheduler<Event>,
-    ) {
+    /// The deadline an attempt carries to the upstream, when propagated:
+    /// the earlier of the call's deadline and the attempt's own timeout.
+    fn propagated_deadline(&self, att: AttRef) -> Option<SimTime> {
+        if !self.cfg.client.propagate_deadline {
+            return None;
+        }
+        let a = self.reqs.att(att)?;
+        let call = self.reqs.get(a.req).and_then(|q| q.call_deadline);
+        let own = self
+            .cfg
+            .client
+            .attempt_timeout
+            .map(|t| a.started.saturating_add(t));
+        match (call, own) {
+            (Some(c), Some(o)) => Some(c.min(o)),
+            (c, o) => c.or(o),
+        }
+    }
+
+    pub(crate) fn on_upstream_received(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
+        let deadline = self.propagated_deadline(att);
         let (job, admission) = self
             .upstream
-            .arrive(Owner::Client { req, attempt }, now, sched);
+            .arrive(Owner::Client(att), deadline, now, sched);
         self.count_admission(admission);
-        let live = self.attempt_is(req, attempt, Phase::InFlight);
+        let live = self.att_is(att, AttemptPhase::InFlight);
         match (admission, job) {
             (Admission::Started | Admission::Queued, Some(job)) => {
                 if live {
-                    if let Some(q) = self.reqs.get_mut(req) {
-                        q.job = Some(job);
+                    if let Some(a) = self.reqs.att_mut(att) {
+                        a.job = Some(job);
                     }
                 } else if self.upstream.abandon(job, sched) {
                     // The caller gave up while the request was on the wire.
                     self.rec.count(Count::UpstreamCancelled, 1);
                 }
             }
-            (Admission::Answered(status), _) => self.respond_to_pod(req, attempt, status, sched),
+            (Admission::Answered(status), _) => self.respond_to_pod(att, status, sched),
             _ => {} // dropped: the caller will time out
         }
         self.sync_upstream_levels(now);
     }
 
-    fn respond_to_pod(
-        &mut self,
-        req: ReqRef,
-        attempt: u32,
-        status: Status,
-        sched: &mut Scheduler<Event>,
-    ) {
+    fn respond_to_pod(&mut self, att: AttRef, status: Status, sched: &mut Scheduler<Event>) {
         match self.net.delay(|n| &n.upstream_to_pod) {
             Some(d) => {
-                sched.schedule_in(
-                    d,
-                    Event::ResponseReachedPod {
-                        req,
-                        attempt,
-                        status,
-                    },
-                );
+                sched.schedule_in(d, Event::ResponseReachedPod { att, status });
             }
-            None => self.on_response_reached_pod(req, attempt, status, sched),
+            None => self.on_response_reached_pod(att, status, sched),
         }
     }
 
@@ -332,10 +471,11 @@ impl<S: RowSink> World<S> {
         let Some(done) = self.upstream.complete(job, sched) else {
             return;
         };
+        self.report_expired();
         self.sync_upstream_levels(now);
         match done.owner {
             Owner::Background => self.rec.count(Count::BackgroundCompleted, 1),
-            Owner::Client { req, attempt } => {
+            Owner::Client(att) => {
                 if done.abandoned {
                     // Finished for nobody: the caller had already given up.
                     self.rec.count(Count::UpstreamWasted, 1);
@@ -344,179 +484,352 @@ impl<S: RowSink> World<S> {
                     if done.status == Status::Ok {
                         self.rec.count(Count::UpstreamGoodput, 1);
                     }
-                    self.respond_to_pod(req, attempt, done.status, sched);
+                    self.respond_to_pod(att, done.status, sched);
                 }
             }
         }
     }
 
+    /// Counts queued upstream work dropped for a passed deadline.
+    pub(crate) fn report_expired(&mut self) {
+        let n = std::mem::take(&mut self.upstream.expired);
+        if n > 0 {
+            self.rec.count(Count::UpstreamExpired, n);
+        }
+    }
+
     pub(crate) fn on_response_reached_pod(
         &mut self,
-        req: ReqRef,
-        attempt: u32,
+        att: AttRef,
         status: Status,
         sched: &mut Scheduler<Event>,
     ) {
         let now = sched.now();
-        if !self.attempt_is(req, attempt, Phase::InFlight) {
+        let Some(a) = self.reqs.att_mut(att) else {
+            self.rec.count(Count::LateResponses, 1);
+            return;
+        };
+        if a.phase != AttemptPhase::InFlight {
             self.rec.count(Count::LateResponses, 1);
             return;
         }
-        let pod = match self.reqs.get_mut(req) {
-            Some(q) => {
-                q.job = None;
-                q.pod
-            }
-            None => return,
-        };
+        a.job = None;
+        let pod = a.pod;
         let leak_fraction = self.cfg.service.pool.leak_fraction;
         let p = &mut self.pods[pod as usize];
         let leak = leak_fraction > 0.0 && p.leak_rng.random::<f64>() < leak_fraction;
         if p.pool.release(leak) {
             self.connection_available(pod, now, sched);
         }
-        let outcome = match status {
-            Status::Ok => AttemptOutcome::Success,
-            Status::Error(code) => AttemptOutcome::ServerError(code),
-            Status::TooManyRequests(after) => AttemptOutcome::RateLimited(after),
-        };
-        self.close_attempt(req, Some(outcome), now, sched);
-        self.after_attempt(req, outcome, sched);
+        self.end_attempt(att, outcome_of(status), sched);
         self.sync_pool_levels(now);
     }
 
-    pub(crate) fn on_attempt_timed_out(
-        &mut self,
-        req: ReqRef,
-        attempt: u32,
-        sched: &mut Scheduler<Event>,
-    ) {
+    pub(crate) fn on_attempt_timed_out(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let Some(q) = self.reqs.get_mut(req) else {
+        let Some(a) = self.reqs.att_mut(att) else {
             return;
         };
-        if q.attempts != attempt || !is_active(q.phase) {
+        if !is_active(a.phase) {
             return;
         }
-        q.attempt_timer = None;
-        self.release_attempt(req, now, sched);
-        self.close_attempt(req, Some(AttemptOutcome::Timeout), now, sched);
-        self.after_attempt(req, AttemptOutcome::Timeout, sched);
+        a.timer = None;
+        self.release_attempt(att, now, sched);
+        self.end_attempt(att, AttemptOutcome::Timeout, sched);
         self.sync_pool_levels(now);
     }
 
-    pub(crate) fn on_pool_wait_timed_out(
-        &mut self,
-        req: ReqRef,
-        attempt: u32,
-        sched: &mut Scheduler<Event>,
-    ) {
+    pub(crate) fn on_pool_wait_timed_out(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        if !self.attempt_is(req, attempt, Phase::WaitingPool) {
+        if !self.att_is(att, AttemptPhase::WaitingPool) {
             return;
         }
-        if let Some(q) = self.reqs.get_mut(req) {
-            q.aux_timer = None;
+        if let Some(a) = self.reqs.att_mut(att) {
+            a.aux_timer = None;
         }
-        self.release_attempt(req, now, sched);
-        self.close_attempt(req, Some(AttemptOutcome::PoolTimeout), now, sched);
-        self.after_attempt(req, AttemptOutcome::PoolTimeout, sched);
+        self.release_attempt(att, now, sched);
+        self.end_attempt(att, AttemptOutcome::PoolTimeout, sched);
         self.sync_pool_levels(now);
     }
 
-    /// Gives back what an attempt that is being cut short holds: its place
-    /// in line, or its connection (closed, and the upstream told if
-    /// cancellation propagates). A dial in progress carries on for others.
-    fn release_attempt(&mut self, req: ReqRef, now: SimTime, sched: &mut Scheduler<Event>) {
-        let Some(q) = self.reqs.get_mut(req) else {
+    /// Gives back what an attempt being cut short holds: its place in line,
+    /// or its connection (closed, and the upstream told if cancellation
+    /// propagates). A dial in progress carries on for others. An attempt
+    /// from a pod's previous life touches nothing: that pool is gone.
+    fn release_attempt(&mut self, att: AttRef, now: SimTime, sched: &mut Scheduler<Event>) {
+        let Some(a) = self.reqs.att_mut(att) else {
             return;
         };
-        let (phase, pod, job, since) = (q.phase, q.pod, q.job.take(), q.wait_started);
+        let (phase, pod, epoch, job, since) =
+            (a.phase, a.pod, a.pod_epoch, a.job.take(), a.wait_started);
+        if let Some(job) = job
+            && self.upstream.abandon(job, sched)
+        {
+            self.rec.count(Count::UpstreamCancelled, 1);
+            self.sync_upstream_levels(now);
+        }
+        let same_life = self.pods[pod as usize].epoch == epoch;
         match phase {
-            Phase::WaitingPool => {
-                self.pods[pod as usize].pool.waiter_left();
+            AttemptPhase::WaitingPool => {
+                if same_life {
+                    self.pods[pod as usize].pool.waiter_left();
+                }
                 self.rec.latency(Latency::PoolWait, now - since);
             }
-            Phase::InFlight => {
+            AttemptPhase::InFlight if same_life => {
                 self.pods[pod as usize].pool.close_in_use();
-                if let Some(job) = job
-                    && self.upstream.abandon(job, sched)
-                {
-                    self.rec.count(Count::UpstreamCancelled, 1);
-                    self.sync_upstream_levels(now);
-                }
                 self.slot_freed(pod, sched);
             }
             _ => {}
         }
     }
 
-    /// Ends the current attempt's bookkeeping: timers, the active count,
-    /// its latency when it ended with an outcome of its own.
+    /// Ends an attempt's bookkeeping: timers, the active count, its latency
+    /// when it ended with an outcome of its own; forgets it.
     fn close_attempt(
         &mut self,
-        req: ReqRef,
-        outcome: Option<AttemptOutcome>,
+        att: AttRef,
+        with_outcome: bool,
         now: SimTime,
         sched: &mut Scheduler<Event>,
-    ) {
-        let Some(q) = self.reqs.get_mut(req) else {
-            return;
+    ) -> Option<Closed> {
+        let Some(a) = self.reqs.att_mut(att) else {
+            self.violated(now, || "an attempt ended twice".into());
+            return None;
         };
-        if !is_active(q.phase) {
-            let (phase, attempt) = (q.phase, q.attempts);
-            self.violated(now, || {
-                format!("attempt {attempt} of a request ended twice (phase {phase:?})")
-            });
-            return;
-        }
-        for t in [q.attempt_timer.take(), q.aux_timer.take()]
-            .into_iter()
-            .flatten()
-        {
+        for t in [a.timer.take(), a.aux_timer.take()].into_iter().flatten() {
             sched.cancel(t);
         }
-        q.phase = Phase::Backoff;
-        if outcome.is_some() {
-            q.last_outcome = outcome;
+        a.phase = AttemptPhase::Done;
+        let closed = Closed {
+            number: a.number,
+            started: a.started,
+            retry_cost: a.retry_cost,
+        };
+        let req = a.req;
+        self.reqs.remove_attempt(att);
+        if let Some(q) = self.reqs.get_mut(req) {
+            q.remove_live(att);
         }
-        let (attempt, started) = (q.attempts, q.attempt_started);
         self.attempts_active -= 1;
-        if outcome.is_some() {
-            let which = if attempt == 1 {
+        if with_outcome {
+            let which = if closed.number == 1 {
                 Latency::FirstAttempt
             } else {
                 Latency::Retry
             };
-            self.rec.latency(which, now - started);
+            self.rec.latency(which, now - closed.started);
+        }
+        Some(closed)
+    }
+
+    /// An attempt ended with `outcome`: tell the policies, then finish the
+    /// call, retry, or hedge.
+    fn end_attempt(&mut self, att: AttRef, outcome: AttemptOutcome, sched: &mut Scheduler<Event>) {
+        let now = sched.now();
+        let Some(req) = self.reqs.att(att).map(|a| a.req) else {
+            return;
+        };
+        let Some(closed) = self.close_attempt(att, true, now, sched) else {
+            return;
+        };
+        let pod = self.reqs.get(req).map_or(0, |q| q.pod);
+        let success = outcome == AttemptOutcome::Success;
+        let retryable = self
+            .cfg
+            .client
+            .retry
+            .retry_on
+            .iter()
+            .any(|r| r.matches(outcome));
+        let answered = matches!(
+            outcome,
+            AttemptOutcome::Success
+                | AttemptOutcome::ServerError(..)
+                | AttemptOutcome::ClientError(_)
+                | AttemptOutcome::RateLimited(_)
+        );
+        let overload = matches!(
+            outcome,
+            AttemptOutcome::RateLimited(_) | AttemptOutcome::ServerError(503, _)
+        );
+        let set = self.policy(pod);
+        if let Some(b) = set.budget.as_mut() {
+            b.on_result(
+                now,
+                AttemptReport {
+                    success,
+                    qualified_failure: !success && retryable,
+                    retry_cost: closed.retry_cost,
+                },
+            );
+        }
+        if let Some(sre) = set.sre.as_mut()
+            && answered
+            && !overload
+        {
+            sre.accepted(now);
+        }
+        if let Some(aws) = set.aws.as_mut()
+            && answered
+        {
+            aws.on_response(now, matches!(outcome, AttemptOutcome::RateLimited(_)));
+        }
+        if let Some(b) = set.breaker.as_mut() {
+            let before = b.state();
+            b.on_result(now, !success, now - closed.started);
+            let after = b.state();
+            if before != after {
+                self.breaker_moved(after, now);
+            }
+        }
+        if let Some(q) = self.reqs.get_mut(req) {
+            q.last_outcome = Some(outcome);
+        }
+        if self.cfg.client.hedging.is_some() {
+            self.after_hedged_attempt(req, outcome, sched);
+        } else {
+            self.after_attempt(req, outcome, closed, sched);
         }
     }
 
-    /// After an attempt ended with `outcome`: finish, or retry.
-    fn after_attempt(
+    /// Hedging: the first success wins and cancels the rest; a non-fatal
+    /// failure sends the next hedge at once; a fatal one ends the call.
+    fn after_hedged_attempt(
         &mut self,
         req: ReqRef,
         outcome: AttemptOutcome,
         sched: &mut Scheduler<Event>,
     ) {
-        let Some(class) = retry_class(outcome) else {
-            self.complete_request(req, Reason::Success, sched);
+        let Some(h) = self.cfg.client.hedging.clone() else {
             return;
         };
+        let Some(q) = self.reqs.get(req) else { return };
+        if q.phase != Phase::Calling {
+            return;
+        }
+        let (attempts, live) = (q.attempts, q.live_count());
+        if outcome == AttemptOutcome::Success {
+            self.complete_request(req, Reason::Success, sched);
+        } else if h.non_fatal.iter().any(|r| r.matches(outcome)) {
+            if attempts < h.max_attempts {
+                self.start_attempt(req, true, sched);
+                self.schedule_hedge(req, sched);
+            } else if live == 0 {
+                self.complete_request(req, Reason::from(outcome), sched);
+            }
+        } else {
+            self.complete_request(req, Reason::from(outcome), sched);
+        }
+    }
+
+    /// Retries: decide whether, when and at what cost the next attempt
+    /// goes, or finish the call.
+    fn after_attempt(
+        &mut self,
+        req: ReqRef,
+        outcome: AttemptOutcome,
+        closed: Closed,
+        sched: &mut Scheduler<Event>,
+    ) {
         let now = sched.now();
-        let retry = &self.cfg.client.retry;
+        if outcome == AttemptOutcome::Success {
+            self.complete_request(req, Reason::Success, sched);
+            return;
+        }
+        let reason = Reason::from(outcome);
+        let r = &self.cfg.client.retry;
+        let Some(q) = self.reqs.get(req) else { return };
+        if q.phase != Phase::Calling {
+            return;
+        }
+        let mut retryable =
+            r.retry_on.iter().any(|x| x.matches(outcome)) && (!r.idempotent_only || q.idempotent);
+        if let AttemptOutcome::ServerError(_, Pushback::DontRetry) = outcome {
+            retryable = false;
+        }
+        let fast = r.fast_retry.as_ref().is_some_and(|f| {
+            matches!(outcome, AttemptOutcome::ServerError(code, _) if f.statuses.contains(&code))
+                && now - closed.started < f.within
+                && q.fast_retries_used < f.max
+        });
+        let server_says = match outcome {
+            AttemptOutcome::RateLimited(ns)
+            | AttemptOutcome::ServerError(_, Pushback::After(ns)) => {
+                Some(SimDuration::from_nanos(ns))
+            }
+            _ => None,
+        };
+        let mode = r.retry_after.mode;
+        let pushback_used = server_says.is_some() && mode != RetryAfterMode::Ignore && !fast;
+        let counts = !fast && (!pushback_used || r.retry_after.counts_as_retry);
+        if !(retryable || fast) || (counts && q.retries_used >= r.max_retries) {
+            self.complete_request(req, reason, sched);
+            return;
+        }
+        if pushback_used
+            && let (Some(ra), Some(cap)) = (server_says, r.retry_after.cap)
+            && ra > cap
+        {
+            self.complete_request(req, reason, sched);
+            return;
+        }
+        let delay = if fast {
+            SimDuration::ZERO
+        } else {
+            let backoff = r.backoff.clone();
+            let n = q.retries_used + 1;
+            let q = self.reqs.get_mut(req).expect("live request");
+            let drawn = backoff.delay(n, &mut q.backoff, &mut self.backoff_rng);
+            match (server_says, mode) {
+                (Some(ra), RetryAfterMode::Honor) => ra,
+                (Some(ra), RetryAfterMode::AtLeast) => drawn.max(ra),
+                _ => drawn,
+            }
+        };
+        let Some(q) = self.reqs.get(req) else { return };
+        if let Some(d) = q.call_deadline
+            && now
+                .saturating_add(delay)
+                .saturating_add(self.cfg.client.min_attempt_budget)
+                >= d
+        {
+            self.complete_request(req, reason, sched);
+            return;
+        }
+        let pod = q.pod;
+        let cause = match outcome {
+            AttemptOutcome::Timeout => RetryCause::Timeout,
+            AttemptOutcome::RateLimited(_) => RetryCause::Throttled,
+            _ => RetryCause::Transient,
+        };
+        let cost = match self.policy(pod).budget.as_mut() {
+            None => 0,
+            Some(b) => match b.try_retry(now, cause) {
+                Some(cost) => cost,
+                None => {
+                    self.rec.count(Count::BudgetDenied, 1);
+                    self.complete_request(req, Reason::BudgetExhausted, sched);
+                    return;
+                }
+            },
+        };
+        if pushback_used {
+            self.rec.count(Count::RetryAfterWaits, 1);
+        }
+        self.rec.latency(Latency::RetryDelay, delay);
         let Some(q) = self.reqs.get_mut(req) else {
             return;
         };
-        let delay = retry.delay;
-        let may_retry = retry.retry_on.contains(&class)
-            && q.attempts <= retry.max_retries
-            && q.call_deadline
-                .is_none_or(|d| now.saturating_add(delay) < d);
-        if !may_retry {
-            self.complete_request(req, Reason::from(outcome), sched);
-        } else if delay.is_zero() {
-            self.start_attempt(req, sched);
+        q.pending_retry_cost = cost;
+        if counts {
+            q.retries_used += 1;
+        }
+        if fast {
+            q.fast_retries_used += 1;
+        }
+        if delay.is_zero() {
+            self.start_attempt(req, false, sched);
         } else {
             let attempt = q.attempts;
             q.phase = Phase::Backoff;
@@ -530,13 +843,15 @@ impl<S: RowSink> World<S> {
         attempt: u32,
         sched: &mut Scheduler<Event>,
     ) {
-        if !self.attempt_is(req, attempt, Phase::Backoff) {
+        let Some(q) = self.reqs.get_mut(req) else {
+            return;
+        };
+        if q.phase != Phase::Backoff || q.attempts != attempt {
             return;
         }
-        if let Some(q) = self.reqs.get_mut(req) {
-            q.aux_timer = None;
-        }
-        self.start_attempt(req, sched);
+        q.aux_timer = None;
+        q.phase = Phase::Calling;
+        self.start_attempt(req, false, sched);
     }
 
     pub(crate) fn on_call_deadline(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
@@ -546,9 +861,35 @@ impl<S: RowSink> World<S> {
         self.complete_request(req, Reason::DeadlineExceeded, sched);
     }
 
-    /// The service is done with `req`: whatever attempt is running is cut,
-    /// the worker moves on, and the user gets `reason` (across the network
-    /// if there is a delay), unless the user already saw an outcome.
+    /// Cuts every attempt of `req` still in progress.
+    fn cancel_live_attempts(
+        &mut self,
+        req: ReqRef,
+        hedges_lost: bool,
+        sched: &mut Scheduler<Event>,
+    ) {
+        let now = sched.now();
+        let live: Vec<AttRef> = match self.reqs.get(req) {
+            Some(q) => q.live_attempts().collect(),
+            None => return,
+        };
+        for att in live {
+            self.release_attempt(att, now, sched);
+            self.close_attempt(att, false, now, sched);
+            if hedges_lost {
+                self.rec.count(Count::HedgesCancelled, 1);
+            }
+        }
+        if self.reqs.get(req).is_none_or(|q| q.live_count() != 0) {
+            self.violated(now, || "attempts left behind by a finished call".into());
+        }
+        self.sync_pool_levels(now);
+    }
+
+    /// The service is done with `req`: whatever attempts are running are
+    /// cut, the worker moves on, and the user gets `reason` (across the
+    /// network if there is a delay) unless the user already saw an outcome
+    /// or the gateway retries it.
     pub(crate) fn complete_request(
         &mut self,
         req: ReqRef,
@@ -560,27 +901,23 @@ impl<S: RowSink> World<S> {
         if q.service_done {
             return;
         }
-        if is_active(q.phase) {
-            self.release_attempt(req, now, sched);
-            self.close_attempt(req, None, now, sched);
-            self.sync_pool_levels(now);
+        if q.live_count() > 0 {
+            let hedging = self.cfg.client.hedging.is_some() && reason == Reason::Success;
+            self.cancel_live_attempts(req, hedging, sched);
         }
         let Some(q) = self.reqs.get_mut(req) else {
             return;
         };
-        for t in [
-            q.aux_timer.take(),
-            q.call_timer.take(),
-            q.attempt_timer.take(),
-        ]
-        .into_iter()
-        .flatten()
+        for t in [q.aux_timer.take(), q.call_timer.take()]
+            .into_iter()
+            .flatten()
         {
             sched.cancel(t);
         }
         q.phase = Phase::Finished;
         q.service_done = true;
-        let (pod, epoch, had_worker, user_done) = (q.pod, q.pod_epoch, q.has_worker, q.user_done);
+        let (pod, epoch, had_worker, user_done, dispatches) =
+            (q.pod, q.pod_epoch, q.has_worker, q.user_done, q.dispatches);
         q.has_worker = false;
         if had_worker
             && self.pods[pod as usize].epoch == epoch
@@ -592,6 +929,16 @@ impl<S: RowSink> World<S> {
         self.rec.level_add(Level::ServiceInFlight, now, -1);
         if user_done {
             self.reqs.release_if_done(req);
+            return;
+        }
+        let gateway_retry = self
+            .cfg
+            .gateway
+            .retry
+            .as_ref()
+            .is_some_and(|g| dispatches <= g.max_retries && g.on.contains(&reason));
+        if gateway_retry {
+            self.dispatch(req, sched);
             return;
         }
         match self.net.delay(|n| &n.pod_to_gateway) {

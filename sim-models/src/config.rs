@@ -11,6 +11,11 @@ use serde::{Deserialize, Serialize};
 use sim_core::dist::{Dist, DistSpec};
 use sim_core::time::{SimDuration, TimeOfDay, WallClock};
 
+use crate::outcome::{AttemptOutcome, Reason};
+use crate::policy::backoff::Backoff;
+use crate::policy::breaker::BreakerSpec;
+use crate::policy::budget::BudgetSpec;
+use crate::policy::throttle::ThrottleSpec;
 use crate::timeline::TimelineEntry;
 
 fn secs(s: u64) -> SimDuration {
@@ -119,6 +124,9 @@ pub struct LoadConfig {
     /// distribution (outcome `abandoned`); the request keeps consuming
     /// resources downstream, as in life.
     pub patience: Option<DistSpec>,
+    /// Fraction of requests that are idempotent, hence safe to retry when
+    /// `client.retry.idempotent_only` is set (default 1).
+    pub idempotent_fraction: f64,
 }
 
 impl Default for LoadConfig {
@@ -128,6 +136,7 @@ impl Default for LoadConfig {
             arrivals: ArrivalProcess::Poisson,
             closed_loop: None,
             patience: None,
+            idempotent_fraction: 1.0,
         }
     }
 }
@@ -153,6 +162,35 @@ pub struct GatewayConfig {
     /// Whether the deadline also cancels the work inside the service
     /// (default false: the service finishes, as most do).
     pub cancel_service_on_deadline: bool,
+    /// Retries at the gateway: a failed request is sent again, to a pod
+    /// the balancer picks, and the pod's own retries start over. Retries
+    /// at two tiers multiply (default: none).
+    pub retry: Option<GatewayRetry>,
+}
+
+/// The gateway's own retries.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayRetry {
+    /// Retries after the first dispatch.
+    pub max_retries: u32,
+    /// Which request outcomes are retried (default: server_error,
+    /// attempt_timeout, connect_failure, pool_timeout, pod_restarted,
+    /// unavailable, pod_overloaded).
+    #[serde(default = "gateway_retry_on")]
+    pub on: Vec<Reason>,
+}
+
+fn gateway_retry_on() -> Vec<Reason> {
+    vec![
+        Reason::ServerError,
+        Reason::AttemptTimeout,
+        Reason::ConnectFailure,
+        Reason::PoolTimeout,
+        Reason::PodRestarted,
+        Reason::Unavailable,
+        Reason::PodOverloaded,
+    ]
 }
 
 /// How the load balancer picks a pod.
@@ -318,6 +356,22 @@ pub struct ErrorMix {
     pub http_500: f64,
     /// Probability that a served request answers 503 (default 0).
     pub http_503: f64,
+    /// Probability that a served request answers 401, a client error
+    /// no retry can fix (default 0).
+    pub http_401: f64,
+}
+
+/// What the upstream says when it sheds load with a 503.
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum PushbackConfig {
+    /// Nothing (default).
+    #[default]
+    None,
+    /// "Retry after this long" (`Retry-After`, gRPC pushback ≥ 0).
+    After(SimDuration),
+    /// "Do not retry" (gRPC negative pushback).
+    DontRetry,
 }
 
 /// A token-bucket rate limit answering 429.
@@ -366,6 +420,11 @@ pub struct UpstreamConfig {
     /// (default false: the upstream finishes abandoned work, counted as
     /// wasted).
     pub cancellation: bool,
+    /// What a 503 from admission says about retrying (default `none`).
+    pub pushback: PushbackConfig,
+    /// Whether the upstream drops queued work whose propagated deadline
+    /// has passed (needs `client.propagate_deadline`; default true).
+    pub honor_deadlines: bool,
 }
 
 impl Default for UpstreamConfig {
@@ -386,43 +445,201 @@ impl Default for UpstreamConfig {
             rate_limit: None,
             background_rps: 0.0,
             cancellation: false,
+            pushback: PushbackConfig::None,
+            honor_deadlines: true,
         }
     }
 }
 
-/// Which attempt outcomes a retry follows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Which attempt outcomes a retry follows. Written as names or HTTP
+/// status codes: `[timeout, connect_failure, 5xx, 429]`, `[502, 503, 504]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RetryOn {
     /// The attempt timed out.
     Timeout,
     /// The connection could not be set up.
     ConnectFailure,
-    /// A 5xx answer.
+    /// Any 5xx answer (`5xx`, `server_error`).
     ServerError,
-    /// A 429 answer.
+    /// Any 4xx answer but 429 (`4xx`, `client_error`).
+    ClientError,
+    /// A 429 answer (`429`, `rate_limited`).
     RateLimited,
     /// No pool connection within the acquire timeout.
     PoolTimeout,
+    /// One status code.
+    Status(u16),
 }
 
-/// Retries of one call (fixed delay).
+impl RetryOn {
+    fn name(self) -> String {
+        match self {
+            RetryOn::Timeout => "timeout".into(),
+            RetryOn::ConnectFailure => "connect_failure".into(),
+            RetryOn::ServerError => "5xx".into(),
+            RetryOn::ClientError => "4xx".into(),
+            RetryOn::RateLimited => "429".into(),
+            RetryOn::PoolTimeout => "pool_timeout".into(),
+            RetryOn::Status(c) => c.to_string(),
+        }
+    }
+
+    fn parse(s: &str) -> Result<RetryOn, String> {
+        Ok(match s {
+            "timeout" => RetryOn::Timeout,
+            "connect_failure" => RetryOn::ConnectFailure,
+            "5xx" | "server_error" => RetryOn::ServerError,
+            "4xx" | "client_error" => RetryOn::ClientError,
+            "429" | "rate_limited" => RetryOn::RateLimited,
+            "pool_timeout" => RetryOn::PoolTimeout,
+            code => match code.parse::<u16>() {
+                Ok(c) if (100..600).contains(&c) => RetryOn::Status(c),
+                _ => {
+                    return Err(format!(
+                        "unknown retry condition {code:?}; expected timeout, connect_failure, 5xx, 4xx, 429, pool_timeout or a status code"
+                    ));
+                }
+            },
+        })
+    }
+
+    /// Whether an attempt that ended with `o` matches.
+    pub fn matches(self, o: AttemptOutcome) -> bool {
+        match (self, o) {
+            (RetryOn::Timeout, AttemptOutcome::Timeout) => true,
+            (RetryOn::ConnectFailure, AttemptOutcome::ConnectFailure) => true,
+            (RetryOn::ServerError, AttemptOutcome::ServerError(..)) => true,
+            (RetryOn::ClientError, AttemptOutcome::ClientError(_)) => true,
+            (RetryOn::RateLimited, AttemptOutcome::RateLimited(_)) => true,
+            (RetryOn::PoolTimeout, AttemptOutcome::PoolTimeout) => true,
+            (
+                RetryOn::Status(c),
+                AttemptOutcome::ServerError(code, _) | AttemptOutcome::ClientError(code),
+            ) => c == code,
+            (RetryOn::Status(429), AttemptOutcome::RateLimited(_)) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Serialize for RetryOn {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RetryOn::Status(c) => s.serialize_u16(*c),
+            other => s.serialize_str(&other.name()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RetryOn {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = RetryOn;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a retry condition (timeout, connect_failure, 5xx, 4xx, 429, pool_timeout) or a status code")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RetryOn, E> {
+                RetryOn::parse(v).map_err(E::custom)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RetryOn, E> {
+                RetryOn::parse(&v.to_string()).map_err(E::custom)
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RetryOn, E> {
+                RetryOn::parse(&v.to_string()).map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// How a 429's `Retry-After` (or a 503's pushback) is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryAfterMode {
+    /// Use the backoff; ignore the header.
+    Ignore,
+    /// Wait exactly what the server says (gRPC pushback, Envoy's
+    /// rate-limited backoff).
+    Honor,
+    /// Wait the longer of the backoff and the header.
+    AtLeast,
+}
+
+/// Server pushback handling.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryAfterConfig {
+    /// How the header is used (default `ignore`).
+    pub mode: RetryAfterMode,
+    /// A header longer than this means "do not retry" (default: none).
+    pub cap: Option<SimDuration>,
+    /// Whether a retry after a Retry-After wait counts against
+    /// `max_retries` (default true; seed 002 says it should not).
+    pub counts_as_retry: bool,
+}
+
+impl Default for RetryAfterConfig {
+    fn default() -> Self {
+        RetryAfterConfig {
+            mode: RetryAfterMode::Ignore,
+            cap: None,
+            counts_as_retry: true,
+        }
+    }
+}
+
+/// A fast first layer of retries (seed 001): immediate, only for quick
+/// gateway errors, not counted against `max_retries`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FastRetry {
+    /// Fast retries per call (default 1).
+    #[serde(default = "one_u32")]
+    pub max: u32,
+    /// Statuses that qualify (default 502, 503, 504).
+    #[serde(default = "gateway_errors")]
+    pub statuses: Vec<u16>,
+    /// Only when the failed attempt took less than this (default 100ms:
+    /// a quick error is not real overload).
+    #[serde(default = "hundred_ms")]
+    pub within: SimDuration,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+fn gateway_errors() -> Vec<u16> {
+    vec![502, 503, 504]
+}
+fn hundred_ms() -> SimDuration {
+    millis(100)
+}
+
+/// Retries of one call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RetryConfig {
     /// Retries after the first attempt (default 0).
     pub max_retries: u32,
-    /// Wait before each retry (default `1s`).
-    pub delay: SimDuration,
-    /// Outcomes that are retried (default: all of them).
+    /// Delay before each retry (default `fixed: { delay: 1s }`).
+    pub backoff: Backoff,
+    /// Outcomes that are retried (default: timeout, connect_failure, 5xx,
+    /// 429, pool_timeout).
     pub retry_on: Vec<RetryOn>,
+    /// Retry only idempotent requests (default false).
+    pub idempotent_only: bool,
+    /// Server pushback.
+    pub retry_after: RetryAfterConfig,
+    /// Optional fast first layer.
+    pub fast_retry: Option<FastRetry>,
 }
 
 impl Default for RetryConfig {
     fn default() -> Self {
         RetryConfig {
             max_retries: 0,
-            delay: secs(1),
+            backoff: Backoff::fixed(secs(1)),
             retry_on: vec![
                 RetryOn::Timeout,
                 RetryOn::ConnectFailure,
@@ -430,8 +647,40 @@ impl Default for RetryConfig {
                 RetryOn::RateLimited,
                 RetryOn::PoolTimeout,
             ],
+            idempotent_only: false,
+            retry_after: RetryAfterConfig::default(),
+            fast_retry: None,
         }
     }
+}
+
+/// Where a budget, breaker or throttle lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// One per pod (per client process): the default, as libraries do.
+    Pod,
+    /// One shared by every pod.
+    Global,
+}
+
+/// gRPC A6 hedging: another attempt every `delay`, up to `max_attempts`;
+/// the first success cancels the rest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HedgingConfig {
+    /// Attempts in all, the original included (2..=5; gRPC clamps to 5).
+    pub max_attempts: u32,
+    /// Time between hedges (`0s` sends all at once).
+    pub delay: SimDuration,
+    /// Answers that trigger the next hedge at once instead of ending the
+    /// call (default: 5xx).
+    #[serde(default = "non_fatal")]
+    pub non_fatal: Vec<RetryOn>,
+}
+
+fn non_fatal() -> Vec<RetryOn> {
+    vec![RetryOn::ServerError]
 }
 
 /// When the per-attempt timeout starts counting.
@@ -458,8 +707,27 @@ pub struct ClientConfig {
     pub timeout_starts: TimeoutStart,
     /// Deadline across all attempts of one call (default: none).
     pub total_deadline: Option<SimDuration>,
+    /// No attempt starts with less than this left before the total
+    /// deadline (default 0s).
+    pub min_attempt_budget: SimDuration,
+    /// Send the deadline with each attempt so the upstream can drop work
+    /// nobody waits for (default false).
+    pub propagate_deadline: bool,
     /// Retries.
     pub retry: RetryConfig,
+    /// A retry budget (default: none).
+    pub budget: Option<BudgetSpec>,
+    /// A circuit breaker (default: none).
+    pub breaker: Option<BreakerSpec>,
+    /// Serve a fallback (degraded answer) when the breaker refuses a call
+    /// (default false: the call fails `breaker_open`).
+    pub fallback: bool,
+    /// Client-side adaptive throttling (default: none).
+    pub throttle: Option<ThrottleSpec>,
+    /// Where the budget, breaker and throttle live (default `pod`).
+    pub scope: Scope,
+    /// Hedging instead of retries (default: none).
+    pub hedging: Option<HedgingConfig>,
 }
 
 impl Default for ClientConfig {
@@ -469,7 +737,15 @@ impl Default for ClientConfig {
             attempt_timeout: Some(secs(30)),
             timeout_starts: TimeoutStart::AttemptStart,
             total_deadline: None,
+            min_attempt_budget: SimDuration::ZERO,
+            propagate_deadline: false,
             retry: RetryConfig::default(),
+            budget: None,
+            breaker: None,
+            fallback: false,
+            throttle: None,
+            scope: Scope::Pod,
+            hedging: None,
         }
     }
 }
@@ -668,6 +944,57 @@ impl WorldConfig {
             if let Some(d) = d {
                 p.positive(path, d);
             }
+        }
+        p.probability("load.idempotent_fraction", self.load.idempotent_fraction);
+        p.probability("upstream.errors.http_401", u.errors.http_401);
+        let r = &c.retry;
+        if let Err((f, m)) = r.backoff.validate() {
+            p.add(&format!("client.retry.backoff.{f}"), m);
+        }
+        if let Some(fr) = &r.fast_retry
+            && fr.statuses.iter().any(|s| !(500..600).contains(s))
+        {
+            p.add(
+                "client.retry.fast_retry.statuses",
+                "fast retries are for 5xx statuses only",
+            );
+        }
+        if let Some(b) = &c.budget
+            && let Err((f, m)) = b.validate()
+        {
+            p.add(&format!("client.budget.{f}"), m);
+        }
+        if let Some(b) = &c.breaker
+            && let Err((f, m)) = b.validate()
+        {
+            p.add(&format!("client.breaker.{f}"), m);
+        }
+        if let Some(t) = &c.throttle
+            && let Err((f, m)) = t.validate()
+        {
+            p.add(&format!("client.throttle.{f}"), m);
+        }
+        if let Some(h) = &c.hedging {
+            if !(2..=crate::request::MAX_LIVE as u32).contains(&h.max_attempts) {
+                p.add(
+                    "client.hedging.max_attempts",
+                    format!(
+                        "must be 2 to 5 (gRPC clamps to 5), found {}",
+                        h.max_attempts
+                    ),
+                );
+            }
+            if r.max_retries > 0 {
+                p.add("client.hedging", "a call uses either retries or hedging, never both: set client.retry.max_retries to 0");
+            }
+        }
+        if c.total_deadline.is_none() && !c.min_attempt_budget.is_zero() {
+            p.add("client.min_attempt_budget", "needs client.total_deadline");
+        }
+        if let Some(g) = &self.gateway.retry
+            && g.on.contains(&Reason::Success)
+        {
+            p.add("gateway.retry.on", "success is not a failure to retry");
         }
         let wall = self.clock.wall_clock();
         for (i, entry) in self.timeline.iter().enumerate() {

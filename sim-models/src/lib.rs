@@ -16,7 +16,8 @@
 //! | `lb.rs` | load balancer: round robin, random, least outstanding |
 //! | `pods.rs` | pods: workers, health probes, restarts |
 //! | `pool.rs` | connection pool: bounded, FIFO waiters, dial, idle timeout, leaks |
-//! | `client.rs` | the call to the upstream: attempts, timeouts, retries |
+//! | `client.rs` | the call to the upstream: attempts, timeouts, retries, hedges, and the policies around them |
+//! | `policy/` | the resilience-policy catalogue: backoff and jitter, budgets, breakers, throttles, presets, static analysis |
 //! | `upstream.rs` | the overload-sensitive upstream |
 //! | `timeline.rs`, `incidents.rs` | incident timeline: data, then effects |
 //! | `recorder.rs` | per-bucket rows (streamed) and run totals |
@@ -30,6 +31,7 @@ pub mod lb;
 pub mod load;
 pub mod outcome;
 pub mod pods;
+pub mod policy;
 pub mod pool;
 pub mod recorder;
 pub mod request;

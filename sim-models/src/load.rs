@@ -76,7 +76,7 @@ impl<S: RowSink> World<S> {
         self.background_timer = None;
         self.schedule_next_background(sched);
         let now = sched.now();
-        let (_, admission) = self.upstream.arrive(Owner::Background, now, sched);
+        let (_, admission) = self.upstream.arrive(Owner::Background, None, now, sched);
         self.count_admission(admission);
         self.sync_upstream_levels(now);
     }
@@ -93,7 +93,9 @@ impl<S: RowSink> World<S> {
         }
         self.rec.count(Count::Offered, 1);
         self.rec.level_add(Level::UsersWaiting, now, 1);
-        let req = self.reqs.create(now, user);
+        let fraction = self.cfg.load.idempotent_fraction;
+        let idempotent = fraction >= 1.0 || self.idempotent_rng.random::<f64>() < fraction;
+        let req = self.reqs.create(now, user, idempotent);
         // The user's own clock: the gateway deadline or patience, whichever
         // comes first.
         let deadline = self.cfg.gateway.deadline;
@@ -107,9 +109,18 @@ impl<S: RowSink> World<S> {
             (None, Some(p)) => Some(sched.schedule_in(p, Event::UserGaveUp { req })),
             (None, None) => None,
         };
+        if let Some(q) = self.reqs.get_mut(req) {
+            q.user_timer = timer;
+        }
+        self.dispatch(req, sched);
+    }
+
+    /// The gateway sends `req` to a pod the balancer picks (again, for a
+    /// gateway retry): a fresh call there, with its own attempts.
+    pub(crate) fn dispatch(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
+        let now = sched.now();
         let Some(pod) = self.lb.pick() else {
             if let Some(q) = self.reqs.get_mut(req) {
-                q.user_timer = timer;
                 q.service_done = true;
                 q.phase = crate::request::Phase::Finished;
             }
@@ -117,11 +128,20 @@ impl<S: RowSink> World<S> {
             return;
         };
         let epoch = self.pods[pod as usize].epoch;
-        if let Some(q) = self.reqs.get_mut(req) {
-            q.user_timer = timer;
-            q.pod = pod;
-            q.pod_epoch = epoch;
-        }
+        let Some(q) = self.reqs.get_mut(req) else {
+            return;
+        };
+        q.pod = pod;
+        q.pod_epoch = epoch;
+        q.dispatches += 1;
+        q.service_done = false;
+        q.phase = crate::request::Phase::Queued;
+        q.attempts = 0;
+        q.retries_used = 0;
+        q.fast_retries_used = 0;
+        q.pending_retry_cost = 0;
+        q.backoff = Default::default();
+        q.call_deadline = None;
         self.lb.outstanding_changed(pod, 1);
         self.rec.level_add(Level::ServiceInFlight, now, 1);
         match self.net.delay(|n| &n.gateway_to_pod) {

@@ -1,6 +1,18 @@
 //! How attempts and requests end.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+/// A server's word on whether and when to retry (gRPC's
+/// `grpc-retry-pushback-ms`, HTTP's `Retry-After` on a 503).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pushback {
+    /// Nothing said.
+    None,
+    /// Retry after exactly this many nanoseconds.
+    After(u64),
+    /// Do not retry.
+    DontRetry,
+}
 
 /// How one attempt ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -11,33 +23,49 @@ pub enum AttemptOutcome {
     Timeout,
     /// The connection could not be set up (refused or connect timeout).
     ConnectFailure,
-    /// A 5xx answer (500, 503 from overload or injected errors).
-    ServerError(u16),
+    /// A 5xx answer, with the server's pushback if any.
+    ServerError(u16, Pushback),
+    /// A 4xx answer other than 429.
+    ClientError(u16),
     /// A 429 answer with its Retry-After, in nanoseconds.
     RateLimited(u64),
     /// No connection from the pool within its acquire timeout.
     PoolTimeout,
+    /// The attempt was cut short by the call itself (another hedge won,
+    /// the deadline passed, the pod restarted).
+    Cancelled,
 }
 
 /// How a request ended, as its user saw it. Every arrival ends in exactly
 /// one of these or is still in flight.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     /// Answered successfully.
     Success,
+    /// Served a fallback while the breaker was open: degraded, neither
+    /// success nor error.
+    Fallback,
     /// The last attempt timed out.
     AttemptTimeout,
     /// A deadline passed: the call's total deadline or the gateway's.
     DeadlineExceeded,
     /// The last attempt got a 5xx.
     ServerError,
+    /// The last attempt got a 4xx other than 429.
+    ClientError,
     /// The last attempt got a 429.
     RateLimited,
     /// The last attempt could not connect.
     ConnectFailure,
     /// The last attempt got no pool connection in time.
     PoolTimeout,
+    /// The breaker refused the call and there is no fallback.
+    BreakerOpen,
+    /// A retry was wanted but the retry budget refused it.
+    BudgetExhausted,
+    /// Client-side adaptive throttling rejected the attempt locally.
+    Throttled,
     /// The pod serving it restarted or was killed.
     PodRestarted,
     /// No pod was in rotation.
@@ -50,14 +78,19 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in column order.
-    pub const ALL: [Reason; 11] = [
+    pub const ALL: [Reason; 16] = [
         Reason::Success,
+        Reason::Fallback,
         Reason::AttemptTimeout,
         Reason::DeadlineExceeded,
         Reason::ServerError,
+        Reason::ClientError,
         Reason::RateLimited,
         Reason::ConnectFailure,
         Reason::PoolTimeout,
+        Reason::BreakerOpen,
+        Reason::BudgetExhausted,
+        Reason::Throttled,
         Reason::PodRestarted,
         Reason::Unavailable,
         Reason::PodOverloaded,
@@ -70,12 +103,17 @@ impl Reason {
     pub fn name(self) -> &'static str {
         match self {
             Reason::Success => "success",
+            Reason::Fallback => "fallback",
             Reason::AttemptTimeout => "attempt_timeout",
             Reason::DeadlineExceeded => "deadline_exceeded",
             Reason::ServerError => "server_error",
+            Reason::ClientError => "client_error",
             Reason::RateLimited => "rate_limited",
             Reason::ConnectFailure => "connect_failure",
             Reason::PoolTimeout => "pool_timeout",
+            Reason::BreakerOpen => "breaker_open",
+            Reason::BudgetExhausted => "budget_exhausted",
+            Reason::Throttled => "throttled",
             Reason::PodRestarted => "pod_restarted",
             Reason::Unavailable => "unavailable",
             Reason::PodOverloaded => "pod_overloaded",
@@ -88,6 +126,11 @@ impl Reason {
     pub fn index(self) -> usize {
         self as usize
     }
+
+    /// True for outcomes that are neither success nor degraded.
+    pub fn is_error(self) -> bool {
+        !matches!(self, Reason::Success | Reason::Fallback)
+    }
 }
 
 impl From<AttemptOutcome> for Reason {
@@ -96,9 +139,11 @@ impl From<AttemptOutcome> for Reason {
             AttemptOutcome::Success => Reason::Success,
             AttemptOutcome::Timeout => Reason::AttemptTimeout,
             AttemptOutcome::ConnectFailure => Reason::ConnectFailure,
-            AttemptOutcome::ServerError(_) => Reason::ServerError,
+            AttemptOutcome::ServerError(..) => Reason::ServerError,
+            AttemptOutcome::ClientError(_) => Reason::ClientError,
             AttemptOutcome::RateLimited(_) => Reason::RateLimited,
             AttemptOutcome::PoolTimeout => Reason::PoolTimeout,
+            AttemptOutcome::Cancelled => Reason::DeadlineExceeded,
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::config::ServiceConfig;
 use crate::outcome::Reason;
 use crate::pool::{Pool, Waiter};
 use crate::recorder::{Count, Level, RowSink};
-use crate::request::{Phase, ReqRef, Requests};
+use crate::request::{AttemptPhase, Phase, ReqRef, Requests};
 use crate::world::{Event, World};
 
 /// Whether a pod takes traffic.
@@ -78,14 +78,11 @@ impl Pod {
     }
 }
 
-/// A pool waiter is live while its request still waits, in that attempt,
-/// on that incarnation of the pod.
+/// A pool waiter is live while its attempt still waits, on that
+/// incarnation of the pod.
 pub(crate) fn waiter_is_live(reqs: &Requests, pod: u32, epoch: u32, w: &Waiter) -> bool {
-    reqs.get(w.req).is_some_and(|q| {
-        q.attempts == w.attempt
-            && q.phase == Phase::WaitingPool
-            && q.pod == pod
-            && q.pod_epoch == epoch
+    reqs.att(w.att).is_some_and(|a| {
+        a.phase == AttemptPhase::WaitingPool && a.pod == pod && a.pod_epoch == epoch
     })
 }
 
@@ -189,8 +186,9 @@ impl<S: RowSink> World<S> {
         }
     }
 
-    /// Takes a pod out: every request on it fails, its pool empties, and a
-    /// restarting pod is scheduled to come back.
+    /// Takes a pod out: it leaves rotation, its pool empties, every
+    /// request it held fails (`pod_restarted`; the gateway may send it
+    /// elsewhere), and a restarting pod is scheduled to come back.
     pub(crate) fn take_pod_down(
         &mut self,
         pod: u32,
@@ -198,51 +196,47 @@ impl<S: RowSink> World<S> {
         sched: &mut Scheduler<Event>,
     ) {
         let now = sched.now();
-        let was_up = self.pods[pod as usize].state == PodState::Up;
-        let old_epoch = self.pods[pod as usize].epoch;
-        // Fail every request the pod holds, oldest first (slab order is
-        // deterministic).
-        for r in self.reqs.refs() {
-            let on_pod = self.reqs.get(r).is_some_and(|q| {
-                q.pod == pod
-                    && q.pod_epoch == old_epoch
-                    && !q.service_done
-                    && q.attempts_or_queued()
-            });
-            if on_pod {
-                self.complete_request(r, Reason::PodRestarted, sched);
-            }
-        }
         let p = &mut self.pods[pod as usize];
+        let was_up = p.state == PodState::Up;
+        let old_epoch = p.epoch;
+        // A new life first, so nothing failed below touches the old pool
+        // or lands back on this pod.
         p.epoch += 1;
         p.state = state;
         p.busy = 0;
         p.worker_queue.clear();
         p.probe_failures = 0;
         p.pool.reset();
-        self.sync_pool_levels(now);
         if was_up {
             self.lb.set_up(pod, false);
             self.rec.level_add(Level::PodsUp, now, -1);
             self.rec.level_add(Level::PodsDown, now, 1);
         }
+        for r in self.reqs.refs() {
+            let on_pod = self
+                .reqs
+                .get(r)
+                .is_some_and(|q| q.pod == pod && q.pod_epoch == old_epoch && !q.service_done);
+            if on_pod {
+                self.complete_request(r, Reason::PodRestarted, sched);
+            }
+        }
+        self.sync_pool_levels(now);
         self.rec.count(Count::PodRestarts, 1);
-        if state == PodState::Restarting
-            && let Some(t) = self.restart_time()
-        {
+        if state == PodState::Restarting {
+            let t = self.restart_time();
             let epoch = self.pods[pod as usize].epoch;
             sched.schedule_in(t, Event::PodCameBack { pod, epoch });
         }
     }
 
-    fn restart_time(&self) -> Option<SimDuration> {
-        Some(
-            self.cfg
-                .service
-                .health
-                .as_ref()
-                .map_or(SimDuration::from_secs(30), |h| h.restart_time),
-        )
+    /// Time out of rotation after a restart (the health config's, or 30 s).
+    fn restart_time(&self) -> SimDuration {
+        self.cfg
+            .service
+            .health
+            .as_ref()
+            .map_or(SimDuration::from_secs(30), |h| h.restart_time)
     }
 
     /// A restarted pod is back in rotation, empty.
@@ -281,12 +275,5 @@ impl<S: RowSink> World<S> {
         self.rec.level(Level::PoolInUse, now, in_use);
         self.rec.level(Level::PoolWaiters, now, waiters);
         self.rec.level(Level::PoolLeaked, now, leaked);
-    }
-}
-
-impl crate::request::Request {
-    /// True while the request occupies its pod (queued or calling).
-    pub(crate) fn attempts_or_queued(&self) -> bool {
-        self.phase != Phase::Finished
     }
 }

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use sim_core::time::{SimDuration, SimTime};
 
-use crate::request::ReqRef;
+use crate::request::AttRef;
 
 /// What [`Pool::acquire`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,10 +27,8 @@ pub enum Acquire {
 /// An attempt waiting for a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Waiter {
-    /// The waiting request.
-    pub req: ReqRef,
-    /// Its attempt number; a waiter whose attempt has moved on is stale.
-    pub attempt: u32,
+    /// The waiting attempt; stale once it is no longer waiting.
+    pub att: AttRef,
     /// When it started waiting.
     pub since: SimTime,
 }

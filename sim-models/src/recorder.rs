@@ -63,11 +63,15 @@ pub enum Level {
     PodsUp,
     /// Pods restarting or killed.
     PodsDown,
+    /// Circuit breakers open (one per pod, or the global one).
+    BreakersOpen,
+    /// Circuit breakers half-open.
+    BreakersHalfOpen,
 }
 
 impl Level {
     /// Every level, in column order.
-    pub const ALL: [Level; 9] = [
+    pub const ALL: [Level; 11] = [
         Level::PoolInUse,
         Level::PoolWaiters,
         Level::PoolLeaked,
@@ -77,6 +81,8 @@ impl Level {
         Level::UpstreamQueued,
         Level::PodsUp,
         Level::PodsDown,
+        Level::BreakersOpen,
+        Level::BreakersHalfOpen,
     ];
     /// Number of levels.
     pub const COUNT: usize = Level::ALL.len();
@@ -92,6 +98,8 @@ impl Level {
             Level::UpstreamQueued => "upstream_queued",
             Level::PodsUp => "pods_up",
             Level::PodsDown => "pods_down",
+            Level::BreakersOpen => "breakers_open",
+            Level::BreakersHalfOpen => "breakers_half_open",
         }
     }
 }
@@ -125,11 +133,37 @@ pub enum Count {
     PodRestarts,
     /// Timeline steps applied.
     TimelineSteps,
+    /// Hedged attempts sent (beyond the first).
+    AttemptsHedge,
+    /// Retries that were the 2nd attempt of their call.
+    Retry1,
+    /// Retries that were the 3rd attempt.
+    Retry2,
+    /// Retries that were the 4th attempt.
+    Retry3,
+    /// Retries that were the 5th attempt or later.
+    Retry4Plus,
+    /// Attempts cut short because another hedge answered first.
+    HedgesCancelled,
+    /// Calls or retries the circuit breaker refused.
+    BreakerRejected,
+    /// Breaker transitions to open.
+    BreakerOpened,
+    /// Retries the retry budget refused.
+    BudgetDenied,
+    /// Attempts the client-side throttle rejected locally.
+    ThrottleRejected,
+    /// Attempts that waited for the client's own rate limiter.
+    RateLimiterWaits,
+    /// Retries whose delay came from Retry-After or pushback.
+    RetryAfterWaits,
+    /// Queued upstream work dropped because its propagated deadline passed.
+    UpstreamExpired,
 }
 
 impl Count {
     /// Every counter, in column order.
-    pub const ALL: [Count; 13] = [
+    pub const ALL: [Count; 26] = [
         Count::Offered,
         Count::AttemptsFirst,
         Count::AttemptsRetry,
@@ -143,6 +177,19 @@ impl Count {
         Count::LateResponses,
         Count::PodRestarts,
         Count::TimelineSteps,
+        Count::AttemptsHedge,
+        Count::Retry1,
+        Count::Retry2,
+        Count::Retry3,
+        Count::Retry4Plus,
+        Count::HedgesCancelled,
+        Count::BreakerRejected,
+        Count::BreakerOpened,
+        Count::BudgetDenied,
+        Count::ThrottleRejected,
+        Count::RateLimiterWaits,
+        Count::RetryAfterWaits,
+        Count::UpstreamExpired,
     ];
     /// Number of counters.
     pub const COUNT: usize = Count::ALL.len();
@@ -162,6 +209,19 @@ impl Count {
             Count::LateResponses => "late_responses",
             Count::PodRestarts => "pod_restarts",
             Count::TimelineSteps => "timeline_steps",
+            Count::AttemptsHedge => "attempts_hedge",
+            Count::Retry1 => "retries_1",
+            Count::Retry2 => "retries_2",
+            Count::Retry3 => "retries_3",
+            Count::Retry4Plus => "retries_4_plus",
+            Count::HedgesCancelled => "hedges_cancelled",
+            Count::BreakerRejected => "breaker_rejected",
+            Count::BreakerOpened => "breaker_opened",
+            Count::BudgetDenied => "budget_denied",
+            Count::ThrottleRejected => "throttle_rejected",
+            Count::RateLimiterWaits => "rate_limiter_waits",
+            Count::RetryAfterWaits => "retry_after_waits",
+            Count::UpstreamExpired => "upstream_expired",
         }
     }
 }
@@ -177,15 +237,18 @@ pub enum Latency {
     Retry,
     /// Time attempts spent in the pool's line (zero when served at once).
     PoolWait,
+    /// Delays actually waited before retries.
+    RetryDelay,
 }
 
 impl Latency {
     /// Every latency, in column order.
-    pub const ALL: [Latency; 4] = [
+    pub const ALL: [Latency; 5] = [
         Latency::EndToEnd,
         Latency::FirstAttempt,
         Latency::Retry,
         Latency::PoolWait,
+        Latency::RetryDelay,
     ];
     /// Number of latencies.
     pub const COUNT: usize = Latency::ALL.len();
@@ -196,6 +259,7 @@ impl Latency {
             Latency::FirstAttempt => "first_attempt",
             Latency::Retry => "retry",
             Latency::PoolWait => "pool_wait",
+            Latency::RetryDelay => "retry_delay",
         }
     }
 }
@@ -237,9 +301,11 @@ impl BucketRow {
     pub fn latency(&self, l: Latency) -> LatencySummary {
         self.latencies[l as usize]
     }
-    /// Attempts started (first and retries).
+    /// Attempts started (first, retries and hedges).
     pub fn attempts(&self) -> u64 {
-        self.count(Count::AttemptsFirst) + self.count(Count::AttemptsRetry)
+        self.count(Count::AttemptsFirst)
+            + self.count(Count::AttemptsRetry)
+            + self.count(Count::AttemptsHedge)
     }
     /// Requests ended, all reasons.
     pub fn finished(&self) -> u64 {
@@ -308,8 +374,13 @@ impl RunTotals {
         if offered == 0 {
             return 0.0;
         }
-        (self.count(Count::AttemptsFirst) + self.count(Count::AttemptsRetry)) as f64
-            / offered as f64
+        self.attempts() as f64 / offered as f64
+    }
+    /// Attempts sent over the run (first, retries and hedges).
+    pub fn attempts(&self) -> u64 {
+        self.count(Count::AttemptsFirst)
+            + self.count(Count::AttemptsRetry)
+            + self.count(Count::AttemptsHedge)
     }
     /// Requests ended, all reasons.
     pub fn finished(&self) -> u64 {
@@ -426,5 +497,32 @@ impl<S: RowSink> Recorder<S> {
     /// Ends recording: the sink and the totals.
     pub fn finish(self) -> (S, RunTotals) {
         (self.sink, self.totals)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Column arrays are indexed by discriminant: each `ALL` must list every
+    /// variant in declaration order, and names must be unique.
+    #[test]
+    fn column_lists_are_complete_and_in_order() {
+        fn check<T: Copy>(all: &[T], index: impl Fn(T) -> usize, name: impl Fn(T) -> &'static str) {
+            let mut names = std::collections::BTreeSet::new();
+            for (i, &x) in all.iter().enumerate() {
+                assert_eq!(index(x), i);
+                assert!(names.insert(name(x)), "duplicate column {}", name(x));
+            }
+        }
+        check(&Count::ALL, |c| c as usize, Count::name);
+        check(&Level::ALL, |c| c as usize, Level::name);
+        check(&Latency::ALL, |c| c as usize, Latency::name);
+        check(&Reason::ALL, |c| c as usize, Reason::name);
+        // The last variant of each enum is in its list.
+        assert_eq!(Count::UpstreamExpired as usize, Count::COUNT - 1);
+        assert_eq!(Level::BreakersHalfOpen as usize, Level::COUNT - 1);
+        assert_eq!(Latency::RetryDelay as usize, Latency::COUNT - 1);
+        assert_eq!(Reason::Abandoned as usize, Reason::COUNT - 1);
     }
 }

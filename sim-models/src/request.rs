@@ -1,11 +1,16 @@
-//! Requests and their attempts: a slab of live requests addressed by
-//! generation-checked references, so an event about a request that is gone
-//! (or whose slot was reused) is recognised as stale.
+//! Requests and their attempts, in slabs addressed by generation-checked
+//! references: an event about a request or attempt that is gone (or whose
+//! slot was reused) is recognised as stale.
+//!
+//! A request is what a user sent; its call to the upstream is made of
+//! attempts. Usually one attempt is live at a time (retries follow each
+//! other); with hedging several run at once.
 
 use sim_core::queue::EventId;
 use sim_core::time::SimTime;
 
 use crate::outcome::AttemptOutcome;
+use crate::policy::backoff::BackoffState;
 
 /// A reference to a request slot, valid while the generation matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -14,28 +19,79 @@ pub struct ReqRef {
     generation: u32,
 }
 
-/// Where the current attempt of a request stands.
+/// A reference to an attempt slot, valid while the generation matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AttRef {
+    slot: u32,
+    generation: u32,
+}
+
+/// Most attempts of one call in progress at once (gRPC clamps hedging's
+/// `maxAttempts` to 5).
+pub const MAX_LIVE: usize = 5;
+
+impl Request {
+    /// Attempts in progress.
+    pub fn live_count(&self) -> u32 {
+        self.live.iter().flatten().count() as u32
+    }
+    /// The attempts in progress.
+    pub fn live_attempts(&self) -> impl Iterator<Item = AttRef> + '_ {
+        self.live.iter().flatten().copied()
+    }
+    /// Records a new live attempt; false if all places are taken.
+    pub fn add_live(&mut self, a: AttRef) -> bool {
+        match self.live.iter_mut().find(|x| x.is_none()) {
+            Some(place) => {
+                *place = Some(a);
+                true
+            }
+            None => false,
+        }
+    }
+    /// Forgets a live attempt.
+    pub fn remove_live(&mut self, a: AttRef) {
+        for place in &mut self.live {
+            if *place == Some(a) {
+                *place = None;
+            }
+        }
+    }
+}
+
+/// Where a request stands in the service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
     /// On its way to a pod, or waiting for a worker there.
     Queued,
-    /// Waiting in the pool's line for a connection.
-    WaitingPool,
-    /// A new connection is being dialled for it.
-    Connecting,
-    /// Sent; the connection is held until the answer or a timeout.
-    InFlight,
+    /// Its call is running: at least one attempt is live.
+    Calling,
     /// Waiting out the delay before the next attempt.
     Backoff,
     /// The service is done with it (answered or failed).
     Finished,
 }
 
+/// Where an attempt stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptPhase {
+    /// Waiting for the client's own rate limiter (AWS adaptive).
+    RateLimited,
+    /// Waiting in the pool's line for a connection.
+    WaitingPool,
+    /// A new connection is being dialled for it.
+    Connecting,
+    /// Sent; the connection is held until the answer or a timeout.
+    InFlight,
+    /// Over.
+    Done,
+}
+
 /// One request from one user.
 #[derive(Clone, Debug)]
 pub struct Request {
     generation: u32,
-    /// Sequential id, for traces and the attempts table.
+    /// Sequential id, for traces.
     pub id: u64,
     /// When the user sent it.
     pub arrived: SimTime,
@@ -45,6 +101,8 @@ pub struct Request {
     pub pod_epoch: u32,
     /// Closed-loop user who sent it, if any.
     pub user: Option<u32>,
+    /// Whether the call may be retried safely.
+    pub idempotent: bool,
     /// The user has seen an outcome (answer, deadline, patience).
     pub user_done: bool,
     /// The service has finished with it (its worker is free).
@@ -53,81 +111,154 @@ pub struct Request {
     pub has_worker: bool,
     /// The gateway deadline or patience timer.
     pub user_timer: Option<EventId>,
-    /// The call's total deadline, if any, and its timer.
+    /// Times the gateway sent it to a pod (1 + gateway retries).
+    pub dispatches: u32,
+    /// The call's total deadline, if any.
     pub call_deadline: Option<SimTime>,
     /// Timer of the call's total deadline.
     pub call_timer: Option<EventId>,
-    /// Attempts started so far (the current attempt's number, from 1).
-    pub attempts: u32,
-    /// Where the current attempt stands.
+    /// Where it stands.
     pub phase: Phase,
-    /// When the current attempt started.
-    pub attempt_started: SimTime,
-    /// When the current attempt began waiting for the pool.
-    pub wait_started: SimTime,
-    /// The current attempt's timeout timer.
-    pub attempt_timer: Option<EventId>,
-    /// Pool-wait timeout or retry-delay timer.
+    /// Attempts started in the current call (first attempt is 1).
+    pub attempts: u32,
+    /// Retries charged against `max_retries` (Retry-After waits and fast
+    /// retries may not count).
+    pub retries_used: u32,
+    /// Fast (layered) retries used.
+    pub fast_retries_used: u32,
+    /// What the retry budget charged for the retry about to start.
+    pub pending_retry_cost: u32,
+    /// Attempts in progress (hedging runs up to five at once, like gRPC).
+    pub live: [Option<AttRef>; MAX_LIVE],
+    /// Retry-delay or next-hedge timer.
     pub aux_timer: Option<EventId>,
-    /// The upstream job of the current attempt, once sent.
-    pub job: Option<crate::upstream::JobRef>,
+    /// Per-request backoff memory (decorrelated jitters).
+    pub backoff: BackoffState,
     /// How the last finished attempt ended.
     pub last_outcome: Option<AttemptOutcome>,
 }
 
-/// The live requests.
-#[derive(Debug, Default)]
-pub struct Requests {
-    slots: Vec<Option<Request>>,
+/// One attempt of a call.
+#[derive(Clone, Debug)]
+pub struct Attempt {
+    generation: u32,
+    /// Its request.
+    pub req: ReqRef,
+    /// Its number within the call (1 is the first attempt).
+    pub number: u32,
+    /// A hedge (sent while another attempt was still live).
+    pub hedge: bool,
+    /// Where it stands.
+    pub phase: AttemptPhase,
+    /// The pod it runs on, and the pod's incarnation.
+    pub pod: u32,
+    /// The pod's incarnation.
+    pub pod_epoch: u32,
+    /// When it started.
+    pub started: SimTime,
+    /// When it began waiting (pool line, rate limiter).
+    pub wait_started: SimTime,
+    /// Its timeout timer.
+    pub timer: Option<EventId>,
+    /// Pool-wait timeout or rate-limiter timer.
+    pub aux_timer: Option<EventId>,
+    /// Its upstream job, once the upstream has it.
+    pub job: Option<crate::upstream::JobRef>,
+    /// What the retry budget charged for it.
+    pub retry_cost: u32,
+}
+
+/// A slab with generation-checked slots.
+#[derive(Debug)]
+struct Slab<T> {
+    items: Vec<Option<T>>,
     generations: Vec<u32>,
     free: Vec<u32>,
     live: usize,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab {
+            items: Vec::new(),
+            generations: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+        }
+    }
+}
+
+impl<T> Slab<T> {
+    fn insert(&mut self, make: impl FnOnce(u32) -> T) -> (u32, u32) {
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.items.push(None);
+                self.generations.push(0);
+                (self.items.len() - 1) as u32
+            }
+        };
+        let generation = self.generations[slot as usize];
+        self.items[slot as usize] = Some(make(generation));
+        self.live += 1;
+        (slot, generation)
+    }
+
+    fn remove(&mut self, slot: u32) {
+        if self.items[slot as usize].take().is_some() {
+            self.generations[slot as usize] = self.generations[slot as usize].wrapping_add(1);
+            self.free.push(slot);
+            self.live -= 1;
+        }
+    }
+}
+
+/// The live requests and attempts.
+#[derive(Debug, Default)]
+pub struct Requests {
+    reqs: Slab<Request>,
+    atts: Slab<Attempt>,
     next_id: u64,
 }
 
 impl Requests {
     /// Creates a request arriving at `now`.
-    pub fn create(&mut self, now: SimTime, user: Option<u32>) -> ReqRef {
-        let slot = match self.free.pop() {
-            Some(s) => s,
-            None => {
-                self.slots.push(None);
-                self.generations.push(0);
-                (self.slots.len() - 1) as u32
-            }
-        };
-        let generation = self.generations[slot as usize];
-        self.slots[slot as usize] = Some(Request {
+    pub fn create(&mut self, now: SimTime, user: Option<u32>, idempotent: bool) -> ReqRef {
+        let id = self.next_id;
+        self.next_id += 1;
+        let (slot, generation) = self.reqs.insert(|generation| Request {
             generation,
-            id: self.next_id,
+            id,
             arrived: now,
             pod: 0,
             pod_epoch: 0,
             user,
+            idempotent,
             user_done: false,
             service_done: false,
             has_worker: false,
             user_timer: None,
+            dispatches: 0,
             call_deadline: None,
             call_timer: None,
-            attempts: 0,
             phase: Phase::Queued,
-            attempt_started: now,
-            wait_started: now,
-            attempt_timer: None,
+            attempts: 0,
+            retries_used: 0,
+            fast_retries_used: 0,
+            pending_retry_cost: 0,
+            live: [None; MAX_LIVE],
             aux_timer: None,
-            job: None,
+            backoff: BackoffState::default(),
             last_outcome: None,
         });
-        self.next_id += 1;
-        self.live += 1;
         ReqRef { slot, generation }
     }
 
     /// The request, if `r` still refers to it.
     #[inline]
     pub fn get(&self, r: ReqRef) -> Option<&Request> {
-        self.slots
+        self.reqs
+            .items
             .get(r.slot as usize)?
             .as_ref()
             .filter(|q| q.generation == r.generation)
@@ -136,7 +267,8 @@ impl Requests {
     /// The request, mutably, if `r` still refers to it.
     #[inline]
     pub fn get_mut(&mut self, r: ReqRef) -> Option<&mut Request> {
-        self.slots
+        self.reqs
+            .items
             .get_mut(r.slot as usize)?
             .as_mut()
             .filter(|q| q.generation == r.generation)
@@ -145,29 +277,102 @@ impl Requests {
     /// Frees the request's slot once both the user and the service are
     /// done with it.
     pub fn release_if_done(&mut self, r: ReqRef) {
-        let done = self.get(r).is_some_and(|q| q.user_done && q.service_done);
-        if done {
-            self.slots[r.slot as usize] = None;
-            self.generations[r.slot as usize] = self.generations[r.slot as usize].wrapping_add(1);
-            self.free.push(r.slot);
-            self.live -= 1;
+        if self.get(r).is_some_and(|q| q.user_done && q.service_done) {
+            self.reqs.remove(r.slot);
+        }
+    }
+
+    /// Starts an attempt record.
+    pub fn new_attempt(
+        &mut self,
+        req: ReqRef,
+        number: u32,
+        hedge: bool,
+        pod: u32,
+        pod_epoch: u32,
+        now: SimTime,
+    ) -> AttRef {
+        let (slot, generation) = self.atts.insert(|generation| Attempt {
+            generation,
+            req,
+            number,
+            hedge,
+            phase: AttemptPhase::WaitingPool,
+            pod,
+            pod_epoch,
+            started: now,
+            wait_started: now,
+            timer: None,
+            aux_timer: None,
+            job: None,
+            retry_cost: 0,
+        });
+        AttRef { slot, generation }
+    }
+
+    /// The attempt, if `a` still refers to it.
+    #[inline]
+    pub fn att(&self, a: AttRef) -> Option<&Attempt> {
+        self.atts
+            .items
+            .get(a.slot as usize)?
+            .as_ref()
+            .filter(|x| x.generation == a.generation)
+    }
+
+    /// The attempt, mutably, if `a` still refers to it.
+    #[inline]
+    pub fn att_mut(&mut self, a: AttRef) -> Option<&mut Attempt> {
+        self.atts
+            .items
+            .get_mut(a.slot as usize)?
+            .as_mut()
+            .filter(|x| x.generation == a.generation)
+    }
+
+    /// Forgets a finished attempt.
+    pub fn remove_attempt(&mut self, a: AttRef) {
+        if self.att(a).is_some() {
+            self.atts.remove(a.slot);
         }
     }
 
     /// Requests held (users' and orphaned work).
     pub fn live(&self) -> usize {
-        self.live
+        self.reqs.live
     }
 
-    /// References to every live request (for restarts and audits).
+    /// Attempts held.
+    pub fn live_attempts(&self) -> usize {
+        self.atts.live
+    }
+
+    /// References to every live request (for restarts and audits), in
+    /// slot order.
     pub fn refs(&self) -> Vec<ReqRef> {
-        self.slots
+        self.reqs
+            .items
             .iter()
             .enumerate()
             .filter_map(|(i, s)| {
                 s.as_ref().map(|q| ReqRef {
                     slot: i as u32,
                     generation: q.generation,
+                })
+            })
+            .collect()
+    }
+
+    /// References to every live attempt, in slot order.
+    pub fn all_attempts(&self) -> Vec<AttRef> {
+        self.atts
+            .items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                s.as_ref().map(|a| AttRef {
+                    slot: i as u32,
+                    generation: a.generation,
                 })
             })
             .collect()

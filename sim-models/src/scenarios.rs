@@ -4,6 +4,7 @@ use sim_core::dist::DistSpec;
 use sim_core::time::SimDuration;
 
 use crate::config::{HealthConfig, LoadLaw, WorldConfig};
+use crate::policy::backoff::Backoff;
 use crate::timeline::{At, Param, SetAction, TimelineEntry};
 
 /// The 14:02 LLM-API topology, uncalibrated: 100 requests/s; 8 pods × 50
@@ -44,7 +45,7 @@ pub fn storm_1402() -> WorldConfig {
     cfg.client.connect_timeout = Some(SimDuration::from_secs(30));
     cfg.client.attempt_timeout = Some(SimDuration::from_secs(30));
     cfg.client.retry.max_retries = 3;
-    cfg.client.retry.delay = SimDuration::from_secs(1);
+    cfg.client.retry.backoff = Backoff::fixed(SimDuration::from_secs(1));
     cfg.timeline.push(TimelineEntry {
         at: At::Label("14:02:30".parse().expect("label")),
         set: Some(SetAction {
@@ -80,6 +81,6 @@ pub fn steady(seconds: u64) -> WorldConfig {
     cfg.upstream.errors.http_500 = 0.001;
     cfg.client.attempt_timeout = Some(SimDuration::from_secs(1));
     cfg.client.retry.max_retries = 2;
-    cfg.client.retry.delay = SimDuration::from_millis(100);
+    cfg.client.retry.backoff = Backoff::fixed(SimDuration::from_millis(100));
     cfg
 }

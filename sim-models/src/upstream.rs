@@ -13,8 +13,9 @@ use sim_core::rng::SimRng;
 use sim_core::sim::Scheduler;
 use sim_core::time::{SimDuration, SimTime};
 
-use crate::config::{LoadLaw, OverflowAction, UpstreamConfig};
-use crate::request::ReqRef;
+use crate::config::{LoadLaw, OverflowAction, PushbackConfig, UpstreamConfig};
+use crate::outcome::Pushback;
+use crate::request::AttRef;
 use crate::world::Event;
 
 /// A reference to an upstream job, valid while the generation matches.
@@ -28,12 +29,7 @@ pub struct JobRef {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Owner {
     /// An attempt from one of our pods.
-    Client {
-        /// The request.
-        req: ReqRef,
-        /// Its attempt number.
-        attempt: u32,
-    },
+    Client(AttRef),
     /// Another tenant's request (background load).
     Background,
 }
@@ -43,8 +39,10 @@ pub enum Owner {
 pub enum Status {
     /// 200.
     Ok,
-    /// A 5xx code.
+    /// An injected error code (500, 503, 401).
     Error(u16),
+    /// 503 from admission (overloaded), with its pushback.
+    Rejected(Pushback),
     /// 429 with Retry-After, nanoseconds.
     TooManyRequests(u64),
 }
@@ -59,6 +57,8 @@ struct Job {
     queued: bool,
     /// Completion timer while in service.
     timer: Option<EventId>,
+    /// Propagated deadline: past it, queued work is dropped.
+    deadline: Option<SimTime>,
 }
 
 /// What happened to an arriving request.
@@ -99,6 +99,8 @@ pub struct Params {
     pub http_500: f64,
     /// Injected 503 probability.
     pub http_503: f64,
+    /// Injected 401 probability.
+    pub http_401: f64,
     /// Rate limit (requests per second), if any.
     pub rate_limit_rps: Option<f64>,
 }
@@ -112,6 +114,10 @@ pub struct Upstream {
     latency: Dist,
     law: LoadLaw,
     cancellation: bool,
+    pushback: Pushback,
+    honor_deadlines: bool,
+    /// Queued jobs dropped because their deadline passed, not yet reported.
+    pub expired: u64,
     burst: f64,
     retry_after: SimDuration,
     tokens: f64,
@@ -143,6 +149,7 @@ impl Upstream {
                 background_rps: cfg.background_rps,
                 http_500: cfg.errors.http_500,
                 http_503: cfg.errors.http_503,
+                http_401: cfg.errors.http_401,
                 rate_limit_rps: rl.map(|r| r.rps),
             },
             queue_limit: cfg.queue_limit,
@@ -150,6 +157,13 @@ impl Upstream {
             latency,
             law: cfg.load_law.clone(),
             cancellation: cfg.cancellation,
+            pushback: match cfg.pushback {
+                PushbackConfig::None => Pushback::None,
+                PushbackConfig::After(d) => Pushback::After(d.as_nanos()),
+                PushbackConfig::DontRetry => Pushback::DontRetry,
+            },
+            honor_deadlines: cfg.honor_deadlines,
+            expired: 0,
             burst,
             retry_after: rl.map_or(SimDuration::from_secs(1), |r| r.retry_after),
             tokens: burst,
@@ -178,7 +192,7 @@ impl Upstream {
         self.jobs.len() - self.free.len()
     }
 
-    fn alloc(&mut self, owner: Owner) -> JobRef {
+    fn alloc(&mut self, owner: Owner, deadline: Option<SimTime>) -> JobRef {
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
@@ -194,6 +208,7 @@ impl Upstream {
             abandoned: false,
             queued: false,
             timer: None,
+            deadline,
         });
         JobRef { slot, generation }
     }
@@ -260,6 +275,7 @@ impl Upstream {
     pub fn arrive(
         &mut self,
         owner: Owner,
+        deadline: Option<SimTime>,
         now: SimTime,
         sched: &mut Scheduler<Event>,
     ) -> (Option<JobRef>, Admission) {
@@ -270,12 +286,12 @@ impl Upstream {
             );
         }
         if self.in_service < self.params.capacity && self.queued_live == 0 {
-            let j = self.alloc(owner);
+            let j = self.alloc(owner, deadline);
             self.start(j, sched);
             return (Some(j), Admission::Started);
         }
         if self.queued_live < self.queue_limit {
-            let j = self.alloc(owner);
+            let j = self.alloc(owner, deadline);
             if let Some(job) = self.job_mut(j) {
                 job.queued = true;
             }
@@ -284,20 +300,31 @@ impl Upstream {
             return (Some(j), Admission::Queued);
         }
         match self.overflow {
-            OverflowAction::Reject => (None, Admission::Answered(Status::Error(503))),
+            OverflowAction::Reject => (None, Admission::Answered(Status::Rejected(self.pushback))),
             OverflowAction::Drop => (None, Admission::Dropped),
         }
     }
 
-    /// Starts queued jobs while slots are free.
+    /// Starts queued jobs while slots are free. With deadlines honoured, a
+    /// queued job whose propagated deadline has passed is dropped instead
+    /// (nobody waits for it any more).
     pub fn fill_slots(&mut self, sched: &mut Scheduler<Event>) {
+        let now = sched.now();
         while self.in_service < self.params.capacity {
             let Some(j) = self.queue.pop_front() else {
                 return;
             };
-            let live = self.job_mut(j).is_some_and(|job| job.queued);
-            if live {
-                self.queued_live -= 1;
+            let honor = self.honor_deadlines;
+            let Some(job) = self.job_mut(j) else { continue };
+            if !job.queued {
+                continue;
+            }
+            let expired = honor && job.deadline.is_some_and(|d| d <= now);
+            self.queued_live -= 1;
+            if expired {
+                self.free_job(j);
+                self.expired += 1;
+            } else {
                 self.start(j, sched);
             }
         }
@@ -309,10 +336,13 @@ impl Upstream {
         let job = self.free_job(j)?;
         self.in_service -= 1;
         let u: f64 = self.error_rng.random();
-        let status = if u < self.params.http_500 {
+        let p = &self.params;
+        let status = if u < p.http_500 {
             Status::Error(500)
-        } else if u < self.params.http_500 + self.params.http_503 {
+        } else if u < p.http_500 + p.http_503 {
             Status::Error(503)
+        } else if u < p.http_500 + p.http_503 + p.http_401 {
+            Status::Error(401)
         } else {
             Status::Ok
         };

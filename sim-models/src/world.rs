@@ -16,12 +16,15 @@ use sim_core::rng::{RngStreams, SimRng};
 use sim_core::sim::{Limits, Model, RunError, Scheduler, Simulation};
 use sim_core::time::{SimDuration, SimTime};
 
-use crate::config::{ConfigError, WorldConfig};
+use crate::config::{ClientConfig, ConfigError, Scope, WorldConfig};
 use crate::lb::Balancer;
 use crate::outcome::Reason;
 use crate::pods::Pod;
+use crate::policy::breaker::CircuitBreaker;
+use crate::policy::budget::RetryBudget;
+use crate::policy::throttle::{AwsAdaptive, SreThrottle, ThrottleSpec};
 use crate::recorder::{Level, Recorder, RowSink, RunTotals};
-use crate::request::{ReqRef, Requests};
+use crate::request::{AttRef, ReqRef, Requests};
 use crate::timeline::{self, Step};
 use crate::upstream::{JobRef, Status, Upstream};
 
@@ -63,10 +66,8 @@ pub enum Event {
         pod: u32,
         /// The pod's incarnation when dialling began.
         epoch: u32,
-        /// The request it was dialled for.
-        req: ReqRef,
         /// The attempt it was dialled for.
-        attempt: u32,
+        att: AttRef,
     },
     /// A new connection was refused or its connect timeout passed.
     ConnectionFailed {
@@ -74,38 +75,42 @@ pub enum Event {
         pod: u32,
         /// The pod's incarnation when dialling began.
         epoch: u32,
-        /// The request it was dialled for.
-        req: ReqRef,
         /// The attempt it was dialled for.
-        attempt: u32,
+        att: AttRef,
     },
     /// The pool's acquire timeout passed for a waiting attempt.
     PoolWaitTimedOut {
-        /// The request.
-        req: ReqRef,
         /// The attempt.
-        attempt: u32,
+        att: AttRef,
     },
     /// The per-attempt timeout passed.
     AttemptTimedOut {
-        /// The request.
-        req: ReqRef,
         /// The attempt.
-        attempt: u32,
+        att: AttRef,
+    },
+    /// An attempt's wait for the client's own rate limiter is over.
+    RateLimiterWaited {
+        /// The attempt.
+        att: AttRef,
     },
     /// The delay before a retry is over.
     RetryDelayElapsed {
         /// The request.
         req: ReqRef,
-        /// The attempt that just failed.
+        /// The number of the attempt that just failed.
         attempt: u32,
+    },
+    /// Time to send the next hedge.
+    HedgeDue {
+        /// The request.
+        req: ReqRef,
+        /// The number the hedge will have.
+        number: u32,
     },
     /// An attempt crossed the network to the upstream.
     UpstreamReceived {
-        /// The request.
-        req: ReqRef,
         /// The attempt.
-        attempt: u32,
+        att: AttRef,
     },
     /// The upstream finished serving a job.
     UpstreamCompleted {
@@ -116,10 +121,8 @@ pub enum Event {
     BackgroundRequestArrived,
     /// The upstream's answer crossed the network back to the pod.
     ResponseReachedPod {
-        /// The request.
-        req: ReqRef,
         /// The attempt.
-        attempt: u32,
+        att: AttRef,
         /// The answer.
         status: Status,
     },
@@ -166,6 +169,30 @@ impl Network {
     }
 }
 
+/// The policies with state of one client (a pod, or the whole service
+/// when their scope is global).
+#[derive(Default)]
+pub(crate) struct PolicySet {
+    pub(crate) budget: Option<Box<dyn RetryBudget>>,
+    pub(crate) breaker: Option<Box<dyn CircuitBreaker>>,
+    pub(crate) sre: Option<SreThrottle>,
+    pub(crate) aws: Option<AwsAdaptive>,
+}
+
+impl PolicySet {
+    pub(crate) fn new(c: &ClientConfig) -> Self {
+        PolicySet {
+            budget: c.budget.as_ref().map(|b| b.build()),
+            breaker: c.breaker.as_ref().map(|b| b.build()),
+            sre: match c.throttle {
+                Some(ThrottleSpec::Sre { k, window }) => Some(SreThrottle::new(k, window)),
+                _ => None,
+            },
+            aws: matches!(c.throttle, Some(ThrottleSpec::AwsAdaptive)).then(AwsAdaptive::default),
+        }
+    }
+}
+
 /// The whole world.
 pub struct World<S> {
     pub(crate) cfg: WorldConfig,
@@ -177,6 +204,11 @@ pub struct World<S> {
     pub(crate) rec: Recorder<S>,
     pub(crate) net: Network,
     pub(crate) connect_time: Dist,
+    /// Budgets, breakers and throttles: one set per pod, or one in all.
+    pub(crate) policies: Vec<PolicySet>,
+    pub(crate) backoff_rng: SimRng,
+    pub(crate) throttle_rng: SimRng,
+    pub(crate) idempotent_rng: SimRng,
     pub(crate) steps: Vec<Step>,
     /// Live open-loop arrival rate (the timeline changes it).
     pub(crate) rate: f64,
@@ -231,6 +263,15 @@ impl<S: RowSink> World<S> {
                 rng: streams.stream("network/delay"),
             },
             connect_time: dist(&cfg.service.pool.connect_time),
+            policies: match cfg.client.scope {
+                Scope::Global => vec![PolicySet::new(&cfg.client)],
+                Scope::Pod => (0..cfg.service.pods)
+                    .map(|_| PolicySet::new(&cfg.client))
+                    .collect(),
+            },
+            backoff_rng: streams.stream("client/backoff"),
+            throttle_rng: streams.stream("client/throttle"),
+            idempotent_rng: streams.stream("load/idempotent"),
             steps: timeline::resolve(cfg),
             rate: cfg.load.rate,
             arrival_timer: None,
@@ -265,6 +306,18 @@ impl<S: RowSink> World<S> {
         }
     }
 
+    /// The policy set of `pod`'s client.
+    pub(crate) fn policy(&mut self, pod: u32) -> &mut PolicySet {
+        if self.cfg.client.scope == Scope::Global {
+            return &mut self.policies[0];
+        }
+        let i = pod as usize;
+        while self.policies.len() <= i {
+            self.policies.push(PolicySet::new(&self.cfg.client));
+        }
+        &mut self.policies[i]
+    }
+
     /// The configuration this world runs.
     pub fn config(&self) -> &WorldConfig {
         &self.cfg
@@ -292,17 +345,11 @@ impl<S: RowSink> World<S> {
             + self.rec.open_count(crate::recorder::Count::Offered);
         let finished = self.rec.totals().finished() + self.rec.open_outcomes();
         let mut waiting = 0u64;
-        let mut active = 0u64;
         for r in self.reqs.refs() {
             let q = self.reqs.get(r).expect("live ref");
             waiting += u64::from(!q.user_done);
-            active += u64::from(matches!(
-                q.phase,
-                crate::request::Phase::WaitingPool
-                    | crate::request::Phase::Connecting
-                    | crate::request::Phase::InFlight
-            ));
         }
+        let active = self.reqs.live_attempts() as u64;
         if offered != finished + waiting {
             return Err(format!(
                 "conservation: {offered} arrivals but {finished} finished + {waiting} in flight"
@@ -364,37 +411,25 @@ impl<S: RowSink> Model for World<S> {
             Event::UserDeadlinePassed { req } => self.on_user_deadline(req, sched),
             Event::UserGaveUp { req } => self.on_user_gave_up(req, sched),
             Event::CallDeadlinePassed { req } => self.on_call_deadline(req, sched),
-            Event::ConnectionEstablished {
-                pod,
-                epoch,
-                req,
-                attempt,
-            } => self.on_connection_established(pod, epoch, req, attempt, sched),
-            Event::ConnectionFailed {
-                pod,
-                epoch,
-                req,
-                attempt,
-            } => self.on_connection_failed(pod, epoch, req, attempt, sched),
-            Event::PoolWaitTimedOut { req, attempt } => {
-                self.on_pool_wait_timed_out(req, attempt, sched)
+            Event::ConnectionEstablished { pod, epoch, att } => {
+                self.on_connection_established(pod, epoch, att, sched)
             }
-            Event::AttemptTimedOut { req, attempt } => {
-                self.on_attempt_timed_out(req, attempt, sched)
+            Event::ConnectionFailed { pod, epoch, att } => {
+                self.on_connection_failed(pod, epoch, att, sched)
             }
+            Event::PoolWaitTimedOut { att } => self.on_pool_wait_timed_out(att, sched),
+            Event::AttemptTimedOut { att } => self.on_attempt_timed_out(att, sched),
+            Event::RateLimiterWaited { att } => self.on_rate_limiter_waited(att, sched),
             Event::RetryDelayElapsed { req, attempt } => {
                 self.on_retry_delay_elapsed(req, attempt, sched)
             }
-            Event::UpstreamReceived { req, attempt } => {
-                self.on_upstream_received(req, attempt, sched)
-            }
+            Event::HedgeDue { req, number } => self.on_hedge_due(req, number, sched),
+            Event::UpstreamReceived { att } => self.on_upstream_received(att, sched),
             Event::UpstreamCompleted { job } => self.on_upstream_completed(job, sched),
             Event::BackgroundRequestArrived => self.on_background_arrived(sched),
-            Event::ResponseReachedPod {
-                req,
-                attempt,
-                status,
-            } => self.on_response_reached_pod(req, attempt, status, sched),
+            Event::ResponseReachedPod { att, status } => {
+                self.on_response_reached_pod(att, status, sched)
+            }
             Event::ResponseReachedUser { req, reason } => {
                 self.on_response_reached_user(req, reason, sched)
             }

@@ -11,6 +11,7 @@ use sim_core::theory::{erlang_b, mmc_mean_wait};
 use sim_core::time::SimDuration;
 use sim_models::config::{ArrivalProcess, LoadLaw, RetryOn, WorldConfig};
 use sim_models::outcome::Reason;
+use sim_models::policy::backoff::Backoff;
 use sim_models::recorder::{BucketRow, Count, Latency};
 use sim_models::timeline::{At, Param, PulseAction, TimelineEntry};
 use sim_models::world::run;
@@ -106,7 +107,7 @@ fn independent_errors_with_retries_follow_the_closed_form() {
     cfg.upstream.latency = DistSpec::Constant(SimDuration::from_millis(1));
     cfg.upstream.errors.http_500 = p;
     cfg.client.retry.max_retries = r;
-    cfg.client.retry.delay = SimDuration::ZERO;
+    cfg.client.retry.backoff = Backoff::fixed(SimDuration::ZERO);
     cfg.client.retry.retry_on = vec![RetryOn::ServerError];
     let t = run(&cfg, Vec::new()).unwrap().totals;
     let finished = t.finished() as f64;
@@ -143,7 +144,7 @@ fn near_capacity(retries: u32) -> WorldConfig {
     };
     cfg.client.attempt_timeout = Some(SimDuration::from_millis(300));
     cfg.client.retry.max_retries = retries;
-    cfg.client.retry.delay = SimDuration::ZERO;
+    cfg.client.retry.backoff = Backoff::fixed(SimDuration::ZERO);
     cfg.timeline.push(TimelineEntry {
         at: At::Offset(secs(20)),
         set: None,

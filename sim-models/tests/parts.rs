@@ -4,6 +4,7 @@ use sim_core::dist::DistSpec;
 use sim_core::time::SimDuration;
 use sim_models::config::{ClosedLoopConfig, LoadLaw, OverflowAction, RateLimitConfig, WorldConfig};
 use sim_models::outcome::Reason;
+use sim_models::policy::backoff::Backoff;
 use sim_models::recorder::{BucketRow, Count, Latency, Level, RunTotals};
 use sim_models::timeline::{At, Param, RampAction, SetAction, TimelineEntry};
 use sim_models::world::run;
@@ -255,7 +256,7 @@ fn the_total_deadline_cuts_retries() {
     cfg.client.attempt_timeout = Some(ms(100));
     cfg.client.total_deadline = Some(ms(320));
     cfg.client.retry.max_retries = 5;
-    cfg.client.retry.delay = ms(50);
+    cfg.client.retry.backoff = Backoff::fixed(ms(50));
     let (_, t) = go(&cfg);
     // Attempts at 0, 150 and 300 ms; the third is cut by the deadline at 320 ms.
     assert_eq!(share(&t, Reason::DeadlineExceeded), 1.0);

@@ -5,6 +5,7 @@ use sim_core::dist::DistSpec;
 use sim_core::time::SimDuration;
 use sim_models::config::{HealthConfig, WorldConfig};
 use sim_models::outcome::Reason;
+use sim_models::policy::backoff::Backoff;
 use sim_models::recorder::{BucketRow, Count, Latency, Level};
 use sim_models::timeline::Param;
 use sim_models::timeline::{At, PulseAction, TimelineEntry};
@@ -50,7 +51,7 @@ fn late_answers_are_counted_late_never_as_success() {
     cfg.upstream.latency = DistSpec::Constant(ms(200));
     cfg.client.attempt_timeout = Some(ms(100));
     cfg.client.retry.max_retries = 2;
-    cfg.client.retry.delay = ms(10);
+    cfg.client.retry.backoff = Backoff::fixed(ms(10));
     let (_, t) = run_rows(&cfg);
     assert_eq!(t.outcome(Reason::Success), 0);
     assert!(t.outcome(Reason::AttemptTimeout) > 5_000);

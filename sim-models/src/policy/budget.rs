@@ -1,0 +1,705 @@
+//! Retry budgets: limits on retries that hold across calls.
+//!
+//! Each kind is its own struct behind [`RetryBudget`]. A budget hears of
+//! every call ([`RetryBudget::on_request`]), every attempt result
+//! ([`RetryBudget::on_result`]), and decides every retry
+//! ([`RetryBudget::try_retry`]). Integer tokens where the library uses them
+//! (gRPC's milli-tokens, Finagle's ×1000 scale), so runs are exact.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+use sim_core::time::{SimDuration, SimTime};
+
+/// Why a retry is wanted (some budgets charge by cause).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryCause {
+    /// The attempt timed out.
+    Timeout,
+    /// A throttling answer (429).
+    Throttled,
+    /// Any other transient failure (5xx, connection errors).
+    Transient,
+}
+
+/// What an attempt's end tells a budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptReport {
+    /// The attempt succeeded.
+    pub success: bool,
+    /// A failure the policy would retry (gRPC's "qualified" failure).
+    pub qualified_failure: bool,
+    /// What was charged for this attempt if it was a retry (0 for first
+    /// attempts).
+    pub retry_cost: u32,
+}
+
+/// A retry budget.
+pub trait RetryBudget {
+    /// A call starts (its first attempt; never blocked by a budget).
+    fn on_request(&mut self, now: SimTime);
+    /// May one retry go now? `Some(cost)` allows it and charges `cost`
+    /// (remember it for [`AttemptReport::retry_cost`]); `None` denies.
+    fn try_retry(&mut self, now: SimTime, cause: RetryCause) -> Option<u32>;
+    /// An attempt ended.
+    fn on_result(&mut self, now: SimTime, report: AttemptReport);
+    /// Remaining budget as a fraction of its maximum (for metrics).
+    fn level(&self) -> f64;
+}
+
+/// Which budget, as written in config.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum BudgetSpec {
+    /// gRPC A6 retry throttling.
+    Grpc {
+        /// Token bucket size (gRFC example 10).
+        max_tokens: u32,
+        /// Tokens returned per success (gRFC example 0.1; 3 decimals).
+        token_ratio: f64,
+    },
+    /// Finagle / Tower / Linkerd-1 `RetryBudget`.
+    Finagle {
+        /// Deposits expire after this (default 10 s; 1–60 s).
+        #[serde(default = "ten_secs")]
+        ttl: SimDuration,
+        /// Retries always allowed per second (default 10).
+        #[serde(default = "ten")]
+        min_retries_per_sec: u32,
+        /// Fraction of requests that may be retried (default 0.2).
+        #[serde(default = "point_two")]
+        percent_can_retry: f64,
+    },
+    /// AWS SDK standard-mode retry quota (v2.0 costs).
+    AwsQuota {
+        /// Initial and maximum capacity (default 500).
+        #[serde(default = "five_hundred")]
+        capacity: u32,
+        /// Cost of retrying a transient error (default 5).
+        #[serde(default = "five")]
+        retry_cost: u32,
+        /// Cost of retrying a timeout (default 10).
+        #[serde(default = "ten")]
+        timeout_cost: u32,
+        /// Refund for a success without retries (default 1).
+        #[serde(default = "one")]
+        no_retry_increment: u32,
+    },
+    /// Google SRE per-client budget: retries at most `ratio` of requests
+    /// over a sliding window.
+    Ratio {
+        /// Retries ÷ requests allowed (default 0.1).
+        #[serde(default = "point_one")]
+        ratio: f64,
+        /// The window (default 60 s).
+        #[serde(default = "sixty_secs")]
+        window: SimDuration,
+    },
+    /// A token bucket: each success adds `per_success`, each retry costs
+    /// `per_retry` (seed 003: +1 / −10).
+    Bucket {
+        /// Bucket size, and its start (default 100).
+        #[serde(default = "hundred")]
+        max_tokens: u32,
+        /// Tokens per success (default 1).
+        #[serde(default = "one")]
+        per_success: u32,
+        /// Tokens per retry (default 10).
+        #[serde(default = "ten")]
+        per_retry: u32,
+    },
+}
+
+fn ten_secs() -> SimDuration {
+    SimDuration::from_secs(10)
+}
+fn sixty_secs() -> SimDuration {
+    SimDuration::from_secs(60)
+}
+fn ten() -> u32 {
+    10
+}
+fn five() -> u32 {
+    5
+}
+fn one() -> u32 {
+    1
+}
+fn hundred() -> u32 {
+    100
+}
+fn five_hundred() -> u32 {
+    500
+}
+fn point_two() -> f64 {
+    0.2
+}
+fn point_one() -> f64 {
+    0.1
+}
+
+impl BudgetSpec {
+    /// Checks the parameters: `Err((field, message))`.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let bad = |f: &str, m: String| Err((f.to_string(), m));
+        match self {
+            BudgetSpec::Grpc {
+                max_tokens,
+                token_ratio,
+            } => {
+                if *max_tokens == 0 || *max_tokens > 1000 {
+                    return bad(
+                        "grpc.max_tokens",
+                        format!("must be in 1..=1000 (gRFC A6), found {max_tokens}"),
+                    );
+                }
+                if !(*token_ratio > 0.0 && *token_ratio <= f64::from(*max_tokens)) {
+                    return bad(
+                        "grpc.token_ratio",
+                        format!("must be above 0, found {token_ratio}"),
+                    );
+                }
+            }
+            BudgetSpec::Finagle {
+                ttl,
+                percent_can_retry,
+                ..
+            } => {
+                if *ttl < SimDuration::from_secs(1) || *ttl > SimDuration::from_secs(60) {
+                    return bad(
+                        "finagle.ttl",
+                        format!("must be between 1s and 60s (Finagle's bounds), found {ttl}"),
+                    );
+                }
+                if !(0.0..=1000.0).contains(percent_can_retry) {
+                    return bad(
+                        "finagle.percent_can_retry",
+                        format!("must be within 0..=1000, found {percent_can_retry}"),
+                    );
+                }
+            }
+            BudgetSpec::AwsQuota { capacity, .. } => {
+                if *capacity == 0 {
+                    return bad("aws_quota.capacity", "must be at least 1".into());
+                }
+            }
+            BudgetSpec::Ratio { ratio, window } => {
+                if !(0.0..=10.0).contains(ratio) {
+                    return bad(
+                        "ratio.ratio",
+                        format!("must be within 0..=10, found {ratio}"),
+                    );
+                }
+                if window.is_zero() {
+                    return bad("ratio.window", "must be longer than 0s".into());
+                }
+            }
+            BudgetSpec::Bucket {
+                max_tokens,
+                per_retry,
+                ..
+            } => {
+                if *max_tokens == 0 || *per_retry == 0 {
+                    return bad(
+                        "bucket",
+                        "max_tokens and per_retry must be at least 1".into(),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A fresh budget.
+    pub fn build(&self) -> Box<dyn RetryBudget> {
+        match *self {
+            BudgetSpec::Grpc {
+                max_tokens,
+                token_ratio,
+            } => Box::new(GrpcThrottle::new(max_tokens, token_ratio)),
+            BudgetSpec::Finagle {
+                ttl,
+                min_retries_per_sec,
+                percent_can_retry,
+            } => Box::new(FinagleBudget::new(
+                ttl,
+                min_retries_per_sec,
+                percent_can_retry,
+            )),
+            BudgetSpec::AwsQuota {
+                capacity,
+                retry_cost,
+                timeout_cost,
+                no_retry_increment,
+            } => Box::new(AwsQuota {
+                capacity,
+                available: capacity,
+                retry_cost,
+                timeout_cost,
+                no_retry_increment,
+            }),
+            BudgetSpec::Ratio { ratio, window } => Box::new(RatioBudget {
+                ratio,
+                window,
+                requests: VecDeque::new(),
+                retries: VecDeque::new(),
+            }),
+            BudgetSpec::Bucket {
+                max_tokens,
+                per_success,
+                per_retry,
+            } => Box::new(TokenBucket {
+                max: max_tokens,
+                tokens: max_tokens,
+                per_success,
+                per_retry,
+            }),
+        }
+    }
+}
+
+/// gRPC A6 throttling: `token_count` starts at `max_tokens`; each qualified
+/// failure takes 1, each success returns `token_ratio`; retries only while
+/// `token_count > max_tokens / 2`. Kept in milli-tokens, as the
+/// implementations do.
+#[derive(Clone, Debug)]
+pub struct GrpcThrottle {
+    max: i64,
+    ratio: i64,
+    tokens: i64,
+}
+
+impl GrpcThrottle {
+    /// A full bucket.
+    pub fn new(max_tokens: u32, token_ratio: f64) -> Self {
+        let max = i64::from(max_tokens) * 1000;
+        GrpcThrottle {
+            max,
+            ratio: (token_ratio * 1000.0).round() as i64,
+            tokens: max,
+        }
+    }
+    /// Tokens now, in milli-tokens.
+    pub fn milli_tokens(&self) -> i64 {
+        self.tokens
+    }
+}
+
+impl RetryBudget for GrpcThrottle {
+    fn on_request(&mut self, _now: SimTime) {}
+    fn try_retry(&mut self, _now: SimTime, _cause: RetryCause) -> Option<u32> {
+        (self.tokens * 2 > self.max).then_some(0)
+    }
+    fn on_result(&mut self, _now: SimTime, r: AttemptReport) {
+        if r.success {
+            self.tokens = (self.tokens + self.ratio).min(self.max);
+        } else if r.qualified_failure {
+            self.tokens = (self.tokens - 1000).max(0);
+        }
+    }
+    fn level(&self) -> f64 {
+        self.tokens as f64 / self.max as f64
+    }
+}
+
+/// Finagle's `RetryBudget`: a bucket whose deposits (1000 per request) and
+/// withdrawals (`1000 / percent_can_retry` per retry) expire after `ttl`,
+/// plus a standing reserve of `min_retries_per_sec × ttl` retries. So in
+/// the trailing `ttl` at any retry, retries ≤ `min_retries_per_sec·ttl +
+/// percent_can_retry·requests`.
+#[derive(Clone, Debug)]
+pub struct FinagleBudget {
+    ttl: SimDuration,
+    withdrawal: i64,
+    reserve: i64,
+    entries: VecDeque<(SimTime, i64)>,
+    balance: i64,
+}
+
+impl FinagleBudget {
+    /// A budget with Finagle's parameters.
+    pub fn new(ttl: SimDuration, min_retries_per_sec: u32, percent_can_retry: f64) -> Self {
+        let withdrawal = if percent_can_retry > 0.0 {
+            (1000.0 / percent_can_retry).round() as i64
+        } else {
+            i64::MAX / 4
+        };
+        let ttl_secs = (ttl.as_nanos() / 1_000_000_000) as i64;
+        FinagleBudget {
+            ttl,
+            withdrawal,
+            reserve: i64::from(min_retries_per_sec)
+                .saturating_mul(ttl_secs)
+                .saturating_mul(withdrawal),
+            entries: VecDeque::new(),
+            balance: 0,
+        }
+    }
+
+    fn expire(&mut self, now: SimTime) {
+        while let Some(&(t, v)) = self.entries.front() {
+            if now.saturating_since(t) < self.ttl {
+                break;
+            }
+            self.balance -= v;
+            self.entries.pop_front();
+        }
+    }
+}
+
+impl RetryBudget for FinagleBudget {
+    fn on_request(&mut self, now: SimTime) {
+        self.expire(now);
+        self.entries.push_back((now, 1000));
+        self.balance += 1000;
+    }
+    fn try_retry(&mut self, now: SimTime, _cause: RetryCause) -> Option<u32> {
+        self.expire(now);
+        if self.balance.saturating_add(self.reserve) >= self.withdrawal {
+            self.entries.push_back((now, -self.withdrawal));
+            self.balance -= self.withdrawal;
+            Some(0)
+        } else {
+            None
+        }
+    }
+    fn on_result(&mut self, _now: SimTime, _r: AttemptReport) {}
+    fn level(&self) -> f64 {
+        let full = (self.reserve + 1).max(1) as f64;
+        ((self.balance + self.reserve) as f64 / full).clamp(0.0, 1.0)
+    }
+}
+
+/// AWS standard retry quota (botocore v2.0): each retry takes 5 (10 for a
+/// timeout) from a capacity of 500; a success refunds the cost of its
+/// retry, or 1 when it needed none; no retry without capacity.
+#[derive(Clone, Debug)]
+pub struct AwsQuota {
+    capacity: u32,
+    available: u32,
+    retry_cost: u32,
+    timeout_cost: u32,
+    no_retry_increment: u32,
+}
+
+impl RetryBudget for AwsQuota {
+    fn on_request(&mut self, _now: SimTime) {}
+    fn try_retry(&mut self, _now: SimTime, cause: RetryCause) -> Option<u32> {
+        let cost = if cause == RetryCause::Timeout {
+            self.timeout_cost
+        } else {
+            self.retry_cost
+        };
+        if self.available >= cost {
+            self.available -= cost;
+            Some(cost)
+        } else {
+            None
+        }
+    }
+    fn on_result(&mut self, _now: SimTime, r: AttemptReport) {
+        if r.success {
+            let refund = if r.retry_cost > 0 {
+                r.retry_cost
+            } else {
+                self.no_retry_increment
+            };
+            self.available = (self.available + refund).min(self.capacity);
+        }
+    }
+    fn level(&self) -> f64 {
+        f64::from(self.available) / f64::from(self.capacity)
+    }
+}
+
+/// Retries at most `ratio` × requests in the trailing window (Google SRE's
+/// per-client budget).
+#[derive(Clone, Debug)]
+pub struct RatioBudget {
+    ratio: f64,
+    window: SimDuration,
+    requests: VecDeque<SimTime>,
+    retries: VecDeque<SimTime>,
+}
+
+impl RatioBudget {
+    fn expire(&mut self, now: SimTime) {
+        for q in [&mut self.requests, &mut self.retries] {
+            while q
+                .front()
+                .is_some_and(|&t| now.saturating_since(t) >= self.window)
+            {
+                q.pop_front();
+            }
+        }
+    }
+}
+
+impl RetryBudget for RatioBudget {
+    fn on_request(&mut self, now: SimTime) {
+        self.expire(now);
+        self.requests.push_back(now);
+    }
+    fn try_retry(&mut self, now: SimTime, _cause: RetryCause) -> Option<u32> {
+        self.expire(now);
+        let allowed = (self.retries.len() + 1) as f64 <= self.ratio * self.requests.len() as f64;
+        if allowed {
+            self.retries.push_back(now);
+            Some(0)
+        } else {
+            None
+        }
+    }
+    fn on_result(&mut self, _now: SimTime, _r: AttemptReport) {}
+    fn level(&self) -> f64 {
+        let cap = self.ratio * self.requests.len() as f64;
+        if cap <= 0.0 {
+            0.0
+        } else {
+            (1.0 - self.retries.len() as f64 / cap).clamp(0.0, 1.0)
+        }
+    }
+}
+
+/// A token bucket: successes refill, retries spend (seed 003).
+#[derive(Clone, Debug)]
+pub struct TokenBucket {
+    max: u32,
+    tokens: u32,
+    per_success: u32,
+    per_retry: u32,
+}
+
+impl RetryBudget for TokenBucket {
+    fn on_request(&mut self, _now: SimTime) {}
+    fn try_retry(&mut self, _now: SimTime, _cause: RetryCause) -> Option<u32> {
+        if self.tokens >= self.per_retry {
+            self.tokens -= self.per_retry;
+            Some(0)
+        } else {
+            None
+        }
+    }
+    fn on_result(&mut self, _now: SimTime, r: AttemptReport) {
+        if r.success {
+            self.tokens = (self.tokens + self.per_success).min(self.max);
+        }
+    }
+    fn level(&self) -> f64 {
+        f64::from(self.tokens) / f64::from(self.max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::RngExt;
+    use sim_core::rng::RngStreams;
+
+    use super::*;
+
+    fn t(ms: u64) -> SimTime {
+        SimTime::ZERO + SimDuration::from_millis(ms)
+    }
+
+    fn report(success: bool) -> AttemptReport {
+        AttemptReport {
+            success,
+            qualified_failure: !success,
+            retry_cost: 0,
+        }
+    }
+
+    /// Calls against an upstream failing with probability `f`, each failed
+    /// attempt retried once if the budget allows: returns (first attempts,
+    /// retries allowed) over the last half of `calls` (after warm-up).
+    fn grpc_run(f: f64, calls: u32) -> (u32, u32) {
+        let mut b = GrpcThrottle::new(10, 0.1);
+        let mut rng = RngStreams::new(3).stream("grpc");
+        let (mut firsts, mut retries) = (0, 0);
+        for i in 0..calls {
+            let counted = i >= calls / 2;
+            let ok = rng.random::<f64>() >= f;
+            b.on_result(t(0), report(ok));
+            firsts += u32::from(counted);
+            if !ok && b.try_retry(t(0), RetryCause::Transient).is_some() {
+                retries += u32::from(counted);
+                let ok2 = rng.random::<f64>() >= f;
+                b.on_result(t(0), report(ok2));
+            }
+        }
+        (firsts, retries)
+    }
+
+    #[test]
+    fn grpc_throttle_stops_retries_when_everything_fails() {
+        // Every call fails: tokens fall from 10 by one per failure; retries
+        // are allowed while tokens > 5, then never again (no successes
+        // refill).
+        let mut b = GrpcThrottle::new(10, 0.1);
+        let mut allowed = 0;
+        for _ in 0..100 {
+            b.on_result(t(0), report(false));
+            if b.try_retry(t(0), RetryCause::Transient).is_some() {
+                allowed += 1;
+                b.on_result(t(0), report(false));
+            }
+        }
+        // Failures: first (10 → 9, retry ok) retry (→ 8); 8 → 7 ok → 6;
+        // 6 → 5: not > 5. Two retries, then the bound: zero.
+        assert_eq!(allowed, 2);
+        assert_eq!(b.milli_tokens(), 0);
+    }
+
+    #[test]
+    fn grpc_throttle_starves_retries_above_the_qualified_fraction() {
+        // Per first attempt tokens drift by (1−f)·r − f: negative above
+        // f* = r/(1+r) = 0.0909, so tokens sink below max/2 and stay there;
+        // retries happen only on the rare excursions above it. At f = 0.5
+        // (drift −0.45 per call) fewer than 1 % of calls get a retry.
+        let (firsts, retries) = grpc_run(0.5, 400_000);
+        let share = f64::from(retries) / f64::from(firsts);
+        assert!(share < 0.01, "retries per first attempt {share}");
+    }
+
+    #[test]
+    fn grpc_throttle_never_engages_below_the_qualified_fraction() {
+        // f = 0.05 < 0.0909: tokens drift up and stay full; every failed
+        // first attempt gets its retry.
+        let (firsts, retries) = grpc_run(0.05, 200_000);
+        let share = f64::from(retries) / f64::from(firsts);
+        // Expected 0.05 ± 0.0007 (binomial sd over 100,000): allow 4 sd.
+        assert!(
+            (share - 0.05).abs() < 0.003,
+            "retries per first attempt {share}"
+        );
+    }
+
+    #[test]
+    fn finagle_budget_bounds_retries_in_every_trailing_ttl() {
+        // Defaults: ttl 10 s, 10 retries/s reserve, 20 % of requests.
+        let ttl = SimDuration::from_secs(10);
+        let mut b = FinagleBudget::new(ttl, 10, 0.2);
+        let mut rng = RngStreams::new(4).stream("finagle");
+        let mut requests: Vec<SimTime> = Vec::new();
+        let mut retries: Vec<SimTime> = Vec::new();
+        // 60 s at 50 requests/s, each asking for up to 3 retries.
+        let mut now = t(0);
+        for _ in 0..3_000 {
+            now += SimDuration::from_micros(rng.random_range(0..40_000));
+            b.on_request(now);
+            requests.push(now);
+            for _ in 0..3 {
+                if b.try_retry(now, RetryCause::Transient).is_some() {
+                    retries.push(now);
+                }
+            }
+        }
+        assert!(
+            retries.len() > 1_000,
+            "the budget allowed {} retries",
+            retries.len()
+        );
+        // At every retry, the trailing ttl holds at most 100 + 0.2·requests.
+        for &at in &retries {
+            let in_window = |v: &Vec<SimTime>| {
+                v.iter()
+                    .filter(|&&x| x <= at && at.saturating_since(x) < ttl)
+                    .count()
+            };
+            let (n_req, n_ret) = (in_window(&requests), in_window(&retries));
+            assert!(
+                n_ret as f64 <= 100.0 + 0.2 * n_req as f64 + 1e-9,
+                "{n_ret} retries, {n_req} requests in the ttl before {at}"
+            );
+        }
+        // And the bound is reached: in steady state retries use it fully.
+        let last = *retries.last().unwrap();
+        let in_window = |v: &Vec<SimTime>| {
+            v.iter()
+                .filter(|&&x| last.saturating_since(x) < ttl)
+                .count()
+        };
+        assert!(in_window(&retries) as f64 >= 100.0 + 0.2 * in_window(&requests) as f64 - 2.0);
+    }
+
+    #[test]
+    fn aws_quota_charges_by_cause_and_refunds_on_success() {
+        let mut q = BudgetSpec::AwsQuota {
+            capacity: 500,
+            retry_cost: 5,
+            timeout_cost: 10,
+            no_retry_increment: 1,
+        }
+        .build();
+        // A cold-start outage: 100 transient retries, or 50 timeout retries.
+        let n = (0..1_000)
+            .filter(|_| q.try_retry(t(0), RetryCause::Transient).is_some())
+            .count();
+        assert_eq!(n, 100);
+        let mut q = BudgetSpec::AwsQuota {
+            capacity: 500,
+            retry_cost: 5,
+            timeout_cost: 10,
+            no_retry_increment: 1,
+        }
+        .build();
+        let n = (0..1_000)
+            .filter(|_| q.try_retry(t(0), RetryCause::Timeout).is_some())
+            .count();
+        assert_eq!(n, 50);
+        // A retry that succeeds gets its 10 back; a plain success adds 1.
+        q.on_result(
+            t(0),
+            AttemptReport {
+                success: true,
+                qualified_failure: false,
+                retry_cost: 10,
+            },
+        );
+        assert_eq!(q.try_retry(t(0), RetryCause::Timeout), Some(10));
+        assert!(q.try_retry(t(0), RetryCause::Transient).is_none());
+        for _ in 0..5 {
+            q.on_result(t(0), report(true));
+        }
+        assert_eq!(q.try_retry(t(0), RetryCause::Transient), Some(5));
+    }
+
+    #[test]
+    fn ratio_budget_keeps_retries_to_a_tenth_of_requests() {
+        let mut b = BudgetSpec::Ratio {
+            ratio: 0.1,
+            window: SimDuration::from_secs(60),
+        }
+        .build();
+        let mut allowed = 0;
+        for i in 0..10_000u64 {
+            let now = t(i);
+            b.on_request(now);
+            if b.try_retry(now, RetryCause::Transient).is_some() {
+                allowed += 1;
+            }
+        }
+        assert_eq!(allowed, 1_000);
+    }
+
+    #[test]
+    fn bucket_spends_ten_per_retry_and_earns_one_per_success() {
+        let mut b = BudgetSpec::Bucket {
+            max_tokens: 100,
+            per_success: 1,
+            per_retry: 10,
+        }
+        .build();
+        let n = (0..100)
+            .filter(|_| b.try_retry(t(0), RetryCause::Transient).is_some())
+            .count();
+        assert_eq!(n, 10);
+        for _ in 0..25 {
+            b.on_result(t(0), report(true));
+        }
+        let n = (0..100)
+            .filter(|_| b.try_retry(t(0), RetryCause::Transient).is_some())
+            .count();
+        assert_eq!(n, 2);
+    }
+}
