@@ -128,10 +128,17 @@ impl<S: RowSink> World<S> {
             }
             return;
         }
-        let u: f64 = self.throttle_rng.random();
-        if let Some(sre) = self.policy(pod).sre.as_mut()
-            && !sre.admit(now, u)
-        {
+        let throttled = match self.policy(pod).sre.is_some() {
+            true => {
+                let u: f64 = self.throttle_rng.random();
+                self.policy(pod)
+                    .sre
+                    .as_mut()
+                    .is_some_and(|sre| !sre.admit(now, u))
+            }
+            false => false,
+        };
+        if throttled {
             self.rec.count(Count::ThrottleRejected, 1);
             if live == 0 {
                 self.complete_request(req, Reason::Throttled, sched);
@@ -273,7 +280,7 @@ impl<S: RowSink> World<S> {
                 }
             }
         }
-        self.sync_pool_levels(now);
+        self.sync_pool(pod, now);
     }
 
     fn set_phase(&mut self, att: AttRef, phase: AttemptPhase) {
@@ -325,7 +332,7 @@ impl<S: RowSink> World<S> {
             // Whoever dialled it gave up: the next in line gets it.
             self.connection_available(pod, now, sched);
         }
-        self.sync_pool_levels(now);
+        self.sync_pool(pod, now);
     }
 
     pub(crate) fn on_connection_failed(
@@ -344,7 +351,7 @@ impl<S: RowSink> World<S> {
             self.end_attempt(att, AttemptOutcome::ConnectFailure, sched);
         }
         self.slot_freed(pod, sched);
-        self.sync_pool_levels(now);
+        self.sync_pool(pod, now);
     }
 
     /// A connection is free on `pod`: the next live waiter gets it, or it
@@ -522,7 +529,7 @@ impl<S: RowSink> World<S> {
             self.connection_available(pod, now, sched);
         }
         self.end_attempt(att, outcome_of(status), sched);
-        self.sync_pool_levels(now);
+        self.sync_pool(pod, now);
     }
 
     pub(crate) fn on_attempt_timed_out(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
@@ -536,7 +543,6 @@ impl<S: RowSink> World<S> {
         a.timer = None;
         self.release_attempt(att, now, sched);
         self.end_attempt(att, AttemptOutcome::Timeout, sched);
-        self.sync_pool_levels(now);
     }
 
     pub(crate) fn on_pool_wait_timed_out(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
@@ -549,7 +555,6 @@ impl<S: RowSink> World<S> {
         }
         self.release_attempt(att, now, sched);
         self.end_attempt(att, AttemptOutcome::PoolTimeout, sched);
-        self.sync_pool_levels(now);
     }
 
     /// Gives back what an attempt being cut short holds: its place in line,
@@ -581,6 +586,9 @@ impl<S: RowSink> World<S> {
                 self.slot_freed(pod, sched);
             }
             _ => {}
+        }
+        if same_life {
+            self.sync_pool(pod, now);
         }
     }
 
@@ -883,7 +891,6 @@ impl<S: RowSink> World<S> {
         if self.reqs.get(req).is_none_or(|q| q.live_count() != 0) {
             self.violated(now, || "attempts left behind by a finished call".into());
         }
-        self.sync_pool_levels(now);
     }
 
     /// The service is done with `req`: whatever attempts are running are

@@ -15,7 +15,7 @@ pub struct Balancer {
     rng: SimRng,
     /// Least-outstanding: pods in rotation keyed by (outstanding, index),
     /// reversed so the least is on top. `priority-queue` changes a key in
-    /// place, which is exactly this job.
+    /// place, which is exactly this job. Kept only for that rule.
     least: PriorityQueue<u32, Reverse<(u32, u32)>>,
     up: Vec<bool>,
     outstanding: Vec<u32>,
@@ -52,6 +52,9 @@ impl Balancer {
     pub fn set_up(&mut self, pod: u32, up: bool) {
         let i = pod as usize;
         self.up[i] = up;
+        if self.kind != BalancerKind::LeastOutstanding {
+            return;
+        }
         if up {
             self.least.push(pod, Reverse((self.outstanding[i], pod)));
         } else {
@@ -63,7 +66,7 @@ impl Balancer {
     pub fn outstanding_changed(&mut self, pod: u32, delta: i32) {
         let i = pod as usize;
         self.outstanding[i] = self.outstanding[i].saturating_add_signed(delta);
-        if self.up[i] {
+        if self.up[i] && self.kind == BalancerKind::LeastOutstanding {
             self.least
                 .change_priority(&pod, Reverse((self.outstanding[i], pod)));
         }

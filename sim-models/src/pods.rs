@@ -53,6 +53,8 @@ pub struct Pod {
     pub connect_rng: SimRng,
     /// Draws for connection leaks.
     pub leak_rng: SimRng,
+    /// Pool counts (in use, waiters, leaked) last added to the levels.
+    reported: (i64, i64, i64),
 }
 
 impl Pod {
@@ -70,6 +72,7 @@ impl Pod {
             probe_failures: 0,
             connect_rng: streams.stream(("pod/connect", u64::from(index))),
             leak_rng: streams.stream(("pod/leak", u64::from(index))),
+            reported: (0, 0, 0),
         }
     }
 
@@ -207,6 +210,7 @@ impl<S: RowSink> World<S> {
         p.worker_queue.clear();
         p.probe_failures = 0;
         p.pool.reset();
+        self.sync_pool(pod, now);
         if was_up {
             self.lb.set_up(pod, false);
             self.rec.level_add(Level::PodsUp, now, -1);
@@ -221,7 +225,6 @@ impl<S: RowSink> World<S> {
                 self.complete_request(r, Reason::PodRestarted, sched);
             }
         }
-        self.sync_pool_levels(now);
         self.rec.count(Count::PodRestarts, 1);
         if state == PodState::Restarting {
             let t = self.restart_time();
@@ -264,16 +267,27 @@ impl<S: RowSink> World<S> {
         self.rec.level_add(Level::PodsDown, now, -1);
     }
 
-    /// Sets the pool levels from the pods' pools.
-    pub(crate) fn sync_pool_levels(&mut self, now: SimTime) {
-        let (mut in_use, mut waiters, mut leaked) = (0i64, 0i64, 0i64);
-        for p in &self.pods {
-            in_use += i64::from(p.pool.in_use());
-            waiters += i64::from(p.pool.waiters());
-            leaked += i64::from(p.pool.leaked());
+    /// Brings the pool levels up to date with `pod`'s pool: O(1), by the
+    /// change since the pod's last report.
+    pub(crate) fn sync_pool(&mut self, pod: u32, now: SimTime) {
+        let p = &mut self.pods[pod as usize];
+        let current = (
+            i64::from(p.pool.in_use()),
+            i64::from(p.pool.waiters()),
+            i64::from(p.pool.leaked()),
+        );
+        let last = std::mem::replace(&mut p.reported, current);
+        if current.0 != last.0 {
+            self.rec
+                .level_add(Level::PoolInUse, now, current.0 - last.0);
         }
-        self.rec.level(Level::PoolInUse, now, in_use);
-        self.rec.level(Level::PoolWaiters, now, waiters);
-        self.rec.level(Level::PoolLeaked, now, leaked);
+        if current.1 != last.1 {
+            self.rec
+                .level_add(Level::PoolWaiters, now, current.1 - last.1);
+        }
+        if current.2 != last.2 {
+            self.rec
+                .level_add(Level::PoolLeaked, now, current.2 - last.2);
+        }
     }
 }

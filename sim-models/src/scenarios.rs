@@ -84,3 +84,25 @@ pub fn steady(seconds: u64) -> WorldConfig {
     cfg.client.retry.backoff = Backoff::fixed(SimDuration::from_millis(100));
     cfg
 }
+
+/// [`steady`] with a full policy stack instead of fixed retries:
+/// exponential backoff with ±25 % jitter, a Resilience4j breaker and a
+/// 10 % retry budget per pod. The benchmark compares the two.
+pub fn steady_with_policies(seconds: u64) -> WorldConfig {
+    use crate::policy::backoff::Jitter;
+    use crate::policy::breaker::{BreakerSpec, R4jConfig};
+    use crate::policy::budget::BudgetSpec;
+    let mut cfg = steady(seconds);
+    cfg.client.retry.backoff = Backoff::exponential(
+        SimDuration::from_millis(100),
+        2.0,
+        Some(SimDuration::from_secs(2)),
+        Jitter::Proportional(0.25),
+    );
+    cfg.client.breaker = Some(BreakerSpec::Resilience4j(R4jConfig::default()));
+    cfg.client.budget = Some(BudgetSpec::Ratio {
+        ratio: 0.1,
+        window: SimDuration::from_secs(10),
+    });
+    cfg
+}

@@ -361,6 +361,20 @@ impl<S: RowSink> World<S> {
                 self.rec.level_value(Level::UsersWaiting)
             ));
         }
+        let in_use: i64 = self.pods.iter().map(|p| i64::from(p.pool.in_use())).sum();
+        let waiters: i64 = self.pods.iter().map(|p| i64::from(p.pool.waiters())).sum();
+        if (in_use, waiters)
+            != (
+                self.rec.level_value(Level::PoolInUse),
+                self.rec.level_value(Level::PoolWaiters),
+            )
+        {
+            return Err(format!(
+                "pools hold {in_use} connections in use and {waiters} waiters, the levels say {} and {}",
+                self.rec.level_value(Level::PoolInUse),
+                self.rec.level_value(Level::PoolWaiters)
+            ));
+        }
         if active != self.attempts_active {
             return Err(format!(
                 "{active} attempts in progress, counter says {}",

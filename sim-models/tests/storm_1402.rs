@@ -66,3 +66,34 @@ fn the_1402_trigger_sets_off_a_retry_storm() {
             > 100
     );
 }
+
+fn with_preset(name: &str) -> Vec<BucketRow> {
+    let mut cfg = storm_1402();
+    sim_models::policy::presets::get(name)
+        .unwrap()
+        .apply(&mut cfg);
+    run(&cfg, Vec::new()).unwrap().sink
+}
+
+/// Attempts per offered request over `rows`.
+fn amplification(rows: &[BucketRow]) -> f64 {
+    rows.iter().map(|r| r.attempts()).sum::<u64>() as f64
+        / rows.iter().map(|r| r.count(Count::Offered)).sum::<u64>() as f64
+}
+
+#[test]
+fn the_fix_keeps_attempts_near_one_per_request_where_the_old_policy_tripled_them() {
+    let trigger = 150; // 14:02:30 is 150 s after 14:00:00
+    let before = with_preset("incident-1402-before");
+    let after = with_preset("incident-1402-after");
+    // The old policy's storm peak (10 s windows): more than 2.5 attempts
+    // per request (the write-up: about 3).
+    let peak = before[trigger..]
+        .windows(10)
+        .map(amplification)
+        .fold(0.0, f64::max);
+    assert!(peak > 2.5, "before: peak attempts per request {peak}");
+    // The fix, over the whole incident: fewer than 1.3.
+    let during = amplification(&after[trigger..]);
+    assert!(during < 1.3, "after: attempts per request {during}");
+}

@@ -168,8 +168,11 @@ pub struct R4jBreaker {
     cfg: R4jConfig,
     state: BreakerState,
     opened_at: SimTime,
-    /// Closed: recorded calls (time, failed, slow).
+    /// Closed: recorded calls (time, failed, slow), with running counts
+    /// so each result costs O(1).
     window: VecDeque<(SimTime, bool, bool)>,
+    failed: usize,
+    slow: usize,
     half_open_admitted: u32,
     half_open_results: Vec<(bool, bool)>,
 }
@@ -182,8 +185,17 @@ impl R4jBreaker {
             state: BreakerState::Closed,
             opened_at: SimTime::ZERO,
             window: VecDeque::new(),
+            failed: 0,
+            slow: 0,
             half_open_admitted: 0,
             half_open_results: Vec::new(),
+        }
+    }
+
+    fn pop_oldest(&mut self) {
+        if let Some((_, f, s)) = self.window.pop_front() {
+            self.failed -= usize::from(f);
+            self.slow -= usize::from(s);
         }
     }
 
@@ -191,7 +203,7 @@ impl R4jBreaker {
         match self.cfg.sliding_window_type {
             WindowType::CountBased => {
                 while self.window.len() > self.cfg.sliding_window_size as usize {
-                    self.window.pop_front();
+                    self.pop_oldest();
                 }
             }
             WindowType::TimeBased => {
@@ -208,17 +220,7 @@ impl R4jBreaker {
         }
     }
 
-    fn rates_exceeded(
-        &self,
-        results: impl Iterator<Item = (bool, bool)>,
-        min_calls: usize,
-    ) -> bool {
-        let (mut n, mut failed, mut slow) = (0usize, 0usize, 0usize);
-        for (f, s) in results {
-            n += 1;
-            failed += usize::from(f);
-            slow += usize::from(s);
-        }
+    fn rates_exceeded(&self, n: usize, failed: usize, slow: usize, min_calls: usize) -> bool {
         if n < min_calls || n == 0 {
             return false;
         }
@@ -230,7 +232,13 @@ impl R4jBreaker {
     fn open(&mut self, now: SimTime) {
         self.state = BreakerState::Open;
         self.opened_at = now;
+        self.clear_window();
+    }
+
+    fn clear_window(&mut self) {
         self.window.clear();
+        self.failed = 0;
+        self.slow = 0;
     }
 }
 
@@ -258,6 +266,8 @@ impl CircuitBreaker for R4jBreaker {
         match self.state {
             BreakerState::Closed => {
                 self.window.push_back((now, failure, slow));
+                self.failed += usize::from(failure);
+                self.slow += usize::from(slow);
                 self.trim(now);
                 let min = match self.cfg.sliding_window_type {
                     WindowType::CountBased => self
@@ -266,7 +276,7 @@ impl CircuitBreaker for R4jBreaker {
                         .min(self.cfg.sliding_window_size),
                     WindowType::TimeBased => self.cfg.minimum_number_of_calls,
                 } as usize;
-                if self.rates_exceeded(self.window.iter().map(|&(_, f, s)| (f, s)), min) {
+                if self.rates_exceeded(self.window.len(), self.failed, self.slow, min) {
                     self.open(now);
                 }
             }
@@ -274,11 +284,13 @@ impl CircuitBreaker for R4jBreaker {
                 self.half_open_results.push((failure, slow));
                 let permitted = self.cfg.permitted_calls_in_half_open as usize;
                 if self.half_open_results.len() >= permitted {
-                    if self.rates_exceeded(self.half_open_results.iter().copied(), permitted) {
+                    let failed = self.half_open_results.iter().filter(|r| r.0).count();
+                    let slow = self.half_open_results.iter().filter(|r| r.1).count();
+                    if self.rates_exceeded(self.half_open_results.len(), failed, slow, permitted) {
                         self.open(now);
                     } else {
                         self.state = BreakerState::Closed;
-                        self.window.clear();
+                        self.clear_window();
                     }
                 }
             }
@@ -327,6 +339,7 @@ pub struct PollyBreaker {
     opened_at: SimTime,
     probe_out: bool,
     window: VecDeque<(SimTime, bool)>,
+    failed: usize,
 }
 
 impl PollyBreaker {
@@ -338,6 +351,7 @@ impl PollyBreaker {
             opened_at: SimTime::ZERO,
             probe_out: false,
             window: VecDeque::new(),
+            failed: 0,
         }
     }
 }
@@ -369,21 +383,22 @@ impl CircuitBreaker for PollyBreaker {
         match self.state {
             BreakerState::Closed => {
                 self.window.push_back((now, failure));
-                while self
-                    .window
-                    .front()
-                    .is_some_and(|&(t, _)| now.saturating_since(t) >= self.cfg.sampling_duration)
-                {
+                self.failed += usize::from(failure);
+                while let Some(&(t, f)) = self.window.front() {
+                    if now.saturating_since(t) < self.cfg.sampling_duration {
+                        break;
+                    }
                     self.window.pop_front();
+                    self.failed -= usize::from(f);
                 }
                 let n = self.window.len();
-                let failed = self.window.iter().filter(|(_, f)| *f).count();
                 if n >= self.cfg.minimum_throughput as usize
-                    && failed as f64 / n as f64 >= self.cfg.failure_ratio
+                    && self.failed as f64 / n as f64 >= self.cfg.failure_ratio
                 {
                     self.state = BreakerState::Open;
                     self.opened_at = now;
                     self.window.clear();
+                    self.failed = 0;
                 }
             }
             BreakerState::HalfOpen => {
@@ -394,6 +409,7 @@ impl CircuitBreaker for PollyBreaker {
                 } else {
                     self.state = BreakerState::Closed;
                     self.window.clear();
+                    self.failed = 0;
                 }
             }
             BreakerState::Open => {}

@@ -1,0 +1,360 @@
+//! The policy catalogue inside the world.
+
+use sim_core::dist::DistSpec;
+use sim_core::time::SimDuration;
+use sim_models::config::{
+    ArrivalProcess, FastRetry, GatewayRetry, HedgingConfig, RateLimitConfig, RetryAfterMode,
+    RetryOn, Scope, WorldConfig,
+};
+use sim_models::outcome::Reason;
+use sim_models::policy::backoff::Backoff;
+use sim_models::policy::breaker::{BreakerSpec, R4jConfig, WindowType};
+use sim_models::policy::budget::BudgetSpec;
+use sim_models::policy::presets;
+use sim_models::policy::throttle::ThrottleSpec;
+use sim_models::recorder::{BucketRow, Count, Latency, Level, RunTotals};
+use sim_models::world::run;
+
+fn ms(v: u64) -> SimDuration {
+    SimDuration::from_millis(v)
+}
+fn secs(s: u64) -> SimDuration {
+    SimDuration::from_secs(s)
+}
+
+fn go(cfg: &WorldConfig) -> (Vec<BucketRow>, RunTotals) {
+    let out = run(cfg, Vec::new()).unwrap_or_else(|e| panic!("{e}"));
+    (out.sink, out.totals)
+}
+
+fn share(t: &RunTotals, r: Reason) -> f64 {
+    t.outcome(r) as f64 / t.finished() as f64
+}
+
+fn preset(name: &str) -> WorldConfig {
+    let mut cfg = WorldConfig::default();
+    presets::get(name).unwrap().apply(&mut cfg);
+    cfg
+}
+
+#[test]
+fn hedging_follows_the_grfc_example() {
+    // hedgingDelay 0.5 s, maxAttempts 4: 1, 2, 3, 4 attempts outstanding
+    // at 1, 501, 1001, 1501 ms. One request, at 10 s; an upstream taking
+    // 3 s; connections set up instantly; 1 ms buckets.
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(14);
+    cfg.clock.bucket = ms(1);
+    cfg.load.rate = 0.1;
+    cfg.load.arrivals = ArrivalProcess::Constant;
+    cfg.service.pods = 1;
+    cfg.service.pool.connect_time = DistSpec::Constant(SimDuration::ZERO);
+    cfg.upstream.latency = DistSpec::Constant(secs(3));
+    cfg.client.attempt_timeout = None;
+    cfg.client.hedging = Some(HedgingConfig {
+        max_attempts: 4,
+        delay: ms(500),
+        non_fatal: vec![RetryOn::ServerError],
+    });
+    let (rows, t) = go(&cfg);
+    let outstanding = |ms_after: usize| rows[10_000 + ms_after].level(Level::PoolInUse).last;
+    assert_eq!(
+        [
+            outstanding(1),
+            outstanding(499),
+            outstanding(501),
+            outstanding(1001),
+            outstanding(1501),
+            outstanding(2998)
+        ],
+        [1, 1, 2, 3, 4, 4]
+    );
+    // The first answer (at 3 s) wins; the three hedges still out are cancelled.
+    assert_eq!(outstanding(3001), 0);
+    assert_eq!(t.outcome(Reason::Success), 1);
+    assert_eq!(t.count(Count::AttemptsHedge), 3);
+    assert_eq!(t.count(Count::HedgesCancelled), 3);
+}
+
+#[test]
+fn a_non_fatal_answer_sends_the_next_hedge_at_once() {
+    let mut cfg = WorldConfig::default();
+    cfg.upstream.errors.http_503 = 1.0;
+    cfg.upstream.latency = DistSpec::Constant(ms(10));
+    cfg.client.hedging = Some(HedgingConfig {
+        max_attempts: 3,
+        delay: secs(10),
+        non_fatal: vec![RetryOn::ServerError],
+    });
+    let (_, t) = go(&cfg);
+    // Each 503 triggers the next hedge at once: three attempts, all failing.
+    assert!((t.amplification() - 3.0).abs() < 0.01);
+    assert_eq!(share(&t, Reason::ServerError), 1.0);
+}
+
+#[test]
+fn grpc_throttling_stops_retries_against_a_failing_upstream() {
+    let mut cfg = preset("grpc-a6");
+    cfg.upstream.errors.http_503 = 1.0;
+    let (rows, t) = go(&cfg);
+    // Per pod: 10 tokens, retries only while > 5; every failure takes one,
+    // so at most the failures that leave 9, 8, 7 or 6 tokens get a retry:
+    // four per pod at the start, then none.
+    let retries = t.count(Count::AttemptsRetry);
+    assert!((8 * 3..=8 * 4).contains(&retries), "{retries} retries");
+    assert!(rows[5..].iter().all(|r| r.count(Count::AttemptsRetry) == 0));
+}
+
+#[test]
+fn grpc_throttling_never_engages_below_its_fraction() {
+    // f = 5 % < r/(1+r) = 9.1 %: three retries as needed, never throttled.
+    let mut cfg = preset("grpc-a6");
+    cfg.clock.duration = secs(600);
+    cfg.upstream.errors.http_503 = 0.05;
+    let (_, t) = go(&cfg);
+    let expected = (1.0 - 0.05f64.powi(4)) / 0.95;
+    assert!(
+        (t.amplification() - expected).abs() < 0.01 * expected,
+        "{} vs {expected}",
+        t.amplification()
+    );
+}
+
+#[test]
+fn finagle_budget_caps_the_retry_rate() {
+    // Every dial refused; 100 requests/s over 8 pods, each pod's budget
+    // allows 10 retries/s + 20 % of its 12.5 requests/s: 100 retries/s in
+    // all, far below the 25 per request the requeue filter would send.
+    let mut cfg = preset("finagle");
+    cfg.load.arrivals = ArrivalProcess::Constant;
+    cfg.network.connect_failure = 1.0;
+    let (rows, _) = go(&cfg);
+    let steady: u64 = rows[20..60]
+        .iter()
+        .map(|r| r.count(Count::AttemptsRetry))
+        .sum();
+    let per_sec = steady as f64 / 40.0;
+    assert!((90.0..=101.0).contains(&per_sec), "retries {per_sec}/s");
+}
+
+#[test]
+fn the_breaker_opens_serves_fallbacks_and_probes_every_wait() {
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(120);
+    cfg.upstream.errors.http_500 = 1.0;
+    cfg.client.scope = Scope::Global;
+    cfg.client.fallback = true;
+    cfg.client.breaker = Some(BreakerSpec::Resilience4j(R4jConfig {
+        failure_rate_threshold: 50.0,
+        sliding_window_type: WindowType::TimeBased,
+        sliding_window_size: 10,
+        minimum_number_of_calls: 20,
+        wait_duration_in_open_state: secs(30),
+        permitted_calls_in_half_open: 3,
+        ..R4jConfig::default()
+    }));
+    let (rows, t) = go(&cfg);
+    // Opens after 20 calls, then every 30 s three probes fail and it opens
+    // again: opened at ~0.2 s, ~30 s, ~60 s, ~90 s.
+    assert_eq!(t.count(Count::BreakerOpened), 4);
+    assert!(share(&t, Reason::Fallback) > 0.99);
+    // Failures users saw: the 20 that opened it, the few already in flight
+    // then (about 5 at 100/s × 50 ms), and three probes per half-open.
+    let failed = t.outcome(Reason::ServerError);
+    assert!((29..=40).contains(&failed), "{failed} failures");
+    assert!(
+        rows[5..29]
+            .iter()
+            .all(|r| r.level(Level::BreakersOpen).min == 1)
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.level(Level::BreakersHalfOpen).max == 1)
+    );
+}
+
+#[test]
+fn retry_after_is_honoured_and_need_not_count_as_a_retry() {
+    let mut cfg = WorldConfig::default();
+    cfg.upstream.rate_limit = Some(RateLimitConfig {
+        rps: 50.0,
+        burst: Some(1),
+        retry_after: secs(2),
+    });
+    cfg.load.arrivals = ArrivalProcess::Constant;
+    cfg.client.retry.max_retries = 0;
+    cfg.client.retry.retry_after.mode = RetryAfterMode::Honor;
+    cfg.client.retry.retry_after.counts_as_retry = false;
+    let (_, t) = go(&cfg);
+    // With max_retries 0, 429s are still retried (the wait is not a retry),
+    // always exactly 2 s later.
+    assert!(t.count(Count::RetryAfterWaits) > 1_000);
+    let delays = t.latency(Latency::RetryDelay);
+    assert_eq!(
+        (delays.min(), delays.max()),
+        (Some(2_000_000_000), Some(2_000_000_000))
+    );
+    // A cap below the header means "do not retry".
+    cfg.client.retry.retry_after.cap = Some(secs(1));
+    let (_, t) = go(&cfg);
+    assert_eq!(t.count(Count::RetryAfterWaits), 0);
+}
+
+#[test]
+fn only_idempotent_requests_are_retried_when_asked() {
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(300);
+    cfg.load.idempotent_fraction = 0.5;
+    cfg.upstream.errors.http_500 = 0.5;
+    cfg.client.retry.max_retries = 1;
+    cfg.client.retry.backoff = Backoff::fixed(SimDuration::ZERO);
+    cfg.client.retry.idempotent_only = true;
+    let (_, t) = go(&cfg);
+    // Half the requests fail their first attempt; half of those may retry.
+    assert!(
+        (t.amplification() - 1.25).abs() < 0.02,
+        "{}",
+        t.amplification()
+    );
+}
+
+#[test]
+fn fast_retries_are_a_separate_layer() {
+    // Seed 001: one immediate retry for quick 503s, not counted against
+    // max_retries (0 here).
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(300);
+    cfg.upstream.errors.http_503 = 0.5;
+    cfg.upstream.latency = DistSpec::Constant(ms(20));
+    cfg.client.retry.max_retries = 0;
+    cfg.client.retry.fast_retry = Some(FastRetry {
+        max: 1,
+        statuses: vec![502, 503, 504],
+        within: ms(100),
+    });
+    let (_, t) = go(&cfg);
+    assert!(
+        (t.amplification() - 1.5).abs() < 0.02,
+        "{}",
+        t.amplification()
+    );
+    assert!((share(&t, Reason::ServerError) - 0.25).abs() < 0.02);
+}
+
+#[test]
+fn retries_at_two_tiers_multiply() {
+    // Gateway: 2 retries; service: 3 retries; always failing: 3 × 4 = 12
+    // attempts per user request.
+    let mut cfg = WorldConfig::default();
+    cfg.upstream.errors.http_500 = 1.0;
+    cfg.upstream.latency = DistSpec::Constant(ms(1));
+    cfg.client.retry.max_retries = 3;
+    cfg.client.retry.backoff = Backoff::fixed(SimDuration::ZERO);
+    cfg.gateway.retry = Some(GatewayRetry {
+        max_retries: 2,
+        on: vec![Reason::ServerError],
+    });
+    let (_, t) = go(&cfg);
+    assert!(
+        (t.amplification() - 12.0).abs() < 0.01,
+        "{}",
+        t.amplification()
+    );
+    assert_eq!(
+        sim_models::policy::analysis::worst_case(&cfg).amplification,
+        12
+    );
+}
+
+#[test]
+fn propagated_deadlines_let_the_upstream_drop_dead_work() {
+    let mut cfg = WorldConfig::default();
+    cfg.upstream.capacity = 5;
+    cfg.upstream.latency = DistSpec::Constant(ms(100)); // 50/s capacity for 100/s
+    cfg.client.attempt_timeout = Some(ms(500));
+    let (rows_without, without) = go(&cfg);
+    cfg.client.propagate_deadline = true;
+    let (rows_with, with) = go(&cfg);
+    assert_eq!(without.count(Count::UpstreamExpired), 0);
+    assert!(with.count(Count::UpstreamExpired) > 1_000);
+    // Without deadlines the queue fills with work nobody waits for; with
+    // them it holds only the last half second of arrivals.
+    let peak = |rows: &[BucketRow]| {
+        rows.iter()
+            .map(|r| r.level(Level::UpstreamQueued).max)
+            .max()
+            .unwrap()
+    };
+    assert!(peak(&rows_without) > 2_000, "{}", peak(&rows_without));
+    assert!(peak(&rows_with) < 100, "{}", peak(&rows_with));
+}
+
+#[test]
+fn sre_throttling_sends_about_k_per_accept() {
+    // The upstream accepts 20/s (a rate limit with a 1 s burst) of 100/s
+    // offered; K = 2: p = (100 − 2·20)/101 ≈ 0.594, so about 40.6
+    // attempts/s reach it, two per accept.
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(300);
+    cfg.upstream.rate_limit = Some(RateLimitConfig {
+        rps: 20.0,
+        burst: Some(20),
+        retry_after: secs(1),
+    });
+    cfg.client.scope = Scope::Global;
+    cfg.client.throttle = Some(ThrottleSpec::Sre {
+        k: 2.0,
+        window: secs(120),
+    });
+    let (rows, t) = go(&cfg);
+    let sent: u64 = rows[150..].iter().map(|r| r.attempts()).sum();
+    let accepted: u64 = rows[150..].iter().map(|r| r.outcome(Reason::Success)).sum();
+    let per_sec = sent as f64 / 150.0;
+    assert!(
+        (per_sec - 40.6).abs() < 3.0,
+        "attempts reaching the upstream {per_sec}/s"
+    );
+    let per_accept = sent as f64 / accepted as f64;
+    assert!(
+        (per_accept - 2.0).abs() < 0.2,
+        "attempts per accept {per_accept}"
+    );
+    assert!(t.outcome(Reason::Throttled) > 10_000);
+}
+
+#[test]
+fn aws_adaptive_slows_sending_after_throttles() {
+    let mut cfg = preset("aws-adaptive");
+    cfg.upstream.rate_limit = Some(RateLimitConfig {
+        rps: 30.0,
+        burst: Some(5),
+        retry_after: secs(1),
+    });
+    let (_, adaptive) = go(&cfg);
+    let (_, standard) = go(&{
+        let mut c = preset("aws-standard");
+        c.upstream.rate_limit = cfg.upstream.rate_limit.clone();
+        c
+    });
+    assert!(adaptive.count(Count::RateLimiterWaits) > 0);
+    assert!(
+        adaptive.count(Count::UpstreamRateLimited) < standard.count(Count::UpstreamRateLimited) / 2
+    );
+}
+
+#[test]
+fn budgets_deny_retries_with_their_own_outcome() {
+    let mut cfg = WorldConfig::default();
+    cfg.upstream.errors.http_500 = 1.0;
+    cfg.client.retry.max_retries = 3;
+    cfg.client.retry.backoff = Backoff::fixed(SimDuration::ZERO);
+    cfg.client.budget = Some(BudgetSpec::Bucket {
+        max_tokens: 100,
+        per_success: 1,
+        per_retry: 10,
+    });
+    let (_, t) = go(&cfg);
+    // Ten retries per pod's bucket, then every retry is refused.
+    assert_eq!(t.count(Count::AttemptsRetry), 8 * 10);
+    assert!(share(&t, Reason::BudgetExhausted) > 0.98);
+}
