@@ -20,7 +20,7 @@ use crate::pods::{PodState, waiter_is_live};
 use crate::policy::breaker::BreakerState;
 use crate::policy::budget::{AttemptReport, RetryCause};
 use crate::pool::{Acquire, Waiter};
-use crate::recorder::{Count, Latency, Level, RowSink};
+use crate::recorder::{AttemptRecord, Count, Latency, Level, RowSink, WorldEvent};
 use crate::request::{AttRef, AttemptPhase, Phase, ReqRef};
 use crate::upstream::{Admission, JobRef, Owner, Status};
 use crate::world::{Event, World};
@@ -38,6 +38,19 @@ fn outcome_of(status: Status) -> AttemptOutcome {
         Status::Rejected(pushback) => AttemptOutcome::ServerError(503, pushback),
         Status::TooManyRequests(after) => AttemptOutcome::RateLimited(after),
     }
+}
+
+/// Whether request `id`'s attempts are in a sample of `fraction`, decided
+/// by a hash of (seed, id) so the same requests are sampled on every run.
+fn sampled(id: u64, seed: u64, fraction: f64) -> bool {
+    if fraction >= 1.0 {
+        return true;
+    }
+    let mut h = sim_core::rng::Fnv1a::new();
+    h.write(&seed.to_le_bytes());
+    h.write(&id.to_le_bytes());
+    let z = sim_core::rng::splitmix64(&mut h.finish());
+    ((z >> 11) as f64 / (1u64 << 53) as f64) < fraction
 }
 
 /// What a finished attempt was.
@@ -218,15 +231,24 @@ impl<S: RowSink> World<S> {
         let ok = b.try_acquire(now);
         let after = b.state();
         if before != after {
-            self.breaker_moved(after, now);
+            self.breaker_moved(pod, before, after, now);
         }
         ok
     }
 
-    fn breaker_moved(&mut self, to: BreakerState, now: SimTime) {
+    fn breaker_moved(&mut self, pod: u32, from: BreakerState, to: BreakerState, now: SimTime) {
         if to == BreakerState::Open {
             self.rec.count(Count::BreakerOpened, 1);
         }
+        let whose = match self.cfg.client.scope {
+            crate::config::Scope::Global => "global breaker".to_string(),
+            crate::config::Scope::Pod => format!("pod {pod} breaker"),
+        };
+        self.rec.sink_mut().event(WorldEvent {
+            at: now,
+            kind: "breaker",
+            detail: format!("{whose}: {} -> {}", from.name(), to.name()),
+        });
         let (mut open, mut half) = (0, 0);
         for p in &self.policies {
             match p.breaker.as_ref().map(|b| b.state()) {
@@ -392,10 +414,11 @@ impl<S: RowSink> World<S> {
         let w = self.pods[pod as usize]
             .pool
             .next_waiter(|w| waiter_is_live(reqs, pod, epoch, w))?;
-        if let Some(a) = self.reqs.att_mut(w.att)
-            && let Some(t) = a.aux_timer.take()
-        {
-            sched.cancel(t);
+        if let Some(a) = self.reqs.att_mut(w.att) {
+            if let Some(t) = a.aux_timer.take() {
+                sched.cancel(t);
+            }
+            a.pool_wait += now - w.since;
         }
         self.rec.latency(Latency::PoolWait, now - w.since);
         Some(w)
@@ -567,6 +590,11 @@ impl<S: RowSink> World<S> {
         };
         let (phase, pod, epoch, job, since) =
             (a.phase, a.pod, a.pod_epoch, a.job.take(), a.wait_started);
+        match phase {
+            AttemptPhase::WaitingPool => a.pool_wait += now - since,
+            AttemptPhase::InFlight => a.late = true,
+            _ => {}
+        }
         if let Some(job) = job
             && self.upstream.abandon(job, sched)
         {
@@ -593,11 +621,12 @@ impl<S: RowSink> World<S> {
     }
 
     /// Ends an attempt's bookkeeping: timers, the active count, its latency
-    /// when it ended with an outcome of its own; forgets it.
+    /// when it ended with an outcome of its own (not `Cancelled`), its
+    /// record for the attempts table; forgets it.
     fn close_attempt(
         &mut self,
         att: AttRef,
-        with_outcome: bool,
+        outcome: AttemptOutcome,
         now: SimTime,
         sched: &mut Scheduler<Event>,
     ) -> Option<Closed> {
@@ -614,19 +643,37 @@ impl<S: RowSink> World<S> {
             started: a.started,
             retry_cost: a.retry_cost,
         };
-        let req = a.req;
+        let (req, hedge, pod, pool_wait, late) = (a.req, a.hedge, a.pod, a.pool_wait, a.late);
         self.reqs.remove_attempt(att);
-        if let Some(q) = self.reqs.get_mut(req) {
-            q.remove_live(att);
-        }
+        let id = match self.reqs.get_mut(req) {
+            Some(q) => {
+                q.remove_live(att);
+                q.id
+            }
+            None => u64::MAX,
+        };
         self.attempts_active -= 1;
-        if with_outcome {
+        if outcome != AttemptOutcome::Cancelled {
             let which = if closed.number == 1 {
                 Latency::FirstAttempt
             } else {
                 Latency::Retry
             };
             self.rec.latency(which, now - closed.started);
+        }
+        let sample = self.rec.sink().attempt_sample();
+        if sample > 0.0 && sampled(id, self.cfg.seed, sample) {
+            self.rec.sink_mut().attempt(AttemptRecord {
+                request: id,
+                attempt: closed.number,
+                hedge,
+                pod,
+                start: closed.started,
+                end: now,
+                pool_wait,
+                outcome: outcome.name(),
+                late,
+            });
         }
         Some(closed)
     }
@@ -638,7 +685,7 @@ impl<S: RowSink> World<S> {
         let Some(req) = self.reqs.att(att).map(|a| a.req) else {
             return;
         };
-        let Some(closed) = self.close_attempt(att, true, now, sched) else {
+        let Some(closed) = self.close_attempt(att, outcome, now, sched) else {
             return;
         };
         let pod = self.reqs.get(req).map_or(0, |q| q.pod);
@@ -688,7 +735,7 @@ impl<S: RowSink> World<S> {
             b.on_result(now, !success, now - closed.started);
             let after = b.state();
             if before != after {
-                self.breaker_moved(after, now);
+                self.breaker_moved(pod, before, after, now);
             }
         }
         if let Some(q) = self.reqs.get_mut(req) {
@@ -883,7 +930,7 @@ impl<S: RowSink> World<S> {
         };
         for att in live {
             self.release_attempt(att, now, sched);
-            self.close_attempt(att, false, now, sched);
+            self.close_attempt(att, AttemptOutcome::Cancelled, now, sched);
             if hedges_lost {
                 self.rec.count(Count::HedgesCancelled, 1);
             }

@@ -3,7 +3,7 @@
 use sim_core::sim::Scheduler;
 
 use crate::pods::{Pod, PodState};
-use crate::recorder::{Count, Level, RowSink};
+use crate::recorder::{Count, Level, RowSink, WorldEvent};
 use crate::timeline::{Param, StepAction};
 use crate::world::{Event, World};
 
@@ -14,6 +14,16 @@ impl<S: RowSink> World<S> {
         };
         let now = sched.now();
         self.rec.count(Count::TimelineSteps, 1);
+        let detail = match step.action {
+            StepAction::Set(param, v) => format!("{} = {v}", param.path()),
+            StepAction::KillPod(pod) => format!("kill pod {pod}"),
+            StepAction::RestartPod(pod) => format!("restart pod {pod}"),
+        };
+        self.rec.sink_mut().event(WorldEvent {
+            at: now,
+            kind: "timeline",
+            detail: format!("[{}] {detail}", step.entry),
+        });
         match step.action {
             StepAction::Set(param, v) => self.set_param(param, v, sched),
             StepAction::KillPod(pod) => {

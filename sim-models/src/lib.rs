@@ -20,13 +20,15 @@
 //! | `policy/` | the resilience-policy catalogue: backoff and jitter, budgets, breakers, throttles, presets, static analysis |
 //! | `upstream.rs` | the overload-sensitive upstream |
 //! | `timeline.rs`, `incidents.rs` | incident timeline: data, then effects |
-//! | `recorder.rs` | per-bucket rows (streamed) and run totals |
+//! | `recorder.rs` | per-bucket rows (streamed), attempt records, world events, run totals |
+//! | `kpi.rs` | key figures of a run: rates, amplification, wasted work, recovery, metastability |
 //! | `request.rs`, `outcome.rs` | requests, attempts, how they end |
 //! | `world.rs` | the event enum, wiring, invariants, `run` |
 
 pub mod client;
 pub mod config;
 pub mod incidents;
+pub mod kpi;
 pub mod lb;
 pub mod load;
 pub mod outcome;

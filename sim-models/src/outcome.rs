@@ -133,6 +133,22 @@ impl Reason {
     }
 }
 
+impl AttemptOutcome {
+    /// A short name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            AttemptOutcome::Success => "success",
+            AttemptOutcome::Timeout => "timeout",
+            AttemptOutcome::ConnectFailure => "connect_failure",
+            AttemptOutcome::ServerError(..) => "server_error",
+            AttemptOutcome::ClientError(_) => "client_error",
+            AttemptOutcome::RateLimited(_) => "rate_limited",
+            AttemptOutcome::PoolTimeout => "pool_timeout",
+            AttemptOutcome::Cancelled => "cancelled",
+        }
+    }
+}
+
 impl From<AttemptOutcome> for Reason {
     fn from(o: AttemptOutcome) -> Reason {
         match o {

@@ -16,7 +16,7 @@ use sim_core::time::{SimDuration, SimTime};
 use crate::config::ServiceConfig;
 use crate::outcome::Reason;
 use crate::pool::{Pool, Waiter};
-use crate::recorder::{Count, Level, RowSink};
+use crate::recorder::{Count, Level, RowSink, WorldEvent};
 use crate::request::{AttemptPhase, Phase, ReqRef, Requests};
 use crate::world::{Event, World};
 
@@ -226,6 +226,15 @@ impl<S: RowSink> World<S> {
             }
         }
         self.rec.count(Count::PodRestarts, 1);
+        let why = match state {
+            PodState::Killed => "killed",
+            _ => "restarting",
+        };
+        self.rec.sink_mut().event(WorldEvent {
+            at: now,
+            kind: "pod_down",
+            detail: format!("pod {pod} {why}"),
+        });
         if state == PodState::Restarting {
             let t = self.restart_time();
             let epoch = self.pods[pod as usize].epoch;
@@ -253,6 +262,11 @@ impl<S: RowSink> World<S> {
         let now = sched.now();
         self.rec.level_add(Level::PodsUp, now, 1);
         self.rec.level_add(Level::PodsDown, now, -1);
+        self.rec.sink_mut().event(WorldEvent {
+            at: now,
+            kind: "pod_up",
+            detail: format!("pod {pod} back in rotation"),
+        });
     }
 
     /// Brings a killed or restarting pod back now.

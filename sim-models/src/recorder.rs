@@ -321,10 +321,56 @@ impl BucketRow {
     }
 }
 
-/// Where closed buckets go.
+/// One attempt, for the opt-in attempts table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttemptRecord {
+    /// The request's id.
+    pub request: u64,
+    /// The attempt's number in its call (1 is the first).
+    pub attempt: u32,
+    /// A hedge rather than a retry.
+    pub hedge: bool,
+    /// The pod that made it.
+    pub pod: u32,
+    /// When it started.
+    pub start: SimTime,
+    /// When it ended.
+    pub end: SimTime,
+    /// Time spent in the pool's line.
+    pub pool_wait: SimDuration,
+    /// How it ended (`success`, `timeout`, `server_error`, ... or
+    /// `cancelled`).
+    pub outcome: &'static str,
+    /// It ended while the upstream still worked on it: its answer, if any,
+    /// will come late and be discarded.
+    pub late: bool,
+}
+
+/// Something that happened to the world as a whole: a timeline action, a
+/// breaker transition, a pod restart.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorldEvent {
+    /// When.
+    pub at: SimTime,
+    /// `timeline`, `breaker`, `pod_down`, `pod_up`.
+    pub kind: &'static str,
+    /// What, in words.
+    pub detail: String,
+}
+
+/// Where a run's output goes: closed buckets always; attempts and world
+/// events for sinks that want them.
 pub trait RowSink {
     /// Takes one closed bucket.
     fn push(&mut self, row: BucketRow);
+    /// The fraction of requests whose attempts to record (0: none).
+    fn attempt_sample(&self) -> f64 {
+        0.0
+    }
+    /// Takes one attempt record (only for sampled requests).
+    fn attempt(&mut self, _record: AttemptRecord) {}
+    /// Takes one world event.
+    fn event(&mut self, _event: WorldEvent) {}
 }
 
 impl RowSink for Vec<BucketRow> {
@@ -497,6 +543,16 @@ impl<S: RowSink> Recorder<S> {
     /// Ends recording: the sink and the totals.
     pub fn finish(self) -> (S, RunTotals) {
         (self.sink, self.totals)
+    }
+
+    /// The sink, for attempt and event records.
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.sink
+    }
+
+    /// The sink.
+    pub fn sink(&self) -> &S {
+        &self.sink
     }
 }
 

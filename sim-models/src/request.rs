@@ -166,6 +166,10 @@ pub struct Attempt {
     pub job: Option<crate::upstream::JobRef>,
     /// What the retry budget charged for it.
     pub retry_cost: u32,
+    /// Time it spent in the pool's line so far.
+    pub pool_wait: sim_core::time::SimDuration,
+    /// It was cut while sent: the upstream may still answer, late.
+    pub late: bool,
 }
 
 /// A slab with generation-checked slots.
@@ -306,6 +310,8 @@ impl Requests {
             aux_timer: None,
             job: None,
             retry_cost: 0,
+            pool_wait: sim_core::time::SimDuration::ZERO,
+            late: false,
         });
         AttRef { slot, generation }
     }

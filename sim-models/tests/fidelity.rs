@@ -10,6 +10,7 @@ use sim_core::dist::DistSpec;
 use sim_core::theory::{erlang_b, mmc_mean_wait};
 use sim_core::time::SimDuration;
 use sim_models::config::{ArrivalProcess, LoadLaw, RetryOn, WorldConfig};
+use sim_models::kpi::{RecoveryConfig, kpis};
 use sim_models::outcome::Reason;
 use sim_models::policy::backoff::Backoff;
 use sim_models::recorder::{BucketRow, Count, Latency};
@@ -194,4 +195,14 @@ fn retries_keep_a_world_collapsed_after_the_trigger_is_gone() {
         calm_share > 0.99,
         "without retries, goodput share {calm_share}"
     );
+    // The summary figures say the same: one metastable, one recovered
+    // within seconds of the trigger's end (25 s).
+    let recovery = RecoveryConfig::default();
+    let k = kpis(&storm.sink, &storm.totals, &storm.steps, &recovery);
+    assert!(k.metastable && k.time_to_recover_s.is_none());
+    assert_eq!(k.trigger_end_s, Some(25.0));
+    let k = kpis(&calm.sink, &calm.totals, &calm.steps, &recovery);
+    assert!(!k.metastable);
+    let t = k.time_to_recover_s.expect("recovered");
+    assert!(t < 10.0, "recovered {t} s after the trigger");
 }

@@ -23,6 +23,14 @@ pub enum BreakerState {
 }
 
 impl BreakerState {
+    /// The state's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half_open",
+        }
+    }
     /// A number for time series: 0 closed, 1 half-open, 2 open.
     pub fn level(self) -> i64 {
         match self {
