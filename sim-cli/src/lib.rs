@@ -1,1 +1,13 @@
-//! placeholder
+//! # stormsim: experiments, sweeps and Parquet output
+//!
+//! The layer users touch: YAML experiment files (with `extends`, presets
+//! and sweeps) are loaded and checked with file, line and field-path
+//! errors; cells run in parallel; results land in a hive-partitioned
+//! Parquet dataset that notebooks and query engines read as one table.
+
+pub mod commands;
+pub mod load;
+pub mod locate;
+pub mod output;
+pub mod runner;
+pub mod sweep;

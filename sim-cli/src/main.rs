@@ -1,21 +1,205 @@
-//! `stormsim`: the command-line front end.
-//!
-//! Not built yet: the experiment commands (run, sweep, replay, report,
-//! validate) are not implemented. The binary says so and exits with
-//! status 2, rather than pretending to run anything.
+//! `stormsim`: run, sweep, replay, validate and explain experiments.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-fn main() -> ExitCode {
-    let version = env!("CARGO_PKG_VERSION");
-    if std::env::args().nth(1).as_deref() == Some("--version") {
-        println!("stormsim {version}");
-        return ExitCode::SUCCESS;
+use clap::{Args, Parser, Subcommand};
+use stormsim::commands::{self, Failure};
+use stormsim::load::InputLimits;
+use stormsim::sweep::Shard;
+
+/// A deterministic simulator of retry storms and metastable failures.
+///
+/// Describe a service, its clients' retry, timeout, budget and breaker
+/// settings and an incident timeline in YAML; stormsim replays it and
+/// writes the results as Parquet. Same file and seed, same bytes.
+#[derive(Parser)]
+#[command(name = "stormsim", version, propagate_version = true)]
+#[command(after_help = "\
+Examples:
+  stormsim validate experiments/incidents/llm-api-1402.yaml
+  stormsim run experiments/basics/steady.yaml --seed 7 --out out/steady
+  stormsim sweep experiments/sweeps/retries-x-timeout.yaml --threads 2
+  stormsim sweep FILE --shard 3/8        # one of 8 shards (or set JOB_COMPLETION_INDEX / SLURM_ARRAY_TASK_ID with --shards 8)
+  stormsim explain experiments/policies/presets-compared.yaml
+  stormsim list
+
+Exit codes: 0 ok, 1 a run failed (invariant or limit), 2 bad input.")]
+struct Cli {
+    /// No progress bar.
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct Limits {
+    /// Largest experiment file, in bytes.
+    #[arg(long, default_value_t = InputLimits::default().max_file_bytes)]
+    max_file_size: u64,
+    /// Most cells a sweep may have.
+    #[arg(long, default_value_t = InputLimits::default().max_cells)]
+    max_cells: u64,
+    /// Most requests one run may simulate.
+    #[arg(long, default_value_t = InputLimits::default().max_requests)]
+    max_requests: f64,
+}
+
+impl Limits {
+    fn get(&self) -> InputLimits {
+        InputLimits {
+            max_file_bytes: self.max_file_size,
+            max_cells: self.max_cells,
+            max_requests: self.max_requests,
+        }
     }
-    eprintln!(
-        "stormsim {version}: the experiment commands are not implemented yet.\n\
-         The engine's validation example runs with:\n  \
-         cargo run --release -p sim-core --example mmc"
-    );
-    ExitCode::from(2)
+}
+
+#[derive(Args, Clone)]
+struct RunArgs {
+    /// The experiment file.
+    file: PathBuf,
+    /// Master seed (overrides the file's `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Output directory (default: out/<file name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Worker threads for sweeps (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Write into an output directory that holds another experiment's
+    /// results.
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    limits: Limits,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one configuration (the file's base, or one sweep cell with
+    /// --cell) and write its tables.
+    Run {
+        #[command(flatten)]
+        args: RunArgs,
+        /// Run only this sweep cell (the id failure messages print).
+        #[arg(long)]
+        cell: Option<String>,
+    },
+    /// Run every cell of the file's sweep in parallel; resumable.
+    Sweep {
+        #[command(flatten)]
+        args: RunArgs,
+        /// Run only shard K of N (K from 0): every N-th cell.
+        #[arg(long, conflicts_with = "shards")]
+        shard: Option<Shard>,
+        /// Shard count, with K taken from JOB_COMPLETION_INDEX
+        /// (Kubernetes Indexed Jobs) or SLURM_ARRAY_TASK_ID (Slurm).
+        #[arg(long)]
+        shards: Option<u64>,
+        /// List the cells and exit.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Run the experiment (its sweep, if any) and print the ranked key
+    /// figures of its cells.
+    Replay {
+        #[command(flatten)]
+        args: RunArgs,
+    },
+    /// Check a file and exit: 0 when it is valid, 2 with every problem.
+    Validate {
+        /// The experiment file.
+        file: PathBuf,
+        #[command(flatten)]
+        limits: Limits,
+    },
+    /// Print the resolved configuration (defaults filled in, presets
+    /// expanded) and the policy's static worst cases.
+    Explain {
+        /// The experiment file.
+        file: PathBuf,
+        #[command(flatten)]
+        limits: Limits,
+    },
+    /// List bundled experiments and policy presets.
+    List {
+        /// Where to look for experiments.
+        #[arg(long, default_value = "experiments")]
+        dir: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run { args, cell } => commands::run(
+            &args.file,
+            opts(&args, cli.quiet),
+            args.seed,
+            cell,
+            &args.limits.get(),
+        ),
+        Command::Sweep {
+            args,
+            shard,
+            shards,
+            dry_run,
+        } => {
+            let shard = match (shard, shards) {
+                (Some(s), _) => Ok(Some(s)),
+                (None, Some(n)) if n > 0 => Shard::from_env(n).map_err(Failure::Input).and_then(|s| {
+                    s.map(Some).ok_or_else(|| {
+                        Failure::Input("--shards needs JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID in the environment".into())
+                    })
+                }),
+                (None, Some(_)) => Err(Failure::Input("--shards must be at least 1".into())),
+                (None, None) => Ok(None),
+            };
+            shard.and_then(|shard| {
+                let mut o = opts(&args, cli.quiet);
+                o.shard = shard;
+                commands::sweep(&args.file, o, args.seed, dry_run, &args.limits.get())
+            })
+        }
+        Command::Replay { args } => commands::replay(
+            &args.file,
+            opts(&args, cli.quiet),
+            args.seed,
+            &args.limits.get(),
+        ),
+        Command::Validate { file, limits } => commands::validate(&file, &limits.get()),
+        Command::Explain { file, limits } => commands::explain(&file, &limits.get()),
+        Command::List { dir } => commands::list(&dir),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Input(message)) => {
+            eprintln!("{message}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Run(message)) => {
+            eprintln!("{message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn opts(args: &RunArgs, quiet: bool) -> stormsim::runner::RunOptions {
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("out").join(
+            args.file
+                .file_stem()
+                .map_or("experiment".into(), |s| s.to_string_lossy().into_owned()),
+        )
+    });
+    stormsim::runner::RunOptions {
+        out,
+        threads: args.threads,
+        quiet,
+        force: args.force,
+        ..Default::default()
+    }
 }

@@ -699,6 +699,13 @@ pub enum TimeoutStart {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ClientConfig {
+    /// A named policy to start from (`stormsim list` shows them); fields
+    /// written beside it override the preset's. The experiment loader
+    /// expands it; in Rust use `policy::presets::get(name)?.apply(&mut
+    /// cfg)` instead, and a world given an unexpanded preset refuses to
+    /// run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
     /// Longest a new connection may take to set up (default `30s`).
     pub connect_timeout: Option<SimDuration>,
     /// Per-attempt timeout (default `30s`).
@@ -733,6 +740,7 @@ pub struct ClientConfig {
 impl Default for ClientConfig {
     fn default() -> Self {
         ClientConfig {
+            preset: None,
             connect_timeout: Some(secs(30)),
             attempt_timeout: Some(secs(30)),
             timeout_starts: TimeoutStart::AttemptStart,
@@ -987,6 +995,16 @@ impl WorldConfig {
             if r.max_retries > 0 {
                 p.add("client.hedging", "a call uses either retries or hedging, never both: set client.retry.max_retries to 0");
             }
+        }
+        if let Some(name) = &c.preset {
+            let hint = match crate::policy::presets::get(name) {
+                Some(_) => "expand it first (the experiment loader does; in Rust, presets::get(name).apply(&mut cfg))".to_string(),
+                None => match crate::policy::presets::closest(name) {
+                    Some(close) => format!("unknown preset {name:?}; did you mean {close:?}?"),
+                    None => format!("unknown preset {name:?}; `stormsim list` shows the presets"),
+                },
+            };
+            p.add("client.preset", hint);
         }
         if c.total_deadline.is_none() && !c.min_attempt_budget.is_zero() {
             p.add("client.min_attempt_budget", "needs client.total_deadline");

@@ -1,0 +1,350 @@
+//! What each `stormsim` command does. Output for people goes to stdout,
+//! problems to stderr; a [`Failure`] says which exit code applies.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+use sim_models::policy::{analysis, presets};
+
+use crate::load::{Experiment, InputLimits, load};
+use crate::output::table_path;
+use crate::runner::{Report, RunOptions, run_cells, selected_cells};
+use crate::sweep::{cells, describe};
+
+/// Why a command failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// Bad input: exit code 2.
+    Input(String),
+    /// A run stopped (invariant, limit) or output could not be written:
+    /// exit code 1.
+    Run(String),
+}
+
+fn load_with_seed(
+    file: &Path,
+    seed: Option<u64>,
+    limits: &InputLimits,
+) -> Result<Experiment, Failure> {
+    let mut exp = load(file, limits).map_err(|e| Failure::Input(e.to_string()))?;
+    if let Some(s) = seed {
+        exp.world.seed = s;
+        if let yaml_serde::Value::Mapping(m) = &mut exp.world_value {
+            m.insert("seed".into(), s.into());
+        }
+    }
+    Ok(exp)
+}
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |x| format!("{x:.digits$}"))
+}
+
+fn print_report(
+    exp: &Experiment,
+    file: &Path,
+    report: &Report,
+    out: &Path,
+    plain_run: bool,
+) -> Result<(), Failure> {
+    for (cell, k) in &report.kpis {
+        println!(
+            "{}  {}\n  success {:.1} %  degraded {:.1} %  errors {:.1} % (peak {:.1} %)  amplification {:.2} (peak {:.2})  \
+             e2e p99 {} s  wasted {:.1} %  recovered after {} s{}",
+            cell.id,
+            describe(&cell.params),
+            100.0 * k.success_rate,
+            100.0 * k.degraded_rate,
+            100.0 * k.error_rate,
+            100.0 * k.peak_error_rate,
+            k.amplification_mean,
+            k.amplification_peak,
+            fmt_opt(k.e2e_p99_s, 2),
+            100.0 * k.wasted_fraction,
+            fmt_opt(k.time_to_recover_s, 0),
+            if k.metastable { "  METASTABLE" } else { "" },
+        );
+    }
+    println!(
+        "{}: {} cell(s): {} run, {} already complete, {} failed; {} events; dataset in {}",
+        exp.name,
+        report.cells,
+        report.ran,
+        report.skipped,
+        report.failures.len(),
+        report.events,
+        out.display()
+    );
+    if report.failures.is_empty() {
+        return Ok(());
+    }
+    let mut msg = String::new();
+    for f in &report.failures {
+        let repro = if plain_run {
+            format!("stormsim run {} --seed {}", file.display(), f.cell.seed)
+        } else {
+            format!("stormsim run {} --cell {}", file.display(), f.cell.id)
+        };
+        msg.push_str(&format!(
+            "error: cell {} ({}) failed: {}\n  reproduce with: {repro}\n",
+            f.cell.id,
+            describe(&f.cell.params),
+            f.message
+        ));
+    }
+    Err(Failure::Run(msg.trim_end().to_string()))
+}
+
+/// `stormsim run`.
+pub fn run(
+    file: &Path,
+    mut opts: RunOptions,
+    seed: Option<u64>,
+    cell: Option<String>,
+    limits: &InputLimits,
+) -> Result<(), Failure> {
+    let exp = load_with_seed(file, seed, limits)?;
+    let plain = cell.is_none();
+    if plain {
+        opts.no_sweep = true;
+        if exp.sweep.is_some() {
+            eprintln!("note: running the base configuration; `stormsim sweep` runs the sweep");
+        }
+    }
+    opts.only_cell = cell;
+    let report = run_cells(&exp, &opts).map_err(|e| {
+        if e.starts_with("no cell") {
+            Failure::Input(e)
+        } else {
+            Failure::Run(e)
+        }
+    })?;
+    print_report(&exp, file, &report, &opts.out, plain)
+}
+
+/// `stormsim sweep`.
+pub fn sweep(
+    file: &Path,
+    opts: RunOptions,
+    seed: Option<u64>,
+    dry_run: bool,
+    limits: &InputLimits,
+) -> Result<(), Failure> {
+    let exp = load_with_seed(file, seed, limits)?;
+    if dry_run {
+        for c in selected_cells(&exp, &opts).map_err(Failure::Input)? {
+            println!(
+                "{}  seed {:>20}  replication {}  {}",
+                c.id,
+                c.seed,
+                c.replication,
+                describe(&c.params)
+            );
+        }
+        return Ok(());
+    }
+    let report = run_cells(&exp, &opts).map_err(Failure::Run)?;
+    print_report(&exp, file, &report, &opts.out, exp.sweep.is_none())
+}
+
+/// Reads the `summary` rows of every cell of `exp` present in `out`.
+pub fn read_summaries(exp: &Experiment, out: &Path) -> Result<DataFrame, String> {
+    let mut frames = Vec::new();
+    for c in cells(exp).map_err(|e| e.to_string())? {
+        let path = table_path(out, "summary", &c.id);
+        if let Ok(f) = fs::File::open(&path) {
+            frames.push(
+                ParquetReader::new(f)
+                    .finish()
+                    .map_err(|e| format!("{}: {e}", path.display()))?,
+            );
+        }
+    }
+    let mut iter = frames.into_iter();
+    let mut all = iter.next().ok_or("no results yet")?;
+    for f in iter {
+        all.vstack_mut(&f).map_err(|e| e.to_string())?;
+    }
+    Ok(all)
+}
+
+/// `stormsim replay`: run everything, then rank the cells.
+pub fn replay(
+    file: &Path,
+    opts: RunOptions,
+    seed: Option<u64>,
+    limits: &InputLimits,
+) -> Result<(), Failure> {
+    let exp = load_with_seed(file, seed, limits)?;
+    let report = run_cells(&exp, &opts).map_err(Failure::Run)?;
+    let outcome = print_report(&exp, file, &report, &opts.out, exp.sweep.is_none());
+    let table = read_summaries(&exp, &opts.out).map_err(Failure::Run)?;
+    println!("\n{}", ranked_table(&exp, &table).map_err(Failure::Run)?);
+    outcome
+}
+
+/// The cells ranked: lowest peak error rate first, then degraded rate,
+/// then user p99.
+pub fn ranked_table(exp: &Experiment, summary: &DataFrame) -> Result<String, String> {
+    let params: Vec<String> = exp
+        .sweep
+        .iter()
+        .flat_map(|s| s.axes.iter().map(|a| a.path.clone()))
+        .collect();
+    let pe = |e: PolarsError| e.to_string();
+    let sorted = summary
+        .sort(
+            ["peak_error_rate", "degraded_rate", "peak_e2e_p99_s"],
+            SortMultipleOptions::default().with_nulls_last(true),
+        )
+        .map_err(pe)?;
+    let col = |name: &str| {
+        sorted.column(name).map_err(pe).and_then(|c| {
+            c.as_materialized_series()
+                .cast(&DataType::Float64)
+                .map_err(pe)
+        })
+    };
+    let (peak_err, degraded, amp, wasted, p99, recover, meta) = (
+        col("peak_error_rate")?,
+        col("degraded_rate")?,
+        col("amplification_peak")?,
+        col("wasted_fraction")?,
+        col("peak_e2e_p99_s")?,
+        col("time_to_recover_s")?,
+        sorted
+            .column("metastable")
+            .map_err(pe)?
+            .as_materialized_series()
+            .clone(),
+    );
+    let mut lines = vec![format!(
+        "{:<4} {:>10} {:>9} {:>9} {:>8} {:>10} {:>12}  {}",
+        "rank", "peak err", "degraded", "peak amp", "wasted", "user p99", "recovered", "cell"
+    )];
+    for i in 0..sorted.height() {
+        let f = |s: &Series| s.f64().ok().and_then(|c| c.get(i));
+        let label: Vec<String> = params
+            .iter()
+            .filter_map(|p| {
+                sorted.column(p).ok().map(|c| {
+                    format!(
+                        "{p}={}",
+                        c.get(i).map(|v| v.to_string()).unwrap_or_default()
+                    )
+                })
+            })
+            .collect();
+        let run = sorted
+            .column("run_id")
+            .ok()
+            .and_then(|c| c.get(i).ok().map(|v| v.to_string()))
+            .unwrap_or_default();
+        let stuck = meta.bool().ok().and_then(|c| c.get(i)).unwrap_or(false);
+        lines.push(format!(
+            "{:<4} {:>9.1}% {:>8.1}% {:>9.2} {:>7.1}% {:>9}s {:>12}  {} {}",
+            i + 1,
+            100.0 * f(&peak_err).unwrap_or(0.0),
+            100.0 * f(&degraded).unwrap_or(0.0),
+            f(&amp).unwrap_or(0.0),
+            100.0 * f(&wasted).unwrap_or(0.0),
+            fmt_opt(f(&p99), 1),
+            if stuck {
+                "never".to_string()
+            } else {
+                fmt_opt(f(&recover), 0) + " s"
+            },
+            if label.is_empty() {
+                run.trim_matches('"').to_string()
+            } else {
+                label.join(" ")
+            },
+            if stuck { "(metastable)" } else { "" }
+        ));
+    }
+    Ok(lines.join("\n"))
+}
+
+/// `stormsim validate`.
+pub fn validate(file: &Path, limits: &InputLimits) -> Result<(), Failure> {
+    let exp = load(file, limits).map_err(|e| Failure::Input(e.to_string()))?;
+    let n = cells(&exp)
+        .map_err(|e| Failure::Input(e.to_string()))?
+        .len();
+    println!(
+        "{}: valid ({} cell{})",
+        file.display(),
+        n,
+        if n == 1 { "" } else { "s" }
+    );
+    Ok(())
+}
+
+/// `stormsim explain`.
+pub fn explain(file: &Path, limits: &InputLimits) -> Result<(), Failure> {
+    let exp = load(file, limits).map_err(|e| Failure::Input(e.to_string()))?;
+    println!("# {} ({})", exp.name, file.display());
+    if let Some(d) = &exp.description {
+        println!("# {}", d.trim().replace('\n', "\n# "));
+    }
+    let w = analysis::worst_case(&exp.world);
+    println!("\n# Static worst case of the client policy");
+    println!(
+        "#   latency of one call: {}",
+        w.latency.map_or("unbounded".to_string(), |l| l.to_string())
+    );
+    println!(
+        "#   attempts per call: {}; upstream attempts per user request: {}",
+        w.attempts_per_call, w.amplification
+    );
+    for line in &w.derivation {
+        println!("#     {line}");
+    }
+    let n = cells(&exp)
+        .map_err(|e| Failure::Input(e.to_string()))?
+        .len();
+    println!("#   cells: {n}\n\n# Resolved configuration (defaults filled in, presets expanded)");
+    print!(
+        "{}",
+        crate::load::to_string(&exp.world).map_err(|e| Failure::Run(e.to_string()))?
+    );
+    Ok(())
+}
+
+fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            yaml_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            out.push(p);
+        }
+    }
+}
+
+/// `stormsim list`.
+pub fn list(dir: &Path) -> Result<(), Failure> {
+    let mut files = Vec::new();
+    yaml_files(dir, &mut files);
+    println!("Experiments in {}:", dir.display());
+    if files.is_empty() {
+        println!("  (none found; give --dir)");
+    }
+    for f in files {
+        let text = fs::read_to_string(&f).unwrap_or_default();
+        let v: yaml_serde::Value = yaml_serde::from_str(&text).unwrap_or(yaml_serde::Value::Null);
+        let name = v.get("name").and_then(|n| n.as_str()).unwrap_or("");
+        println!("  {:<52} {name}", f.display());
+    }
+    println!("\nPolicy presets (client: {{ preset: NAME }}):");
+    for name in presets::NAMES {
+        let p = presets::get(name).expect("listed presets exist");
+        println!("  {name:<28} {}", p.summary);
+    }
+    Ok(())
+}

@@ -1,0 +1,625 @@
+//! Loading experiment files: YAML in, a checked experiment out, or errors
+//! that name the file, line, column and field path, say what was found and
+//! what is allowed.
+//!
+//! Order of work, each step before anything runs:
+//! 1. size limit, then each file of the `extends` chain parsed on its own
+//!    against the full schema (types, units, unknown fields), so errors
+//!    point into the file that has them;
+//! 2. files merged, child over base (mappings merge key by key; anything
+//!    else is replaced);
+//! 3. `client.preset` expanded: the preset's policy, with the fields
+//!    written beside it on top;
+//! 4. the result checked as a whole (`WorldConfig::validate`), each problem
+//!    located in the file that sets it.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sim_models::config::{
+    ClientConfig, ClockConfig, GatewayConfig, LoadConfig, NetworkConfig, ServiceConfig,
+    UpstreamConfig, WorldConfig, WorldLimits,
+};
+use sim_models::kpi::RecoveryConfig;
+use sim_models::policy::presets;
+use sim_models::timeline::TimelineEntry;
+use yaml_serde::{Mapping, Value};
+
+use crate::locate::locate;
+use crate::sweep::SweepSpec;
+
+/// Parses YAML text into `T`, enums written as single-key maps
+/// (`latency: { log_normal: { median: 50ms, p99: 200ms } }`).
+pub fn from_str<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, yaml_serde::Error> {
+    yaml_serde::with::singleton_map_recursive::deserialize(yaml_serde::Deserializer::from_str(text))
+}
+
+/// Converts a YAML value into `T`, enums as single-key maps.
+pub fn from_value<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, yaml_serde::Error> {
+    yaml_serde::with::singleton_map_recursive::deserialize(v)
+}
+
+/// Converts `t` into a YAML value, enums as single-key maps.
+pub fn to_value<T: Serialize>(t: &T) -> Value {
+    yaml_serde::with::singleton_map_recursive::serialize(t, yaml_serde::value::Serializer)
+        .expect("config types serialise")
+}
+
+/// Writes `t` as YAML text, enums as single-key maps.
+pub fn to_string<T: Serialize>(t: &T) -> Result<String, yaml_serde::Error> {
+    let mut out = Vec::new();
+    yaml_serde::with::singleton_map_recursive::serialize(
+        t,
+        &mut yaml_serde::Serializer::new(&mut out),
+    )?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Limits checked before any work, each with the flag that raises it.
+#[derive(Clone, Copy, Debug)]
+pub struct InputLimits {
+    /// Largest experiment file, bytes (`--max-file-size`).
+    pub max_file_bytes: u64,
+    /// Most cells a sweep may have, replications included (`--max-cells`).
+    pub max_cells: u64,
+    /// Most requests one run may simulate (`--max-requests`).
+    pub max_requests: f64,
+}
+
+impl Default for InputLimits {
+    fn default() -> Self {
+        InputLimits {
+            max_file_bytes: 10 * 1024 * 1024,
+            max_cells: 100_000,
+            max_requests: 1e10,
+        }
+    }
+}
+
+/// What the outputs should contain.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputSpec {
+    /// Fraction of requests whose attempts are written to the `attempts`
+    /// table (default 0: no table).
+    pub attempts: f64,
+    /// How recovery and metastability are judged in the summary.
+    pub recovery: RecoveryConfig,
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        OutputSpec {
+            attempts: 0.0,
+            recovery: RecoveryConfig::default(),
+        }
+    }
+}
+
+/// One experiment file as written: the world's sections, all optional,
+/// plus the experiment's own.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // read for its checks; the merged Value carries the data
+struct Doc {
+    name: Option<String>,
+    description: Option<String>,
+    extends: Option<String>,
+    sweep: Option<SweepSpec>,
+    outputs: Option<OutputSpec>,
+    seed: Option<u64>,
+    clock: Option<ClockConfig>,
+    load: Option<LoadConfig>,
+    gateway: Option<GatewayConfig>,
+    service: Option<ServiceConfig>,
+    network: Option<NetworkConfig>,
+    upstream: Option<UpstreamConfig>,
+    client: Option<ClientConfig>,
+    timeline: Option<Vec<TimelineEntry>>,
+    limits: Option<WorldLimits>,
+}
+
+/// Top-level keys that are the experiment's, not the world's.
+const EXPERIMENT_KEYS: [&str; 5] = ["name", "description", "extends", "sweep", "outputs"];
+
+/// An input problem, located.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputError {
+    /// The file.
+    pub file: PathBuf,
+    /// Line and column, when known.
+    pub at: Option<(usize, usize)>,
+    /// The field path, when known.
+    pub path: Option<String>,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some((l, c)) = self.at {
+            write!(f, ":{l}:{c}")?;
+        }
+        write!(f, ": ")?;
+        if let Some(p) = &self.path {
+            write!(f, "{p}: ")?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+/// All the problems found in an input.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputErrors(pub Vec<InputError>);
+
+impl fmt::Display for InputErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "error: {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for InputErrors {}
+
+impl InputErrors {
+    fn one(
+        file: &Path,
+        at: Option<(usize, usize)>,
+        path: Option<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        InputErrors(vec![InputError {
+            file: file.to_path_buf(),
+            at,
+            path,
+            message: message.into(),
+        }])
+    }
+}
+
+/// A loaded file of the `extends` chain.
+#[derive(Clone, Debug)]
+pub struct SourceFile {
+    /// Its path.
+    pub path: PathBuf,
+    /// Its text.
+    pub text: String,
+}
+
+/// A checked experiment.
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    /// The file given.
+    pub path: PathBuf,
+    /// The `extends` chain, the given file first.
+    pub sources: Vec<SourceFile>,
+    /// Its name (the file stem when not given).
+    pub name: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// The merged world, presets expanded, as a YAML value (sweep cells
+    /// are variations of it).
+    pub world_value: Value,
+    /// The merged world, typed and validated.
+    pub world: WorldConfig,
+    /// The sweep, if any.
+    pub sweep: Option<SweepSpec>,
+    /// The outputs wanted.
+    pub outputs: OutputSpec,
+}
+
+impl Experiment {
+    /// Locates a field path in the chain: the first file that writes it
+    /// (or its deepest ancestor).
+    pub fn error_at(&self, path: &str, message: impl Into<String>) -> InputError {
+        let message = message.into();
+        for src in &self.sources {
+            if let Some(loc) = locate(&src.text, path)
+                && locate_exact(&src.text, path)
+            {
+                return InputError {
+                    file: src.path.clone(),
+                    at: Some((loc.line, loc.column)),
+                    path: Some(path.to_string()),
+                    message,
+                };
+            }
+        }
+        let (file, at) = match self.sources.first() {
+            Some(src) => (
+                src.path.clone(),
+                locate(&src.text, path).map(|l| (l.line, l.column)),
+            ),
+            None => (self.path.clone(), None),
+        };
+        InputError {
+            file,
+            at,
+            path: Some(path.to_string()),
+            message,
+        }
+    }
+}
+
+/// Whether `text` writes the last key of `path` itself (not only an
+/// ancestor).
+fn locate_exact(text: &str, path: &str) -> bool {
+    let last = path.rsplit('.').next().unwrap_or(path);
+    let key = last.split('[').next().unwrap_or(last);
+    match locate(text, path) {
+        Some(loc) => text.lines().nth(loc.line - 1).is_some_and(|l| {
+            key.is_empty() || l[loc.column - 1..].starts_with(key) || l.contains(&format!("{key}:"))
+        }),
+        None => false,
+    }
+}
+
+/// Turns a yaml_serde error into an input error: the location it carries,
+/// the field path at the front of its message, and a "did you mean" for an
+/// unknown field.
+fn yaml_error(file: &Path, e: &yaml_serde::Error) -> InputError {
+    let mut text = e.to_string();
+    if let Some(i) = text.rfind(" at line ") {
+        text.truncate(i);
+    }
+    let (path, mut message) = match text.split_once(": ") {
+        Some((p, m)) if !p.contains(' ') && !p.is_empty() && p != "." => {
+            (Some(p.to_string()), m.to_string())
+        }
+        _ => (None, text.clone()),
+    };
+    if let Some(hint) = did_you_mean(&message) {
+        message.push_str(&format!("; did you mean `{hint}`?"));
+    }
+    InputError {
+        file: file.to_path_buf(),
+        at: e.location().map(|l| (l.line(), l.column())),
+        path,
+        message,
+    }
+}
+
+/// For "unknown field `x`, expected one of `a`, `b`", the closest name.
+fn did_you_mean(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (found, expected) = rest.split_once('`')?;
+    expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|cand| (distance(found, cand), cand))
+        .filter(|(d, cand)| *d <= 2.max(cand.len() / 3))
+        .min()
+        .map(|(_, c)| c.to_string())
+}
+
+/// Levenshtein distance.
+pub fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push(
+                (prev[j] + usize::from(ca != *cb))
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Reads one file of the chain, within the size limit.
+fn read(path: &Path, limits: &InputLimits) -> Result<String, InputErrors> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| InputErrors::one(path, None, None, format!("cannot read the file: {e}")))?;
+    if meta.len() > limits.max_file_bytes {
+        return Err(InputErrors::one(
+            path,
+            None,
+            None,
+            format!(
+                "the file is {} bytes, over the limit of {} (raise it with --max-file-size)",
+                meta.len(),
+                limits.max_file_bytes
+            ),
+        ));
+    }
+    std::fs::read_to_string(path)
+        .map_err(|e| InputErrors::one(path, None, None, format!("cannot read the file: {e}")))
+}
+
+/// Most files an `extends` chain may have.
+const MAX_CHAIN: usize = 8;
+/// Most nodes a parsed file may have (an alias bomb that slips under the
+/// YAML parser's own repetition limit stops here).
+const MAX_NODES: usize = 1_000_000;
+
+fn count_nodes(v: &Value) -> usize {
+    match v {
+        Value::Sequence(s) => 1 + s.iter().map(count_nodes).sum::<usize>(),
+        Value::Mapping(m) => {
+            1 + m
+                .iter()
+                .map(|(k, v)| count_nodes(k) + count_nodes(v))
+                .sum::<usize>()
+        }
+        Value::Tagged(t) => 1 + count_nodes(&t.value),
+        _ => 1,
+    }
+}
+
+/// Parses and checks one file alone; returns its value.
+fn parse_one(path: &Path, text: &str) -> Result<(Doc, Value), InputErrors> {
+    let value: Value =
+        yaml_serde::from_str(text).map_err(|e| InputErrors(vec![yaml_error(path, &e)]))?;
+    if count_nodes(&value) > MAX_NODES {
+        return Err(InputErrors::one(
+            path,
+            None,
+            None,
+            format!("the document expands to more than {MAX_NODES} nodes (aliases?)"),
+        ));
+    }
+    let value = match value {
+        Value::Null => Value::Mapping(Mapping::new()),
+        Value::Mapping(_) => value,
+        other => {
+            return Err(InputErrors::one(
+                path,
+                Some((1, 1)),
+                None,
+                format!(
+                    "an experiment is a mapping of sections (clock, load, ...), found {}",
+                    kind(&other)
+                ),
+            ));
+        }
+    };
+    let doc: Doc = from_str(text).map_err(|e| InputErrors(vec![yaml_error(path, &e)]))?;
+    Ok((doc, value))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Sequence(_) => "a list",
+        Value::Mapping(_) => "a mapping",
+        Value::Tagged(_) => "a tagged value",
+    }
+}
+
+/// Merges `over` onto `base`: mappings key by key, anything else replaced.
+pub fn merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Mapping(b), Value::Mapping(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(existing) => merge(existing, v),
+                    None => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o,
+    }
+}
+
+/// Loads, merges, expands and checks an experiment file.
+pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors> {
+    let mut sources = Vec::new();
+    let mut values = Vec::new();
+    let mut docs = Vec::new();
+    let mut next = Some(path.to_path_buf());
+    while let Some(p) = next.take() {
+        if sources.len() >= MAX_CHAIN {
+            return Err(InputErrors::one(
+                &p,
+                None,
+                Some("extends".into()),
+                format!("more than {MAX_CHAIN} files extend each other"),
+            ));
+        }
+        if sources.iter().any(|s: &SourceFile| s.path == p) {
+            return Err(InputErrors::one(
+                &p,
+                None,
+                Some("extends".into()),
+                "files extend each other in a cycle",
+            ));
+        }
+        let text = read(&p, limits)?;
+        let (doc, value) = parse_one(&p, &text)?;
+        if let Some(base) = &doc.extends {
+            let resolved = p.parent().unwrap_or(Path::new(".")).join(base);
+            if !resolved.is_file() {
+                let at = locate(&text, "extends").map(|l| (l.line, l.column));
+                return Err(InputErrors::one(
+                    &p,
+                    at,
+                    Some("extends".into()),
+                    format!(
+                        "{base:?} is not a file (paths are relative to {})",
+                        p.display()
+                    ),
+                ));
+            }
+            next = Some(resolved);
+        }
+        sources.push(SourceFile { path: p, text });
+        values.push(value);
+        docs.push(doc);
+    }
+    // Merge: the root base first, each child over it.
+    let mut merged = Value::Mapping(Mapping::new());
+    for v in values.into_iter().rev() {
+        merge(&mut merged, v);
+    }
+    let take = |m: &mut Value, key: &str| match m {
+        Value::Mapping(map) => map.remove(key),
+        _ => None,
+    };
+    let name = take(&mut merged, "name").and_then(|v| v.as_str().map(String::from));
+    let description = take(&mut merged, "description").and_then(|v| v.as_str().map(String::from));
+    take(&mut merged, "extends");
+    let sweep_value = take(&mut merged, "sweep");
+    let outputs_value = take(&mut merged, "outputs");
+    debug_assert!(EXPERIMENT_KEYS.iter().all(|k| merged.get(*k).is_none()));
+    let stub = Experiment {
+        path: path.to_path_buf(),
+        sources: sources.clone(),
+        name: name.unwrap_or_else(|| {
+            path.file_stem()
+                .map_or("experiment".into(), |s| s.to_string_lossy().into_owned())
+        }),
+        description,
+        world_value: Value::Null,
+        world: WorldConfig::default(),
+        sweep: None,
+        outputs: OutputSpec::default(),
+    };
+    let world_value =
+        expand_preset(merged).map_err(|(p, m)| InputErrors(vec![stub.error_at(&p, m)]))?;
+    let world: WorldConfig = from_value(world_value.clone()).map_err(|e| {
+        InputErrors::one(
+            path,
+            None,
+            None,
+            format!("after merging the files and the preset: {e}"),
+        )
+    })?;
+    let sweep: Option<SweepSpec> = match sweep_value {
+        Some(v) => Some(
+            from_value(v).map_err(|e| InputErrors(vec![stub.error_at("sweep", e.to_string())]))?,
+        ),
+        None => None,
+    };
+    let outputs: OutputSpec = match outputs_value {
+        Some(v) => {
+            from_value(v).map_err(|e| InputErrors(vec![stub.error_at("outputs", e.to_string())]))?
+        }
+        None => OutputSpec::default(),
+    };
+    let exp = Experiment {
+        world_value,
+        world,
+        sweep,
+        outputs,
+        ..stub
+    };
+    check(&exp, limits)?;
+    Ok(exp)
+}
+
+/// Expands `client.preset`: the preset's client policy (and pool, where
+/// the library owns it) with the fields written beside it on top.
+fn expand_preset(mut world: Value) -> Result<Value, (String, String)> {
+    let preset_name = world
+        .get("client")
+        .and_then(|c| c.get("preset"))
+        .map(|p| {
+            p.as_str().map(String::from).ok_or_else(|| {
+                (
+                    "client.preset".to_string(),
+                    "must be a preset name".to_string(),
+                )
+            })
+        })
+        .transpose()?;
+    let Some(name) = preset_name else {
+        return Ok(world);
+    };
+    let preset = presets::get(&name).ok_or_else(|| {
+        let hint = match presets::closest(&name) {
+            Some(c) => format!("unknown preset {name:?}; did you mean {c:?}?"),
+            None => format!(
+                "unknown preset {name:?}; expected one of {}",
+                presets::NAMES.join(", ")
+            ),
+        };
+        ("client.preset".to_string(), hint)
+    })?;
+    let mut client = to_value(&preset.client);
+    let Value::Mapping(world_map) = &mut world else {
+        return Ok(world);
+    };
+    if let Some(mut written) = world_map.remove("client") {
+        if let Value::Mapping(m) = &mut written {
+            m.remove("preset");
+        }
+        merge(&mut client, written);
+    }
+    world_map.insert(Value::from("client"), client);
+    if let Some(pool) = &preset.pool {
+        let mut pool_value = to_value(pool);
+        let service = world_map
+            .entry(Value::from("service"))
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
+        if let Value::Mapping(s) = service {
+            if let Some(written) = s.remove("pool") {
+                merge(&mut pool_value, written);
+            }
+            s.insert(Value::from("pool"), pool_value);
+        }
+    }
+    Ok(world)
+}
+
+/// Checks the whole: the world's own validation, the sweep's axes (each
+/// cell's config is built and validated), the output spec, and the
+/// limits on work.
+fn check(exp: &Experiment, limits: &InputLimits) -> Result<(), InputErrors> {
+    let mut errors = Vec::new();
+    if let Err(es) = exp.world.validate() {
+        errors.extend(es.into_iter().map(|e| exp.error_at(&e.path, e.message)));
+    }
+    if !(0.0..=1.0).contains(&exp.outputs.attempts) {
+        errors.push(exp.error_at(
+            "outputs.attempts",
+            format!(
+                "must be a fraction between 0 and 1, found {}",
+                exp.outputs.attempts
+            ),
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(InputErrors(errors));
+    }
+    if let Some(sweep) = &exp.sweep {
+        sweep.check(exp, limits)?;
+    }
+    let requests = requests_per_run(&exp.world);
+    if requests > limits.max_requests {
+        return Err(InputErrors(vec![exp.error_at(
+            "clock.duration",
+            format!(
+                "one run would simulate about {requests:.3e} requests ({} at {} requests/s), over the limit of {:.0e} (raise it with --max-requests)",
+                exp.world.clock.duration, exp.world.load.rate, limits.max_requests
+            ),
+        )]));
+    }
+    Ok(())
+}
+
+/// About how many requests a run simulates (open loop and background).
+pub fn requests_per_run(w: &WorldConfig) -> f64 {
+    let users = w
+        .load
+        .closed_loop
+        .as_ref()
+        .map_or(0.0, |c| f64::from(c.users));
+    (w.load.rate + w.upstream.background_rps + users) * w.clock.duration.as_secs_f64()
+}

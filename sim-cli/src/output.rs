@@ -1,0 +1,462 @@
+//! The Parquet dataset: its schema (an API: `experiments/README.md`
+//! documents every column) and atomic writes.
+//!
+//! Layout, hive-partitioned by cell so a whole sweep reads as one table:
+//!
+//! ```text
+//! OUT/manifest.json
+//! OUT/summary/cell=<id>/part-0.parquet      one row per run
+//! OUT/timeseries/cell=<id>/part-0.parquet   one row per run and bucket
+//! OUT/events/cell=<id>/part-0.parquet       timeline actions, breaker transitions, pod restarts
+//! OUT/attempts/cell=<id>/part-0.parquet     one row per attempt (opt-in, sampled)
+//! ```
+//!
+//! Every file is written to a temporary name and renamed into place, and a
+//! cell's summary is written last: a cell with a summary is complete.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+use sim_core::time::{SimDuration, WallClock};
+use sim_models::kpi::Kpis;
+use sim_models::outcome::Reason;
+use sim_models::recorder::{
+    AttemptRecord, BucketRow, Count, Latency, LatencySummary, Level, RowSink, WorldEvent,
+};
+use yaml_serde::Value;
+
+use crate::sweep::{Cell, canonical};
+
+/// The tables of the dataset.
+pub const TABLES: [&str; 4] = ["summary", "timeseries", "events", "attempts"];
+
+/// Collects one run's output in memory.
+#[derive(Debug, Default)]
+pub struct CellSink {
+    /// Closed buckets.
+    pub rows: Vec<BucketRow>,
+    /// Sampled attempts.
+    pub attempts: Vec<AttemptRecord>,
+    /// World events.
+    pub events: Vec<WorldEvent>,
+    /// Attempt sampling fraction.
+    pub sample: f64,
+}
+
+impl RowSink for CellSink {
+    fn push(&mut self, row: BucketRow) {
+        self.rows.push(row);
+    }
+    fn attempt_sample(&self) -> f64 {
+        self.sample
+    }
+    fn attempt(&mut self, record: AttemptRecord) {
+        self.attempts.push(record);
+    }
+    fn event(&mut self, event: WorldEvent) {
+        self.events.push(event);
+    }
+}
+
+/// How a swept parameter becomes a column: numbers and durations as
+/// floats (durations in seconds), anything else as text.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamKind {
+    /// Numbers.
+    Number,
+    /// Durations, written in seconds.
+    Seconds,
+    /// Anything else, in canonical text.
+    Text,
+}
+
+impl ParamKind {
+    /// The kind fitting every value of an axis.
+    pub fn of(values: &[Value]) -> ParamKind {
+        if values.iter().all(|v| v.as_f64().is_some()) {
+            ParamKind::Number
+        } else if values
+            .iter()
+            .all(|v| v.as_str().is_some_and(|s| s.parse::<SimDuration>().is_ok()))
+        {
+            ParamKind::Seconds
+        } else {
+            ParamKind::Text
+        }
+    }
+}
+
+/// The swept parameters' columns for `n` rows of one cell.
+fn param_columns(cell: &Cell, kinds: &[(String, ParamKind)], n: usize) -> Vec<Column> {
+    kinds
+        .iter()
+        .map(|(path, kind)| {
+            let v = cell
+                .params
+                .iter()
+                .find(|(p, _)| p == path)
+                .map(|(_, v)| v.clone())
+                .unwrap_or(Value::Null);
+            match kind {
+                ParamKind::Number => Column::new(path.as_str().into(), vec![v.as_f64(); n]),
+                ParamKind::Seconds => {
+                    let s = v
+                        .as_str()
+                        .and_then(|s| s.parse::<SimDuration>().ok())
+                        .map(|d| d.as_secs_f64());
+                    Column::new(path.as_str().into(), vec![s; n])
+                }
+                ParamKind::Text => Column::new(path.as_str().into(), vec![canonical(&v); n]),
+            }
+        })
+        .collect()
+}
+
+fn id_columns(cell: &Cell, experiment: &str, n: usize) -> Vec<Column> {
+    vec![
+        Column::new("run_id".into(), vec![cell.id.clone(); n]),
+        Column::new("experiment".into(), vec![experiment.to_string(); n]),
+        Column::new("seed".into(), vec![cell.seed; n]),
+        Column::new("replication".into(), vec![cell.replication; n]),
+    ]
+}
+
+fn secs(ns: Option<u64>) -> Option<f64> {
+    ns.map(|v| v as f64 / 1e9)
+}
+
+/// The `summary` table: one row.
+pub fn summary_frame(
+    cell: &Cell,
+    experiment: &str,
+    kinds: &[(String, ParamKind)],
+    k: &Kpis,
+    events: u64,
+) -> PolarsResult<DataFrame> {
+    let mut cols = id_columns(cell, experiment, 1);
+    cols.extend(param_columns(cell, kinds, 1));
+    let f = |name: &str, v: f64| Column::new(name.into(), vec![v]);
+    let o = |name: &str, v: Option<f64>| Column::new(name.into(), vec![v]);
+    cols.extend([
+        Column::new("offered".into(), vec![k.offered]),
+        Column::new("finished".into(), vec![k.finished]),
+        f("success_rate", k.success_rate),
+        f("degraded_rate", k.degraded_rate),
+        f("error_rate", k.error_rate),
+        f("peak_error_rate", k.peak_error_rate),
+        f("amplification_mean", k.amplification_mean),
+        f("amplification_peak", k.amplification_peak),
+        f("peak_attempts_per_s", k.peak_attempts_per_s),
+        o("e2e_p99_s", k.e2e_p99_s),
+        o("peak_e2e_p99_s", k.peak_e2e_p99_s),
+        f("wasted_fraction", k.wasted_fraction),
+        f("retry_share", k.retry_share),
+        o("trigger_end_s", k.trigger_end_s),
+        o("time_to_recover_s", k.time_to_recover_s),
+        Column::new("metastable".into(), vec![k.metastable]),
+        Column::new("events".into(), vec![events]),
+    ]);
+    DataFrame::new(1, cols)
+}
+
+/// The `timeseries` table: one row per bucket.
+pub fn timeseries_frame(
+    cell: &Cell,
+    experiment: &str,
+    kinds: &[(String, ParamKind)],
+    rows: &[BucketRow],
+    clock: &WallClock,
+) -> PolarsResult<DataFrame> {
+    let n = rows.len();
+    let mut cols = id_columns(cell, experiment, n);
+    cols.extend(param_columns(cell, kinds, n));
+    cols.push(Column::new(
+        "bucket".into(),
+        rows.iter().map(|r| r.index).collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "t_s".into(),
+        rows.iter()
+            .map(|r| r.start.as_secs_f64())
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "label".into(),
+        rows.iter()
+            .map(|r| clock.label(r.start))
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "span_s".into(),
+        rows.iter()
+            .map(|r| r.span.as_secs_f64())
+            .collect::<Vec<_>>(),
+    ));
+    for c in Count::ALL {
+        cols.push(Column::new(
+            c.name().into(),
+            rows.iter().map(|r| r.count(c)).collect::<Vec<_>>(),
+        ));
+    }
+    cols.push(Column::new(
+        "attempts".into(),
+        rows.iter().map(|r| r.attempts()).collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "amplification".into(),
+        rows.iter()
+            .map(|r| {
+                (r.count(Count::Offered) > 0)
+                    .then(|| r.attempts() as f64 / r.count(Count::Offered) as f64)
+            })
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "finished".into(),
+        rows.iter().map(|r| r.finished()).collect::<Vec<_>>(),
+    ));
+    for reason in Reason::ALL {
+        cols.push(Column::new(
+            format!("outcome_{}", reason.name()).as_str().into(),
+            rows.iter().map(|r| r.outcome(reason)).collect::<Vec<_>>(),
+        ));
+    }
+    cols.push(Column::new(
+        "goodput_per_s".into(),
+        rows.iter().map(|r| r.goodput()).collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "error_rate".into(),
+        rows.iter()
+            .map(|r| {
+                let errors: u64 = Reason::ALL
+                    .iter()
+                    .filter(|x| x.is_error())
+                    .map(|&x| r.outcome(x))
+                    .sum();
+                (r.finished() > 0).then(|| errors as f64 / r.finished() as f64)
+            })
+            .collect::<Vec<_>>(),
+    ));
+    for l in Level::ALL {
+        let name = l.name();
+        cols.push(Column::new(
+            format!("{name}_mean").as_str().into(),
+            rows.iter().map(|r| r.level(l).mean).collect::<Vec<_>>(),
+        ));
+        cols.push(Column::new(
+            format!("{name}_min").as_str().into(),
+            rows.iter().map(|r| r.level(l).min).collect::<Vec<_>>(),
+        ));
+        cols.push(Column::new(
+            format!("{name}_max").as_str().into(),
+            rows.iter().map(|r| r.level(l).max).collect::<Vec<_>>(),
+        ));
+        cols.push(Column::new(
+            format!("{name}_last").as_str().into(),
+            rows.iter().map(|r| r.level(l).last).collect::<Vec<_>>(),
+        ));
+    }
+    for lat in Latency::ALL {
+        let name = lat.name();
+        let get = |f: fn(&LatencySummary) -> Option<u64>| {
+            rows.iter()
+                .map(|r| secs(f(&r.latency(lat))))
+                .collect::<Vec<_>>()
+        };
+        cols.push(Column::new(
+            format!("{name}_count").as_str().into(),
+            rows.iter()
+                .map(|r| r.latency(lat).count)
+                .collect::<Vec<_>>(),
+        ));
+        cols.push(Column::new(
+            format!("{name}_mean_s").as_str().into(),
+            rows.iter()
+                .map(|r| r.latency(lat).mean.map(|m| m / 1e9))
+                .collect::<Vec<_>>(),
+        ));
+        cols.push(Column::new(
+            format!("{name}_p50_s").as_str().into(),
+            get(|s| s.p50),
+        ));
+        cols.push(Column::new(
+            format!("{name}_p90_s").as_str().into(),
+            get(|s| s.p90),
+        ));
+        cols.push(Column::new(
+            format!("{name}_p99_s").as_str().into(),
+            get(|s| s.p99),
+        ));
+        cols.push(Column::new(
+            format!("{name}_p999_s").as_str().into(),
+            get(|s| s.p999),
+        ));
+        cols.push(Column::new(
+            format!("{name}_max_s").as_str().into(),
+            get(|s| s.max),
+        ));
+    }
+    DataFrame::new(n, cols)
+}
+
+/// The `events` table.
+pub fn events_frame(
+    cell: &Cell,
+    experiment: &str,
+    events: &[WorldEvent],
+    clock: &WallClock,
+) -> PolarsResult<DataFrame> {
+    let n = events.len();
+    let mut cols = id_columns(cell, experiment, n);
+    cols.push(Column::new(
+        "t_s".into(),
+        events
+            .iter()
+            .map(|e| e.at.as_secs_f64())
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "label".into(),
+        events.iter().map(|e| clock.label(e.at)).collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "kind".into(),
+        events
+            .iter()
+            .map(|e| e.kind.to_string())
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "detail".into(),
+        events.iter().map(|e| e.detail.clone()).collect::<Vec<_>>(),
+    ));
+    DataFrame::new(n, cols)
+}
+
+/// The `attempts` table.
+pub fn attempts_frame(
+    cell: &Cell,
+    experiment: &str,
+    attempts: &[AttemptRecord],
+) -> PolarsResult<DataFrame> {
+    let n = attempts.len();
+    let mut cols = id_columns(cell, experiment, n);
+    cols.push(Column::new(
+        "request".into(),
+        attempts.iter().map(|a| a.request).collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "attempt".into(),
+        attempts.iter().map(|a| a.attempt).collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "hedge".into(),
+        attempts.iter().map(|a| a.hedge).collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "pod".into(),
+        attempts.iter().map(|a| a.pod).collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "start_s".into(),
+        attempts
+            .iter()
+            .map(|a| a.start.as_secs_f64())
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "end_s".into(),
+        attempts
+            .iter()
+            .map(|a| a.end.as_secs_f64())
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "pool_wait_s".into(),
+        attempts
+            .iter()
+            .map(|a| a.pool_wait.as_secs_f64())
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "outcome".into(),
+        attempts
+            .iter()
+            .map(|a| a.outcome.to_string())
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "late".into(),
+        attempts.iter().map(|a| a.late).collect::<Vec<_>>(),
+    ));
+    DataFrame::new(n, cols)
+}
+
+/// The file of `table` for cell `id` under `out`.
+pub fn table_path(out: &Path, table: &str, id: &str) -> PathBuf {
+    out.join(table)
+        .join(format!("cell={id}"))
+        .join("part-0.parquet")
+}
+
+/// Writes `df` to `path` atomically (temporary file, then rename), zstd
+/// compressed, with `meta` as key-value metadata.
+pub fn write_parquet(
+    path: &Path,
+    df: &mut DataFrame,
+    meta: &[(String, String)],
+) -> Result<(), String> {
+    let dir = path.parent().ok_or("no parent directory")?;
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let tmp = dir.join(format!(".part-0.parquet.tmp-{}", std::process::id()));
+    let file =
+        fs::File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    ParquetWriter::new(file)
+        .with_compression(ParquetCompression::Zstd(None))
+        .with_key_value_metadata(Some(KeyValueMetadata::from_static(meta.to_vec())))
+        .finish(df)
+        .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| e.to_string())?;
+    fs::rename(&tmp, path).map_err(|e| format!("cannot move {} into place: {e}", path.display()))
+}
+
+/// Writes `text` to `path` atomically.
+pub fn write_text(path: &Path, text: &str) -> Result<(), String> {
+    let dir = path.parent().ok_or("no parent directory")?;
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    ));
+    let mut f =
+        fs::File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    f.write_all(text.as_bytes())
+        .and_then(|_| f.sync_all())
+        .map_err(|e| e.to_string())?;
+    fs::rename(&tmp, path).map_err(|e| format!("cannot move {} into place: {e}", path.display()))
+}
+
+/// Removes temporary files an interrupted run left behind.
+pub fn sweep_temporaries(out: &Path) {
+    for table in TABLES {
+        let Ok(cells) = fs::read_dir(out.join(table)) else {
+            continue;
+        };
+        for cell in cells.flatten() {
+            let Ok(files) = fs::read_dir(cell.path()) else {
+                continue;
+            };
+            for f in files.flatten() {
+                if f.file_name().to_string_lossy().contains(".tmp-") {
+                    let _ = fs::remove_file(f.path());
+                }
+            }
+        }
+    }
+}

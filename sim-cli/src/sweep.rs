@@ -1,0 +1,495 @@
+//! Sweeps: axes over any field path, combined as a grid or zipped, times a
+//! number of replications; cells identified and seeded by their parameter
+//! values, not their position.
+//!
+//! ```yaml
+//! sweep:
+//!   mode: grid              # or zip
+//!   replications: 5
+//!   axes:
+//!     - path: client.retry.max_retries
+//!       values: [0, 1, 2, 3]
+//!     - path: upstream.latency_scale
+//!       log_range: { from: 1, to: 10, count: 5 }
+//!     - path: load.rate
+//!       range: { from: 50, to: 200, step: 50 }
+//! ```
+
+use serde::{Deserialize, Serialize};
+use sim_core::rng::{Fnv1a, splitmix64};
+use sim_models::config::WorldConfig;
+use yaml_serde::{Mapping, Value};
+
+use crate::load::{Experiment, InputErrors, InputLimits};
+
+/// How axes combine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Every combination.
+    #[default]
+    Grid,
+    /// The i-th value of every axis together (axes of equal length).
+    Zip,
+}
+
+/// Evenly spaced numbers `from, from+step, ...` up to `to` inclusive.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Range {
+    /// First value.
+    pub from: f64,
+    /// Last value (included when the steps land on it).
+    pub to: f64,
+    /// Step, above 0.
+    pub step: f64,
+}
+
+/// `count` numbers from `from` to `to`, evenly spaced in logarithm.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogRange {
+    /// First value, above 0.
+    pub from: f64,
+    /// Last value, above 0.
+    pub to: f64,
+    /// How many values (at least 2).
+    pub count: u32,
+}
+
+/// One axis: a field path and its values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Axis {
+    /// The field path, as in error messages: `client.retry.max_retries`,
+    /// `timeline[0].set.value`.
+    pub path: String,
+    /// The values, as they would be written in the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<Value>>,
+    /// Or a linear range of numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<Range>,
+    /// Or a logarithmic range of numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_range: Option<LogRange>,
+}
+
+/// The `sweep:` section.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// Grid or zip (default grid).
+    #[serde(default)]
+    pub mode: Mode,
+    /// Runs per combination, each with its own seed (default 1).
+    #[serde(default = "one")]
+    pub replications: u32,
+    /// The axes.
+    #[serde(default)]
+    pub axes: Vec<Axis>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn number(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9e15 {
+        Value::from(v as i64)
+    } else {
+        Value::from(v)
+    }
+}
+
+impl Axis {
+    /// The axis's values; `Err` says what is wrong with its definition.
+    pub fn values(&self) -> Result<Vec<Value>, String> {
+        let given = usize::from(self.values.is_some())
+            + usize::from(self.range.is_some())
+            + usize::from(self.log_range.is_some());
+        if given != 1 {
+            return Err("give exactly one of values, range, log_range".into());
+        }
+        if let Some(v) = &self.values {
+            if v.is_empty() {
+                return Err("values is empty".into());
+            }
+            return Ok(v.clone());
+        }
+        if let Some(r) = &self.range {
+            if !(r.step > 0.0 && r.from.is_finite() && r.to.is_finite()) || r.to < r.from {
+                return Err(format!(
+                    "range needs from ≤ to and a step above 0, found {r:?}"
+                ));
+            }
+            let n = ((r.to - r.from) / r.step + 1e-9).floor() as u64 + 1;
+            if n > 1_000_000 {
+                return Err(format!("range has {n} values"));
+            }
+            return Ok((0..n).map(|i| number(r.from + i as f64 * r.step)).collect());
+        }
+        let l = self.log_range.as_ref().expect("one given");
+        if !(l.from > 0.0 && l.to > 0.0 && l.count >= 2 && l.from.is_finite() && l.to.is_finite()) {
+            return Err(format!(
+                "log_range needs from and to above 0 and count ≥ 2, found {l:?}"
+            ));
+        }
+        let (a, b) = (l.from.ln(), l.to.ln());
+        Ok((0..l.count)
+            .map(|i| {
+                let v = (a + (b - a) * f64::from(i) / f64::from(l.count - 1)).exp();
+                // Round to 12 significant digits so 10^k stays exact.
+                let digits = 12 - v.abs().log10().floor() as i32;
+                let scale = 10f64.powi(digits);
+                number((v * scale).round() / scale)
+            })
+            .collect())
+    }
+}
+
+/// One cell of a sweep (a plain run is a sweep of one cell).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    /// Position in the enumeration (grid order, replications innermost).
+    pub index: u64,
+    /// Stable id: a hash of the parameters and replication.
+    pub id: String,
+    /// (path, value) of each axis, in axis order.
+    pub params: Vec<(String, Value)>,
+    /// Replication number.
+    pub replication: u32,
+    /// The run's seed.
+    pub seed: u64,
+}
+
+/// A value in one canonical text form (for ids, seeds and columns).
+pub fn canonical(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "null".into(),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}
+
+/// The key a cell is identified and seeded by: its parameters sorted by
+/// path, and its replication.
+fn cell_key(params: &[(String, Value)], replication: u32) -> String {
+    let mut sorted: Vec<(&String, String)> =
+        params.iter().map(|(p, v)| (p, canonical(v))).collect();
+    sorted.sort();
+    let mut key = String::new();
+    for (p, v) in sorted {
+        key.push_str(p);
+        key.push('=');
+        key.push_str(&v);
+        key.push(';');
+    }
+    key.push_str(&format!("replication={replication}"));
+    key
+}
+
+fn hash(master_seed: u64, key: &str) -> u64 {
+    let mut h = Fnv1a::new();
+    h.write(&master_seed.to_le_bytes());
+    h.write(key.as_bytes());
+    let mut state = h.finish();
+    splitmix64(&mut state)
+}
+
+impl SweepSpec {
+    /// The axes' values, or errors located at their axis.
+    fn axis_values(&self, exp: &Experiment) -> Result<Vec<Vec<Value>>, InputErrors> {
+        let mut out = Vec::new();
+        let mut errors = Vec::new();
+        for (i, axis) in self.axes.iter().enumerate() {
+            match axis.values() {
+                Ok(v) => out.push(v),
+                Err(m) => errors.push(exp.error_at(&format!("sweep.axes[{i}]"), m)),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(InputErrors(errors));
+        }
+        if self.mode == Mode::Zip
+            && let Some(first) = out.first()
+            && let Some(i) = out.iter().position(|v| v.len() != first.len())
+        {
+            return Err(InputErrors(vec![exp.error_at(
+                &format!("sweep.axes[{i}]"),
+                format!(
+                    "zip needs axes of equal length: {} values here, {} in the first axis",
+                    out[i].len(),
+                    first.len()
+                ),
+            )]));
+        }
+        Ok(out)
+    }
+
+    /// How many cells, replications included, without listing them.
+    fn count(&self, values: &[Vec<Value>]) -> u128 {
+        let combos: u128 = match self.mode {
+            _ if values.is_empty() => 1,
+            Mode::Grid => values.iter().map(|v| v.len() as u128).product(),
+            Mode::Zip => values[0].len() as u128,
+        };
+        combos * u128::from(self.replications)
+    }
+
+    /// Checks the sweep: axes, size, and every cell's world.
+    pub fn check(&self, exp: &Experiment, limits: &InputLimits) -> Result<(), InputErrors> {
+        if self.replications == 0 {
+            return Err(InputErrors(vec![
+                exp.error_at("sweep.replications", "must be at least 1"),
+            ]));
+        }
+        let values = self.axis_values(exp)?;
+        let n = self.count(&values);
+        if n > u128::from(limits.max_cells) {
+            return Err(InputErrors(vec![exp.error_at(
+                "sweep",
+                format!(
+                    "{n} cells, over the limit of {} (raise it with --max-cells)",
+                    limits.max_cells
+                ),
+            )]));
+        }
+        let mut errors = Vec::new();
+        for cell in cells(exp)? {
+            if let Err(e) = cell_world(exp, &cell) {
+                errors.push(e);
+                if errors.len() >= 10 {
+                    break;
+                }
+            }
+        }
+        // One message per distinct problem.
+        errors.dedup_by(|a, b| a.path == b.path && a.message == b.message);
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(InputErrors(errors))
+        }
+    }
+}
+
+/// Every cell of `exp`, in enumeration order.
+pub fn cells(exp: &Experiment) -> Result<Vec<Cell>, InputErrors> {
+    let master = exp.world.seed;
+    let Some(sweep) = &exp.sweep else {
+        return Ok(vec![Cell {
+            index: 0,
+            id: format!("{:016x}", hash(master, "")),
+            params: Vec::new(),
+            replication: 0,
+            seed: master,
+        }]);
+    };
+    let values = sweep.axis_values(exp)?;
+    let combos: Vec<Vec<usize>> = match sweep.mode {
+        _ if values.is_empty() => vec![vec![]],
+        Mode::Zip => (0..values[0].len())
+            .map(|i| vec![i; values.len()])
+            .collect(),
+        Mode::Grid => {
+            let mut all = vec![vec![]];
+            for v in &values {
+                all = all
+                    .into_iter()
+                    .flat_map(|prefix: Vec<usize>| {
+                        (0..v.len()).map(move |i| {
+                            let mut p = prefix.clone();
+                            p.push(i);
+                            p
+                        })
+                    })
+                    .collect();
+            }
+            all
+        }
+    };
+    let mut out = Vec::new();
+    for combo in combos {
+        let params: Vec<(String, Value)> = combo
+            .iter()
+            .enumerate()
+            .map(|(a, &i)| (sweep.axes[a].path.clone(), values[a][i].clone()))
+            .collect();
+        for r in 0..sweep.replications {
+            let key = cell_key(&params, r);
+            let h = hash(master, &key);
+            out.push(Cell {
+                index: out.len() as u64,
+                id: format!("{h:016x}"),
+                params: params.clone(),
+                replication: r,
+                seed: splitmix64(&mut h.clone()),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Sets the value at a field path (`a.b[2].c`) inside `root`, creating
+/// mappings on the way; list items must exist.
+pub fn set_path(root: &mut Value, path: &str, value: Value) -> Result<(), String> {
+    let mut cur = root;
+    let parts: Vec<&str> = path.split('.').collect();
+    for (n, part) in parts.iter().enumerate() {
+        let last_part = n + 1 == parts.len();
+        let (name, idx) = match part.find('[') {
+            Some(i) => (&part[..i], Some(&part[i..])),
+            None => (*part, None),
+        };
+        if name.is_empty() {
+            return Err(format!("{path:?} has an empty field name"));
+        }
+        if !matches!(cur, Value::Mapping(_)) {
+            *cur = Value::Mapping(Mapping::new());
+        }
+        let Value::Mapping(m) = cur else {
+            unreachable!("just made a mapping")
+        };
+        let indices: Vec<usize> = match idx {
+            Some(s) => s
+                .split('[')
+                .filter(|x| !x.is_empty())
+                .map(|x| {
+                    x.trim_end_matches(']')
+                        .parse::<usize>()
+                        .map_err(|_| format!("{path:?}: bad index in {part:?}"))
+                })
+                .collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        };
+        let key = Value::from(name);
+        if last_part && indices.is_empty() {
+            m.insert(key, value);
+            return Ok(());
+        }
+        cur = m.entry(key).or_insert(Value::Null);
+        for (k, i) in indices.iter().enumerate() {
+            let Value::Sequence(seq) = cur else {
+                return Err(format!("{path:?}: {name} is not a list here"));
+            };
+            let len = seq.len();
+            let item = seq
+                .get_mut(*i)
+                .ok_or_else(|| format!("{path:?}: {name} has {len} entries, no [{i}]"))?;
+            if last_part && k + 1 == indices.len() {
+                *item = value;
+                return Ok(());
+            }
+            cur = item;
+        }
+    }
+    Ok(())
+}
+
+/// The world of one cell: the experiment's with the cell's parameters set
+/// and its seed; validated.
+pub fn cell_world(exp: &Experiment, cell: &Cell) -> Result<WorldConfig, crate::load::InputError> {
+    let mut v = exp.world_value.clone();
+    let axis_at = |path: &str| {
+        exp.sweep
+            .as_ref()
+            .and_then(|s| s.axes.iter().position(|a| a.path == path))
+            .map_or("sweep".to_string(), |i| format!("sweep.axes[{i}]"))
+    };
+    for (path, value) in &cell.params {
+        set_path(&mut v, path, value.clone())
+            .map_err(|m| exp.error_at(&format!("{}.path", axis_at(path)), m))?;
+    }
+    let mut world: WorldConfig = crate::load::from_value(v).map_err(|e| {
+        let (p, _) = cell.params.first().cloned().unwrap_or_default();
+        exp.error_at(
+            &axis_at(&p),
+            format!("with {}: {e}", describe(&cell.params)),
+        )
+    })?;
+    world.seed = cell.seed;
+    world.validate().map_err(|es| {
+        let e = &es[0];
+        let axis = cell
+            .params
+            .iter()
+            .find(|(p, _)| e.path.starts_with(p.as_str()))
+            .map(|(p, _)| axis_at(p));
+        let at = axis.unwrap_or_else(|| e.path.clone());
+        exp.error_at(
+            &at,
+            format!("with {}: {}: {}", describe(&cell.params), e.path, e.message),
+        )
+    })?;
+    Ok(world)
+}
+
+/// `a = 1, b = 2s` for messages.
+pub fn describe(params: &[(String, Value)]) -> String {
+    if params.is_empty() {
+        return "the base configuration".into();
+    }
+    params
+        .iter()
+        .map(|(p, v)| format!("{p} = {}", canonical(v)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A `--shard K/N` selection: cells whose index ≡ K (mod N), K from 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, from 0.
+    pub index: u64,
+    /// Shards in all.
+    pub count: u64,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("expected K/N with 0 ≤ K < N (for example 2/8), found {s:?}");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u64, u64) = (
+            k.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// Whether `cell` belongs to this shard.
+    pub fn has(&self, cell: &Cell) -> bool {
+        cell.index % self.count == self.index
+    }
+
+    /// The shard given by a job array's environment, with `N` from
+    /// `--shards`: Kubernetes Indexed Jobs set `JOB_COMPLETION_INDEX`
+    /// (from 0), Slurm arrays `SLURM_ARRAY_TASK_ID` (taken as given, so
+    /// launch the array as `--array=0-(N-1)`).
+    pub fn from_env(count: u64) -> Result<Option<Shard>, String> {
+        for var in ["JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID"] {
+            if let Ok(v) = std::env::var(var) {
+                let index: u64 = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{var}={v:?} is not a whole number"))?;
+                if index >= count {
+                    return Err(format!(
+                        "{var}={index} but there are only {count} shards (0 to {})",
+                        count - 1
+                    ));
+                }
+                return Ok(Some(Shard { index, count }));
+            }
+        }
+        Ok(None)
+    }
+}
