@@ -37,7 +37,17 @@ pub fn from_str<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, yaml_se
 
 /// Converts a YAML value into `T`, enums as single-key maps.
 pub fn from_value<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, yaml_serde::Error> {
-    yaml_serde::with::singleton_map_recursive::deserialize(v)
+    // Values carry no positions, so record the field path on the way down.
+    let mut track = serde_path_to_error::Track::new();
+    let de = serde_path_to_error::Deserializer::new(v, &mut track);
+    yaml_serde::with::singleton_map_recursive::deserialize(de).map_err(|e: yaml_serde::Error| {
+        let path = track.path().to_string();
+        if path.is_empty() || path == "?" {
+            e
+        } else {
+            <yaml_serde::Error as serde::de::Error>::custom(format!("{path}: {e}"))
+        }
+    })
 }
 
 /// Converts `t` into a YAML value, enums as single-key maps.
@@ -204,8 +214,8 @@ pub struct Experiment {
     pub name: String,
     /// Its description.
     pub description: Option<String>,
-    /// The merged world, presets expanded, as a YAML value (sweep cells
-    /// are variations of it).
+    /// The merged world as written (presets not yet expanded), as a YAML
+    /// value: sweep cells are variations of it.
     pub world_value: Value,
     /// The merged world, typed and validated.
     pub world: WorldConfig,
@@ -264,7 +274,7 @@ fn locate_exact(text: &str, path: &str) -> bool {
 /// Turns a yaml_serde error into an input error: the location it carries,
 /// the field path at the front of its message, and a "did you mean" for an
 /// unknown field.
-fn yaml_error(file: &Path, e: &yaml_serde::Error) -> InputError {
+fn yaml_error(file: &Path, text_of_file: &str, e: &yaml_serde::Error) -> InputError {
     let mut text = e.to_string();
     if let Some(i) = text.rfind(" at line ") {
         text.truncate(i);
@@ -277,6 +287,15 @@ fn yaml_error(file: &Path, e: &yaml_serde::Error) -> InputError {
     };
     if let Some(hint) = did_you_mean(&message) {
         message.push_str(&format!("; did you mean `{hint}`?"));
+    }
+    let at = e.location().map(|l| (l.line(), l.column()));
+    if let Some((line, _)) = at
+        && text_of_file
+            .lines()
+            .nth(line - 1)
+            .is_some_and(|l| l.contains('\t'))
+    {
+        message.push_str(" (a tab: YAML indents with spaces)");
     }
     InputError {
         file: file.to_path_buf(),
@@ -361,7 +380,7 @@ fn count_nodes(v: &Value) -> usize {
 /// Parses and checks one file alone; returns its value.
 fn parse_one(path: &Path, text: &str) -> Result<(Doc, Value), InputErrors> {
     let value: Value =
-        yaml_serde::from_str(text).map_err(|e| InputErrors(vec![yaml_error(path, &e)]))?;
+        yaml_serde::from_str(text).map_err(|e| InputErrors(vec![yaml_error(path, text, &e)]))?;
     if count_nodes(&value) > MAX_NODES {
         return Err(InputErrors::one(
             path,
@@ -385,7 +404,7 @@ fn parse_one(path: &Path, text: &str) -> Result<(Doc, Value), InputErrors> {
             ));
         }
     };
-    let doc: Doc = from_str(text).map_err(|e| InputErrors(vec![yaml_error(path, &e)]))?;
+    let doc: Doc = from_str(text).map_err(|e| InputErrors(vec![yaml_error(path, text, &e)]))?;
     Ok((doc, value))
 }
 
@@ -491,16 +510,9 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
         sweep: None,
         outputs: OutputSpec::default(),
     };
-    let world_value =
-        expand_preset(merged).map_err(|(p, m)| InputErrors(vec![stub.error_at(&p, m)]))?;
-    let world: WorldConfig = from_value(world_value.clone()).map_err(|e| {
-        InputErrors::one(
-            path,
-            None,
-            None,
-            format!("after merging the files and the preset: {e}"),
-        )
-    })?;
+    let world =
+        resolve(merged.clone()).map_err(|(p, m)| InputErrors(vec![stub.error_at(&p, m)]))?;
+    let world_value = merged;
     let sweep: Option<SweepSpec> = match sweep_value {
         Some(v) => Some(
             from_value(v).map_err(|e| InputErrors(vec![stub.error_at("sweep", e.to_string())]))?,
@@ -522,6 +534,19 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
     };
     check(&exp, limits)?;
     Ok(exp)
+}
+
+/// The typed world of a written value: presets expanded, defaults filled
+/// in. `Err((path, message))`.
+pub fn resolve(written: Value) -> Result<WorldConfig, (String, String)> {
+    let expanded = expand_preset(written)?;
+    from_value(expanded).map_err(|e| {
+        let text = e.to_string();
+        match text.split_once(": ") {
+            Some((p, m)) if !p.contains(' ') => (p.to_string(), m.to_string()),
+            _ => ("client".to_string(), text),
+        }
+    })
 }
 
 /// Expands `client.preset`: the preset's client policy (and pool, where

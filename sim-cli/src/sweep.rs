@@ -372,6 +372,9 @@ pub fn set_path(root: &mut Value, path: &str, value: Value) -> Result<(), String
         }
         cur = m.entry(key).or_insert(Value::Null);
         for (k, i) in indices.iter().enumerate() {
+            if cur.is_null() {
+                return Err(format!("{path:?}: {name} has 0 entries, no [{i}]"));
+            }
             let Value::Sequence(seq) = cur else {
                 return Err(format!("{path:?}: {name} is not a list here"));
             };
@@ -403,12 +406,13 @@ pub fn cell_world(exp: &Experiment, cell: &Cell) -> Result<WorldConfig, crate::l
         set_path(&mut v, path, value.clone())
             .map_err(|m| exp.error_at(&format!("{}.path", axis_at(path)), m))?;
     }
-    let mut world: WorldConfig = crate::load::from_value(v).map_err(|e| {
-        let (p, _) = cell.params.first().cloned().unwrap_or_default();
-        exp.error_at(
-            &axis_at(&p),
-            format!("with {}: {e}", describe(&cell.params)),
-        )
+    let mut world: WorldConfig = crate::load::resolve(v).map_err(|(path, m)| {
+        let axis = cell
+            .params
+            .iter()
+            .find(|(p, _)| path.starts_with(p.as_str()) || p.starts_with(&path));
+        let at = axis.map_or_else(|| "sweep".to_string(), |(p, _)| axis_at(p));
+        exp.error_at(&at, format!("with {}: {path}: {m}", describe(&cell.params)))
     })?;
     world.seed = cell.seed;
     world.validate().map_err(|es| {

@@ -224,6 +224,7 @@ impl Div<u64> for SimDuration {
 /// Why a duration, time or clock label could not be parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseTimeError {
+    what: &'static str,
     input: String,
     reason: String,
 }
@@ -231,6 +232,7 @@ pub struct ParseTimeError {
 impl ParseTimeError {
     fn new(input: &str, reason: impl Into<String>) -> Self {
         ParseTimeError {
+            what: "duration",
             input: input.to_string(),
             reason: reason.into(),
         }
@@ -239,7 +241,7 @@ impl ParseTimeError {
 
 impl fmt::Display for ParseTimeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid duration {:?}: {}", self.input, self.reason)
+        write!(f, "invalid {} {:?}: {}", self.what, self.input, self.reason)
     }
 }
 impl std::error::Error for ParseTimeError {}
@@ -447,45 +449,51 @@ impl TimeOfDay {
 impl FromStr for TimeOfDay {
     type Err = ParseTimeError;
     fn from_str(input: &str) -> Result<Self, Self::Err> {
-        let bad = || {
-            ParseTimeError::new(
-                input,
-                "expected a wall-clock label HH:MM:SS such as 14:02:30",
-            )
-        };
-        let s = input.trim();
-        let parts: Vec<&str> = s.split(':').collect();
-        if parts.len() != 3 || parts[..2].iter().any(|p| p.len() != 2) {
-            return Err(bad());
-        }
-        let h: u64 = parts[0].parse().map_err(|_| bad())?;
-        let m: u64 = parts[1].parse().map_err(|_| bad())?;
-        let (sec_str, frac_str) = match parts[2].split_once('.') {
-            Some((a, b)) => (a, Some(b)),
-            None => (parts[2], None),
-        };
-        if sec_str.len() != 2 || !sec_str.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad());
-        }
-        let sec: u64 = sec_str.parse().map_err(|_| bad())?;
-        if h > 23 || m > 59 || sec > 59 {
-            return Err(ParseTimeError::new(
-                input,
-                "hours must be 0-23, minutes and seconds 0-59",
-            ));
-        }
-        let frac_ns = match frac_str {
-            Some(f) if !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()) => {
-                parse_scaled(&format!("0.{f}"), NS_PER_S)
-                    .map_err(|r| ParseTimeError::new(input, r))?
-            }
-            Some(_) => return Err(bad()),
-            None => 0,
-        };
-        Ok(TimeOfDay(
-            h * NS_PER_H + m * NS_PER_MIN + sec * NS_PER_S + frac_ns,
-        ))
+        parse_time_of_day(input).map_err(|mut e| {
+            e.what = "wall-clock label";
+            e
+        })
     }
+}
+
+fn parse_time_of_day(input: &str) -> Result<TimeOfDay, ParseTimeError> {
+    let bad = || {
+        ParseTimeError::new(
+            input,
+            "expected a wall-clock label HH:MM:SS such as 14:02:30",
+        )
+    };
+    let s = input.trim();
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 3 || parts[..2].iter().any(|p| p.len() != 2) {
+        return Err(bad());
+    }
+    let h: u64 = parts[0].parse().map_err(|_| bad())?;
+    let m: u64 = parts[1].parse().map_err(|_| bad())?;
+    let (sec_str, frac_str) = match parts[2].split_once('.') {
+        Some((a, b)) => (a, Some(b)),
+        None => (parts[2], None),
+    };
+    if sec_str.len() != 2 || !sec_str.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let sec: u64 = sec_str.parse().map_err(|_| bad())?;
+    if h > 23 || m > 59 || sec > 59 {
+        return Err(ParseTimeError::new(
+            input,
+            "hours must be 0-23, minutes and seconds 0-59",
+        ));
+    }
+    let frac_ns = match frac_str {
+        Some(f) if !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()) => {
+            parse_scaled(&format!("0.{f}"), NS_PER_S).map_err(|r| ParseTimeError::new(input, r))?
+        }
+        Some(_) => return Err(bad()),
+        None => 0,
+    };
+    Ok(TimeOfDay(
+        h * NS_PER_H + m * NS_PER_MIN + sec * NS_PER_S + frac_ns,
+    ))
 }
 
 impl fmt::Display for TimeOfDay {
@@ -513,8 +521,17 @@ impl serde::Serialize for TimeOfDay {
 
 impl<'de> serde::Deserialize<'de> for TimeOfDay {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = TimeOfDay;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a wall-clock label HH:MM:SS such as \"14:02:30\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TimeOfDay, E> {
+                v.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 

@@ -1,0 +1,341 @@
+//! Bad input gets a clear error, never a panic: each broken file below must
+//! be refused with the right line, the right field path and a message that
+//! says what is wrong.
+
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use stormsim::load::{InputErrors, InputLimits, load};
+
+fn dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bad-input");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(name: &str, text: &str) -> PathBuf {
+    let p = dir().join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn errors(name: &str, text: &str) -> InputErrors {
+    load(&write(name, text), &InputLimits::default()).expect_err(name)
+}
+
+/// (file text, expected line, expected field path, a fragment of the message)
+const CASES: &[(&str, usize, &str, &str)] = &[
+    // Syntax.
+    (
+        "clock: { duration: 10s\nload: 1\n",
+        2,
+        "",
+        "did not find expected",
+    ),
+    (
+        "seed: 1\n  load: { rate: 5 }\n",
+        2,
+        "",
+        "mapping values are not allowed",
+    ),
+    ("- a\n- b\n", 1, "", "an experiment is a mapping"),
+    ("clock:\n\tduration: 5s\n", 2, "", "tab"),
+    // Wrong types.
+    ("seed: seven\n", 1, "seed", "invalid type: string \"seven\""),
+    (
+        "load: { rate: fast }\n",
+        1,
+        "load.rate",
+        "invalid type: string \"fast\"",
+    ),
+    (
+        "service:\n  pods: [8]\n",
+        2,
+        "service.pods",
+        "invalid type: sequence",
+    ),
+    (
+        "client:\n  retry:\n    max_retries: -1\n",
+        3,
+        "client.retry.max_retries",
+        "integer `-1`, expected u32",
+    ),
+    (
+        "upstream:\n  cancellation: maybe\n",
+        2,
+        "upstream.cancellation",
+        "invalid type: string \"maybe\"",
+    ),
+    // Unknown fields, with suggestions.
+    (
+        "client:\n  retry:\n    max_retires: 3\n",
+        3,
+        "client.retry",
+        "did you mean `max_retries`",
+    ),
+    (
+        "upstream:\n  latancy: { constant: 1s }\n",
+        2,
+        "upstream",
+        "did you mean `latency`",
+    ),
+    ("clocks: {}\n", 1, "", "unknown field `clocks`"),
+    (
+        "service:\n  pool: { max_conections: 5 }\n",
+        2,
+        "service.pool",
+        "did you mean `max_connections`",
+    ),
+    // Durations.
+    ("clock: { duration: 30 }\n", 1, "clock.duration", "no unit"),
+    (
+        "client:\n  attempt_timeout: 5 seconds\n",
+        2,
+        "client.attempt_timeout",
+        "unknown unit",
+    ),
+    (
+        "clock: { bucket: -1s }\n",
+        1,
+        "clock.bucket",
+        "cannot be negative",
+    ),
+    (
+        "clock: { start: \"25:00:00\" }\n",
+        1,
+        "clock.start",
+        "hours must be 0-23",
+    ),
+    // Out-of-range values and impossible combinations.
+    (
+        "upstream:\n  errors: { http_500: 1.5 }\n",
+        2,
+        "upstream.errors.http_500",
+        "between 0 and 1",
+    ),
+    ("load: { rate: -3 }\n", 1, "load.rate", "non-negative rate"),
+    (
+        "client:\n  attempt_timeout: 30s\n  total_deadline: 10s\n",
+        2,
+        "client.attempt_timeout",
+        "longer than client.total_deadline",
+    ),
+    (
+        "upstream:\n  latency: { log_normal: { median: 5s, p99: 2s } }\n",
+        2,
+        "upstream.latency.p99",
+        "at least the median",
+    ),
+    ("service:\n  pods: 0\n", 2, "service.pods", "at least 1"),
+    (
+        "client:\n  hedging: { max_attempts: 9, delay: 1s }\n",
+        2,
+        "client.hedging.max_attempts",
+        "2 to 5",
+    ),
+    (
+        "client:\n  retry:\n    backoff: { exponential: { base: 1s, multiplier: 0.5 } }\n",
+        3,
+        "client.retry.backoff.multiplier",
+        "at least 1",
+    ),
+    // Presets.
+    (
+        "client:\n  preset: grpc-a5\n",
+        2,
+        "client.preset",
+        "did you mean \"grpc-a6\"",
+    ),
+    (
+        "client:\n  preset: istio\n",
+        2,
+        "client.preset",
+        "expected one of grpc-a6",
+    ),
+    // Timeline.
+    (
+        "timeline:\n  - at: 5m\n    set: { param: upstream.latency, value: 2 }\n",
+        3,
+        "timeline[0].set.param",
+        "unknown variant `upstream.latency`",
+    ),
+    (
+        "clock: { duration: 1m }\ntimeline:\n  - at: 5m\n    set: { param: load.rate, value: 2 }\n",
+        3,
+        "timeline[0].at",
+        "after the end of the run",
+    ),
+    (
+        "clock: { start: \"14:00:00\" }\ntimeline:\n  - at: \"13:59:00\"\n    set: { param: load.rate, value: 2 }\n",
+        3,
+        "timeline[0].at",
+        "before the clock's start",
+    ),
+    (
+        "timeline:\n  - at: 10s\n",
+        2,
+        "timeline[0]",
+        "exactly one action",
+    ),
+    (
+        "timeline:\n  - at: 10s\n    kill_pod: 12\n",
+        3,
+        "timeline[0].kill_pod",
+        "does not exist",
+    ),
+    // Sweeps.
+    (
+        "sweep:\n  axes:\n    - path: client.retry.max_retires\n      values: [1, 2]\n",
+        3,
+        "sweep.axes[0]",
+        "unknown field `max_retires`",
+    ),
+    (
+        "sweep:\n  axes:\n    - path: client.attempt_timeout\n      values: [1s, fast]\n",
+        3,
+        "sweep.axes[0]",
+        "client.attempt_timeout: invalid duration \"fast\"",
+    ),
+    (
+        "sweep:\n  axes:\n    - path: timeline[3].set.value\n      values: [1, 2]\n",
+        3,
+        "sweep.axes[0].path",
+        "has 0 entries",
+    ),
+    (
+        "sweep:\n  axes:\n    - path: load.rate\n      range: { from: 10, to: 1, step: 1 }\n",
+        3,
+        "sweep.axes[0]",
+        "from ≤ to",
+    ),
+    (
+        "sweep:\n  mode: zip\n  axes:\n    - { path: load.rate, values: [1, 2] }\n    - { path: seed, values: [1] }\n",
+        5,
+        "sweep.axes[1]",
+        "equal length",
+    ),
+    (
+        "sweep:\n  axes:\n    - path: service.pods\n      values: [4, 0]\n",
+        3,
+        "sweep.axes[0]",
+        "at least 1",
+    ),
+    // Extends.
+    (
+        "extends: no-such-file.yaml\n",
+        1,
+        "extends",
+        "is not a file",
+    ),
+];
+
+#[test]
+fn each_broken_file_names_its_line_field_and_problem() {
+    assert!(CASES.len() >= 25);
+    let mut wrong = Vec::new();
+    for (i, (text, line, path, fragment)) in CASES.iter().enumerate() {
+        let name = format!("case-{i:02}.yaml");
+        let errs = errors(&name, text);
+        let e = &errs.0[0];
+        let shown = errs.to_string();
+        let ok = shown.contains(&name)
+            && e.at.map(|a| a.0) == Some(*line)
+            && (path.is_empty() || e.path.as_deref() == Some(*path))
+            && shown.contains(fragment);
+        if !ok {
+            wrong.push(format!(
+                "case {i} {text:?}: want line {line}, path {path:?}, {fragment:?}; got {shown}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn limits_are_checked_before_any_work_and_name_their_flag() {
+    // An alias bomb.
+    let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        bomb.push_str(&format!(
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n",
+            p = i - 1
+        ));
+    }
+    let e = errors("bomb.yaml", &bomb).to_string();
+    assert!(e.contains("repetition limit") || e.contains("nodes"), "{e}");
+    // 10^9 cells.
+    let axis = "    - { path: load.rate, range: { from: 1, to: 1000, step: 1 } }\n";
+    let cells = format!(
+        "sweep:\n  axes:\n{axis}{}{}",
+        axis.replace("load.rate", "seed"),
+        axis.replace("load.rate", "upstream.capacity")
+    );
+    let e = errors("cells.yaml", &cells).to_string();
+    assert!(
+        e.contains("1000000000 cells") && e.contains("--max-cells"),
+        "{e}"
+    );
+    // Ten years at a million requests per second.
+    let e = errors(
+        "decade.yaml",
+        "clock: { duration: 3650d }\nload: { rate: 1000000 }\n",
+    )
+    .to_string();
+    assert!(
+        e.contains("--max-requests") && e.contains("clock.duration"),
+        "{e}"
+    );
+    // A file over the size limit.
+    let big = write(
+        "big.yaml",
+        &format!("# {}\nseed: 1\n", "x".repeat(11 * 1024 * 1024)),
+    );
+    let e = load(&big, &InputLimits::default()).unwrap_err().to_string();
+    assert!(e.contains("--max-file-size"), "{e}");
+}
+
+fn valid_experiment() -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../experiments/policies/budget-and-breaker.yaml"),
+    )
+    .unwrap()
+    .replace("extends: base.yaml\n", "")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Random edits of a valid file (characters deleted, inserted or
+    /// replaced) never panic the loader: it answers Ok or an error.
+    #[test]
+    fn mutated_files_never_panic(edits in proptest::collection::vec((any::<usize>(), 0u8..3, proptest::char::range(' ', '~')), 1..8)) {
+        let mut text: Vec<char> = valid_experiment().chars().collect();
+        for (pos, kind, c) in edits {
+            let i = pos % (text.len() + 1);
+            match kind {
+                0 if i < text.len() => { text.remove(i); }
+                1 => text.insert(i, c),
+                _ if i < text.len() => text[i] = c,
+                _ => {}
+            }
+        }
+        let text: String = text.into_iter().collect();
+        let path = write("mutated.yaml", &text);
+        let _ = load(&path, &InputLimits::default());
+    }
+
+    /// Random YAML-ish documents built from config words never panic.
+    #[test]
+    fn random_documents_never_panic(words in proptest::collection::vec(
+        prop_oneof![
+            Just("client:"), Just("retry:"), Just("max_retries: 3"), Just("- "), Just("  "), Just("\n"),
+            Just("{"), Just("}"), Just("["), Just("]"), Just("&a "), Just("*a"), Just("5s"), Just("-1"),
+            Just("timeline:"), Just("at: 1m"), Just("sweep:"), Just("axes:"), Just("path: load.rate"),
+            Just("values: [1, 2]"), Just("extends: x.yaml"), Just("preset: envoy"), Just("\"14:00:00\""),
+        ], 0..40)) {
+        let text: String = words.concat();
+        let path = write("random.yaml", &text);
+        let _ = load(&path, &InputLimits::default());
+    }
+}
