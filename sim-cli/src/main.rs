@@ -69,8 +69,8 @@ struct RunArgs {
     /// Worker threads for sweeps (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
-    /// Write into an output directory that holds another experiment's
-    /// results.
+    /// Replace the results of a different experiment found in the output
+    /// directory (without it, stormsim refuses to mix two experiments).
     #[arg(long)]
     force: bool,
     #[command(flatten)]

@@ -34,7 +34,7 @@ pub struct RunOptions {
     pub no_sweep: bool,
     /// No progress bar.
     pub quiet: bool,
-    /// Reuse an output directory that holds another experiment's results.
+    /// Replace the results of a different experiment found in `out`.
     pub force: bool,
 }
 
@@ -103,12 +103,21 @@ fn claim_output(exp: &Experiment, all: &[Cell], out: &Path, force: bool) -> Resu
         let theirs = serde_json::from_str::<serde_json::Value>(&text)
             .ok()
             .and_then(|v| v["experiment_hash"].as_str().map(String::from));
-        if theirs.as_deref() != Some(ours.as_str()) && !force {
-            return Err(format!(
-                "{} holds the results of a different experiment (hash {}); use another --out, or --force to mix them",
-                out.display(),
-                theirs.unwrap_or_else(|| "unknown".into())
-            ));
+        if theirs.as_deref() != Some(ours.as_str()) {
+            if !force {
+                return Err(format!(
+                    "{} holds the results of a different experiment (hash {}); use another --out, or --force to replace them",
+                    out.display(),
+                    theirs.unwrap_or_else(|| "unknown".into())
+                ));
+            }
+            for table in crate::output::TABLES {
+                let dir = out.join(table);
+                if dir.exists() {
+                    std::fs::remove_dir_all(&dir)
+                        .map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
+                }
+            }
         }
     }
     write_text(&path, &manifest(exp, all))
