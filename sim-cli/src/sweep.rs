@@ -205,6 +205,13 @@ impl SweepSpec {
         let mut out = Vec::new();
         let mut errors = Vec::new();
         for (i, axis) in self.axes.iter().enumerate() {
+            if axis.path == "seed" {
+                errors.push(exp.error_at(
+                    &format!("sweep.axes[{i}].path"),
+                    "cells get their own seeds: use sweep.replications to run more of them",
+                ));
+                continue;
+            }
             match axis.values() {
                 Ok(v) => out.push(v),
                 Err(m) => errors.push(exp.error_at(&format!("sweep.axes[{i}]"), m)),
