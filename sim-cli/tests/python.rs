@@ -16,8 +16,10 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// A Python with the notebooks' requirements.
+/// A Python with the notebooks' requirements (and a `python3` kernel).
 pub fn python() -> PathBuf {
+    static READY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = READY.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = std::env::var_os("STORMSIM_PYTHON") {
         return PathBuf::from(p);
     }
@@ -42,6 +44,11 @@ pub fn python() -> PathBuf {
             .status()
             .is_ok_and(|s| s.success());
         assert!(ok, "pip install -r notebooks/requirements.txt failed");
+        let ok = Command::new(&py)
+            .args(["-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "installing the python3 kernel failed");
         std::fs::write(&marker, wanted).unwrap();
     }
     py
@@ -85,5 +92,32 @@ fn polars_pandas_and_duckdb_read_each_table_as_one() {
     assert!(o.status.success(), "{text}");
     for table in ["summary", "timeseries", "events", "attempts"] {
         assert!(text.contains(&format!("{table}: ")), "{text}");
+    }
+}
+
+fn stormsim(args: &[&str]) {
+    let o = Command::new(env!("CARGO_BIN_EXE_stormsim")).args(args).current_dir(root()).output().unwrap();
+    assert!(o.status.success(), "stormsim {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn every_notebook_executes_headless_on_bundled_experiments() {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("notebook-data");
+    let _ = std::fs::remove_dir_all(&base);
+    let (replay, after, sweep) = (base.join("replay"), base.join("after"), base.join("sweep"));
+    stormsim(&["run", "experiments/incidents/llm-api-1402.yaml", "--quiet", "--out", replay.to_str().unwrap()]);
+    stormsim(&["run", "experiments/incidents/llm-api-1402-after.yaml", "--quiet", "--out", after.to_str().unwrap()]);
+    stormsim(&["sweep", "experiments/sweeps/retries-x-timeout.yaml", "--quiet", "--out", sweep.to_str().unwrap()]);
+    let o = Command::new(python())
+        .arg(root().join("notebooks/execute.py"))
+        .env("STORMSIM_DATA", &replay)
+        .env("STORMSIM_AFTER", &after)
+        .env("NOTEBOOK_ENV_02_sweep_analysis", format!("STORMSIM_DATA={}", sweep.display()))
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{text}");
+    for nb in ["01-incident-replay", "02-sweep-analysis", "03-parquet-schema"] {
+        assert!(text.contains(&format!("{nb}: ")), "{text}");
     }
 }
