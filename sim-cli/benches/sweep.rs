@@ -32,7 +32,12 @@ fn sweep_64_cells(bencher: Bencher, threads: usize) {
     let exp = experiment();
     bencher.counter(ItemsCount::new(64usize)).bench_local(|| {
         let out = fresh_dir(&format!("t{threads}"));
-        let opts = RunOptions { out: out.clone(), threads: Some(threads), quiet: true, ..RunOptions::default() };
+        let opts = RunOptions {
+            out: out.clone(),
+            threads: Some(threads),
+            quiet: true,
+            ..RunOptions::default()
+        };
         let report = run_cells(&exp, &opts).expect("sweep runs");
         assert_eq!(report.ran, 64);
         let _ = std::fs::remove_dir_all(&out);
@@ -46,7 +51,13 @@ fn first_result(bencher: Bencher) {
     let first = stormsim::sweep::cells(&exp).expect("cells")[0].id.clone();
     bencher.bench_local(|| {
         let out = fresh_dir("first");
-        let opts = RunOptions { out: out.clone(), threads: Some(1), quiet: true, only_cell: Some(first.clone()), ..RunOptions::default() };
+        let opts = RunOptions {
+            out: out.clone(),
+            threads: Some(1),
+            quiet: true,
+            only_cell: Some(first.clone()),
+            ..RunOptions::default()
+        };
         let report = run_cells(&exp, &opts).expect("cell runs");
         assert_eq!(report.ran, 1);
         let _ = std::fs::remove_dir_all(&out);

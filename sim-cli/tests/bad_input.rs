@@ -220,7 +220,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "sweep.axes[0]",
         "at least 1",
     ),
-    ("sweep:\n  axes:\n    - { path: seed, values: [1, 2] }\n", 3, "sweep.axes[0].path", "sweep.replications"),
+    (
+        "sweep:\n  axes:\n    - { path: seed, values: [1, 2] }\n",
+        3,
+        "sweep.axes[0].path",
+        "sweep.replications",
+    ),
     // Extends.
     (
         "extends: no-such-file.yaml\n",

@@ -45,7 +45,14 @@ pub fn python() -> PathBuf {
             .is_ok_and(|s| s.success());
         assert!(ok, "pip install -r notebooks/requirements.txt failed");
         let ok = Command::new(&py)
-            .args(["-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"])
+            .args([
+                "-m",
+                "ipykernel",
+                "install",
+                "--sys-prefix",
+                "--name",
+                "python3",
+            ])
             .status()
             .is_ok_and(|s| s.success());
         assert!(ok, "installing the python3 kernel failed");
@@ -96,8 +103,16 @@ fn polars_pandas_and_duckdb_read_each_table_as_one() {
 }
 
 fn stormsim(args: &[&str]) {
-    let o = Command::new(env!("CARGO_BIN_EXE_stormsim")).args(args).current_dir(root()).output().unwrap();
-    assert!(o.status.success(), "stormsim {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(env!("CARGO_BIN_EXE_stormsim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "stormsim {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]
@@ -105,19 +120,48 @@ fn every_notebook_executes_headless_on_bundled_experiments() {
     let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("notebook-data");
     let _ = std::fs::remove_dir_all(&base);
     let (replay, after, sweep) = (base.join("replay"), base.join("after"), base.join("sweep"));
-    stormsim(&["run", "experiments/incidents/llm-api-1402.yaml", "--quiet", "--out", replay.to_str().unwrap()]);
-    stormsim(&["run", "experiments/incidents/llm-api-1402-after.yaml", "--quiet", "--out", after.to_str().unwrap()]);
-    stormsim(&["sweep", "experiments/sweeps/retries-x-timeout.yaml", "--quiet", "--out", sweep.to_str().unwrap()]);
+    stormsim(&[
+        "run",
+        "experiments/incidents/llm-api-1402.yaml",
+        "--quiet",
+        "--out",
+        replay.to_str().unwrap(),
+    ]);
+    stormsim(&[
+        "run",
+        "experiments/incidents/llm-api-1402-after.yaml",
+        "--quiet",
+        "--out",
+        after.to_str().unwrap(),
+    ]);
+    stormsim(&[
+        "sweep",
+        "experiments/sweeps/retries-x-timeout.yaml",
+        "--quiet",
+        "--out",
+        sweep.to_str().unwrap(),
+    ]);
     let o = Command::new(python())
         .arg(root().join("notebooks/execute.py"))
         .env("STORMSIM_DATA", &replay)
         .env("STORMSIM_AFTER", &after)
-        .env("NOTEBOOK_ENV_02_sweep_analysis", format!("STORMSIM_DATA={}", sweep.display()))
+        .env(
+            "NOTEBOOK_ENV_02_sweep_analysis",
+            format!("STORMSIM_DATA={}", sweep.display()),
+        )
         .output()
         .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(o.status.success(), "{text}");
-    for nb in ["01-incident-replay", "02-sweep-analysis", "03-parquet-schema"] {
+    for nb in [
+        "01-incident-replay",
+        "02-sweep-analysis",
+        "03-parquet-schema",
+    ] {
         assert!(text.contains(&format!("{nb}: ")), "{text}");
     }
 }

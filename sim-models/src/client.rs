@@ -833,7 +833,7 @@ impl<S: RowSink> World<S> {
             SimDuration::ZERO
         } else {
             let backoff = r.backoff.clone();
-            let n = q.retries_used + 1;
+            let n = q.retries_used - q.backoff_from + 1;
             let q = self.reqs.get_mut(req).expect("live request");
             let drawn = backoff.delay(n, &mut q.backoff, &mut self.backoff_rng);
             match (server_says, mode) {
@@ -879,6 +879,12 @@ impl<S: RowSink> World<S> {
         q.pending_retry_cost = cost;
         if counts {
             q.retries_used += 1;
+        }
+        if pushback_used && mode == RetryAfterMode::Honor {
+            // gRPC: after a pushback the backoff starts over from its
+            // first step.
+            q.backoff_from = q.retries_used;
+            q.backoff = Default::default();
         }
         if fast {
             q.fast_retries_used += 1;

@@ -560,7 +560,8 @@ pub enum RetryAfterMode {
     /// Use the backoff; ignore the header.
     Ignore,
     /// Wait exactly what the server says (gRPC pushback, Envoy's
-    /// rate-limited backoff).
+    /// rate-limited backoff); the backoff schedule then starts over from
+    /// its first step, as gRPC's does.
     Honor,
     /// Wait the longer of the backoff and the header.
     AtLeast,

@@ -139,6 +139,7 @@ impl<S: RowSink> World<S> {
         q.attempts = 0;
         q.retries_used = 0;
         q.fast_retries_used = 0;
+        q.backoff_from = 0;
         q.pending_retry_cost = 0;
         q.backoff = Default::default();
         q.call_deadline = None;

@@ -126,6 +126,9 @@ pub struct Request {
     pub retries_used: u32,
     /// Fast (layered) retries used.
     pub fast_retries_used: u32,
+    /// `retries_used` when the backoff schedule last started over (after a
+    /// honoured pushback).
+    pub backoff_from: u32,
     /// What the retry budget charged for the retry about to start.
     pub pending_retry_cost: u32,
     /// Attempts in progress (hedging runs up to five at once, like gRPC).
@@ -249,6 +252,7 @@ impl Requests {
             attempts: 0,
             retries_used: 0,
             fast_retries_used: 0,
+            backoff_from: 0,
             pending_retry_cost: 0,
             live: [None; MAX_LIVE],
             aux_timer: None,

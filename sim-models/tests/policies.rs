@@ -358,3 +358,47 @@ fn budgets_deny_retries_with_their_own_outcome() {
     assert_eq!(t.count(Count::AttemptsRetry), 8 * 10);
     assert!(share(&t, Reason::BudgetExhausted) > 0.98);
 }
+
+#[test]
+fn a_honoured_pushback_restarts_the_backoff_schedule() {
+    // One request every 10 s; every answer is a 500 unless the rate limit
+    // (one token every 2 s) answers 429 with Retry-After 2 s first:
+    // attempt 1 → 500, retry after 100 ms → 429, retry after exactly 2 s →
+    // 500, and the next backoff starts over at 100 ms (without the reset it
+    // would be the third step, 400 ms).
+    let mut cfg = WorldConfig::default();
+    cfg.load.rate = 0.1;
+    cfg.load.arrivals = ArrivalProcess::Constant;
+    cfg.upstream.latency = DistSpec::Constant(ms(1));
+    cfg.upstream.errors.http_500 = 1.0;
+    cfg.upstream.rate_limit = Some(RateLimitConfig {
+        rps: 0.5,
+        burst: Some(1),
+        retry_after: secs(2),
+    });
+    cfg.client.retry.max_retries = 3;
+    cfg.client.retry.backoff = Backoff::exponential(
+        ms(100),
+        2.0,
+        None,
+        sim_models::policy::backoff::Jitter::None,
+    );
+    cfg.client.retry.retry_after.mode = RetryAfterMode::Honor;
+    let (_, t) = go(&cfg);
+    let delays = t.latency(Latency::RetryDelay);
+    // One per request (five whole requests fit in the minute).
+    assert_eq!(t.count(Count::RetryAfterWaits), 5);
+    // 100 ms, 2 s, 100 ms per request: the median is 100 ms, the largest
+    // backoff below 2 s is still 100 ms.
+    let near_100ms = |q: f64| {
+        delays
+            .quantile(q)
+            .is_some_and(|v| (99_000_000..=101_000_000).contains(&v))
+    };
+    assert!(
+        near_100ms(0.5) && near_100ms(0.66),
+        "{:?}",
+        delays.quantile(0.66)
+    );
+    assert_eq!(delays.max(), Some(2_000_000_000));
+}
