@@ -181,6 +181,9 @@ pub fn replay(
     let outcome = print_report(&exp, file, &report, &opts.out, exp.sweep.is_none());
     let table = read_summaries(&exp, &opts.out).map_err(Failure::Run)?;
     println!("\n{}", ranked_table(&exp, &table).map_err(Failure::Run)?);
+    let html = crate::report::report(&opts.out, &crate::report::ReportOptions::default())
+        .map_err(Failure::Run)?;
+    println!("\nreport: {}", html.display());
     outcome
 }
 
@@ -346,5 +349,21 @@ pub fn list(dir: &Path) -> Result<(), Failure> {
         let p = presets::get(name).expect("listed presets exist");
         println!("  {name:<28} {}", p.summary);
     }
+    Ok(())
+}
+
+/// `stormsim report`.
+pub fn report(dir: &Path, opts: crate::report::ReportOptions) -> Result<(), Failure> {
+    let html = crate::report::report(dir, &opts).map_err(|e| {
+        if e.contains("not a stormsim dataset")
+            || e.contains("--kpi")
+            || e.contains("not a swept parameter")
+        {
+            Failure::Input(e)
+        } else {
+            Failure::Run(e)
+        }
+    })?;
+    println!("{}", html.display());
     Ok(())
 }

@@ -5,9 +5,11 @@
 //! errors; cells run in parallel; results land in a hive-partitioned
 //! Parquet dataset that notebooks and query engines read as one table.
 
+pub mod charts;
 pub mod commands;
 pub mod load;
 pub mod locate;
 pub mod output;
+pub mod report;
 pub mod runner;
 pub mod sweep;

@@ -21,7 +21,8 @@ Examples:
   stormsim run experiments/basics/steady.yaml --seed 7 --out out/steady
   stormsim sweep experiments/sweeps/retries-x-timeout.yaml --threads 2
   stormsim sweep FILE --shard 3/8        # one of 8 shards (or set JOB_COMPLETION_INDEX / SLURM_ARRAY_TASK_ID with --shards 8)
-  stormsim explain experiments/policies/presets-compared.yaml
+  stormsim explain experiments/sweeps/presets-compared.yaml
+  stormsim report out/retries-x-timeout --kpi peak_error_rate --x client.retry.max_retries --y client.attempt_timeout
   stormsim list
 
 Exit codes: 0 ok, 1 a run failed (invariant or limit), 2 bad input.")]
@@ -103,8 +104,8 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Run the experiment (its sweep, if any) and print the ranked key
-    /// figures of its cells.
+    /// Run the experiment (its sweep, if any), print the ranked key figures
+    /// of its cells, and write its HTML report.
     Replay {
         #[command(flatten)]
         args: RunArgs,
@@ -123,6 +124,21 @@ enum Command {
         file: PathBuf,
         #[command(flatten)]
         limits: Limits,
+    },
+    /// Write DIR/report.html (and DIR/charts/*.svg) from a dataset's
+    /// Parquet: charts, narrative and ranked figures, offline.
+    Report {
+        /// A dataset directory (the --out of run, sweep or replay).
+        dir: PathBuf,
+        /// Summary column for a sweep's heatmap (default peak_error_rate).
+        #[arg(long)]
+        kpi: Option<String>,
+        /// Swept path across the heatmap (default: the first axis).
+        #[arg(long)]
+        x: Option<String>,
+        /// Swept path up the heatmap (default: the second axis).
+        #[arg(long)]
+        y: Option<String>,
     },
     /// List bundled experiments and policy presets.
     List {
@@ -172,6 +188,9 @@ fn main() -> ExitCode {
         ),
         Command::Validate { file, limits } => commands::validate(&file, &limits.get()),
         Command::Explain { file, limits } => commands::explain(&file, &limits.get()),
+        Command::Report { dir, kpi, x, y } => {
+            commands::report(&dir, stormsim::report::ReportOptions { kpi, x, y })
+        }
         Command::List { dir } => commands::list(&dir),
     };
     match result {

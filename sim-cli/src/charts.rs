@@ -1,0 +1,277 @@
+//! SVG charts with plotters: time series with wall-clock axes and timeline
+//! markers, stacked areas, and heatmaps. Each returns the SVG text, ready
+//! to inline in HTML or write as a file.
+
+use plotters::prelude::*;
+use plotters::style::full_palette::{
+    BLUE_600, GREEN_600, GREY_500, ORANGE_600, PURPLE_500, RED_600, TEAL_600,
+};
+
+/// Size of every chart, pixels.
+pub const SIZE: (u32, u32) = (900, 320);
+
+/// Colours in series order.
+pub const COLOURS: [RGBColor; 7] = [
+    BLUE_600, RED_600, GREEN_600, ORANGE_600, PURPLE_500, TEAL_600, GREY_500,
+];
+
+/// A named series of (x, y) points.
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// Points, x ascending.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A vertical marker (a timeline action) with its label.
+pub struct Marker {
+    /// Where, on the x axis.
+    pub x: f64,
+    /// What, shortly.
+    pub label: String,
+}
+
+fn bounds(series: &[Series]) -> (f64, f64, f64) {
+    let mut x0 = f64::INFINITY;
+    let mut x1 = f64::NEG_INFINITY;
+    let mut y1: f64 = 0.0;
+    for s in series {
+        for &(x, y) in &s.points {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            if y.is_finite() {
+                y1 = y1.max(y);
+            }
+        }
+    }
+    if !x0.is_finite() {
+        (0.0, 1.0, 1.0)
+    } else {
+        (x0, x1.max(x0 + 1.0), if y1 > 0.0 { y1 * 1.08 } else { 1.0 })
+    }
+}
+
+/// A line chart over time; `x_label_of` turns an x value into its
+/// axis label (a wall-clock time).
+pub fn lines(
+    title: &str,
+    y_desc: &str,
+    series: &[Series],
+    markers: &[Marker],
+    x_label_of: &dyn Fn(f64) -> String,
+) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (x0, x1, y1) = bounds(series);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, 0.0..y1)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("time")
+            .y_desc(y_desc)
+            .x_labels(8)
+            .x_label_formatter(&|x| x_label_of(*x))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for m in markers {
+            chart
+                .draw_series(LineSeries::new(
+                    vec![(m.x, 0.0), (m.x, y1)],
+                    GREY_500.stroke_width(1),
+                ))
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    m.label.clone(),
+                    (m.x, y1 * 0.97),
+                    ("sans-serif", 11),
+                )))
+                .map_err(|e| e.to_string())?;
+        }
+        for (i, s) in series.iter().enumerate() {
+            let colour = COLOURS[i % COLOURS.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    s.points.iter().copied().filter(|p| p.1.is_finite()),
+                    colour.stroke_width(2),
+                ))
+                .map_err(|e| e.to_string())?
+                .label(s.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(GREY_500)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+/// Stacked areas over time (outcomes by reason): each series is drawn on
+/// top of the ones before it.
+pub fn stacked(
+    title: &str,
+    y_desc: &str,
+    series: &[Series],
+    x_label_of: &dyn Fn(f64) -> String,
+) -> Result<String, String> {
+    let n = series.first().map_or(0, |s| s.points.len());
+    let mut cumulative: Vec<Series> = Vec::new();
+    let mut base = vec![0.0; n];
+    for s in series {
+        let points: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .enumerate()
+            .map(|(i, &(x, y))| {
+                base[i] += y;
+                (x, base[i])
+            })
+            .collect();
+        cumulative.push(Series {
+            name: s.name.clone(),
+            points,
+        });
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (x0, x1, y1) = bounds(&cumulative);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, 0.0..y1)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("time")
+            .y_desc(y_desc)
+            .x_labels(8)
+            .x_label_formatter(&|x| x_label_of(*x))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        // Top layer first so lower layers paint over it.
+        for (i, s) in cumulative.iter().enumerate().rev() {
+            let colour = COLOURS[i % COLOURS.len()];
+            chart
+                .draw_series(
+                    AreaSeries::new(s.points.iter().copied(), 0.0, colour.mix(0.6))
+                        .border_style(colour),
+                )
+                .map_err(|e| e.to_string())?
+                .label(s.name.clone())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], colour.filled())
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(GREY_500)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+/// A heatmap: `values[y][x]`, `None` for an empty cell; cells drawn in a
+/// white-to-red scale between the smallest and largest value, each
+/// labelled with its value.
+pub fn heatmap(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    x_ticks: &[String],
+    y_ticks: &[String],
+    values: &[Vec<Option<f64>>],
+    format: &dyn Fn(f64) -> String,
+) -> Result<String, String> {
+    let mut svg = String::new();
+    let all: Vec<f64> = values.iter().flatten().flatten().copied().collect();
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    {
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (nx, ny) = (x_ticks.len().max(1), y_ticks.len().max(1));
+        // Cell (i, j) spans [i − ½, i + ½] so that integer ticks sit at
+        // cell centres.
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(90)
+            .build_cartesian_2d(-0.5..nx as f64 - 0.5, -0.5..ny as f64 - 0.5)
+            .map_err(|e| e.to_string())?;
+        let tick = |ticks: &[String], v: f64| {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 {
+                ticks.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_labels(nx)
+            .y_labels(ny)
+            .x_label_formatter(&|v| tick(x_ticks, *v))
+            .y_label_formatter(&|v| tick(y_ticks, *v))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (yi, row) in values.iter().enumerate() {
+            for (xi, v) in row.iter().enumerate() {
+                let Some(v) = *v else { continue };
+                let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+                let colour = RGBColor(
+                    255,
+                    (235.0 * (1.0 - t)) as u8 + 20,
+                    (235.0 * (1.0 - t)) as u8 + 20,
+                );
+                let (x, y) = (xi as f64, yi as f64);
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
+                        colour.filled(),
+                    )))
+                    .map_err(|e| e.to_string())?;
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
+                        GREY_500.stroke_width(1),
+                    )))
+                    .map_err(|e| e.to_string())?;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format(v),
+                        (x - 0.1, y + 0.1),
+                        ("sans-serif", 13),
+                    )))
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}

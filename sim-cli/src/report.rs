@@ -1,0 +1,766 @@
+//! `stormsim report`: a self-contained HTML report of a dataset, read back
+//! from its Parquet, with charts as inline SVG (and as standalone files).
+//!
+//! What it shows depends on the dataset: one run gets the full set of
+//! charts with a narrative; a few runs get their key curves overlaid and a
+//! ranked table; a sweep gets a heatmap of a key figure over two axes
+//! (mean over replications and the other axes) and the map of which cells
+//! stayed collapsed. No JavaScript, no network: it opens offline.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+use sim_core::time::{SimDuration, SimTime, TimeOfDay, WallClock};
+
+use crate::charts::{self, Marker, Series};
+use crate::output::write_text;
+
+/// What to put on a sweep's heatmap.
+#[derive(Clone, Debug, Default)]
+pub struct ReportOptions {
+    /// Summary column to map (default `peak_error_rate`).
+    pub kpi: Option<String>,
+    /// Axis across (default: the first swept path).
+    pub x: Option<String>,
+    /// Axis up (default: the second swept path).
+    pub y: Option<String>,
+}
+
+fn pe(e: PolarsError) -> String {
+    e.to_string()
+}
+
+fn read_table(dir: &Path, table: &str) -> Result<Option<DataFrame>, String> {
+    let Ok(cells) = fs::read_dir(dir.join(table)) else {
+        return Ok(None);
+    };
+    let mut paths: Vec<PathBuf> = cells
+        .flatten()
+        .map(|e| e.path().join("part-0.parquet"))
+        .filter(|p| p.is_file())
+        .collect();
+    paths.sort();
+    let mut all: Option<DataFrame> = None;
+    for p in paths {
+        let f = fs::File::open(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let df = ParquetReader::new(f)
+            .finish()
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        match &mut all {
+            Some(a) => {
+                a.vstack_mut(&df).map_err(pe)?;
+            }
+            None => all = Some(df),
+        }
+    }
+    Ok(all)
+}
+
+/// A column as floats (nulls as NaN).
+fn floats(df: &DataFrame, name: &str) -> Result<Vec<f64>, String> {
+    let c = df
+        .column(name)
+        .map_err(pe)?
+        .as_materialized_series()
+        .cast(&DataType::Float64)
+        .map_err(pe)?;
+    let ca = c.f64().map_err(pe)?;
+    Ok((0..ca.len())
+        .map(|i| ca.get(i).unwrap_or(f64::NAN))
+        .collect())
+}
+
+fn strings(df: &DataFrame, name: &str) -> Result<Vec<String>, String> {
+    let c = df
+        .column(name)
+        .map_err(pe)?
+        .as_materialized_series()
+        .cast(&DataType::String)
+        .map_err(pe)?;
+    let ca = c.str().map_err(pe)?;
+    Ok((0..ca.len())
+        .map(|i| ca.get(i).unwrap_or("").to_string())
+        .collect())
+}
+
+fn has(df: &DataFrame, name: &str) -> bool {
+    df.column(name).is_ok()
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The wall clock of the dataset, from its manifest's first cell config.
+fn wall_clock(dir: &Path) -> WallClock {
+    let start = fs::read_dir(dir.join("summary"))
+        .ok()
+        .and_then(|mut d| d.next())
+        .and_then(|e| e.ok())
+        .and_then(|e| fs::File::open(e.path().join("part-0.parquet")).ok())
+        .and_then(|f| {
+            let mut r = ParquetReader::new(f);
+            let meta = r.get_metadata().ok()?.clone();
+            let kv = meta.key_value_metadata().as_ref()?;
+            let config = kv
+                .iter()
+                .find(|k| k.key == "stormsim.config")?
+                .value
+                .clone()?;
+            let v: serde_json::Value = serde_json::from_str(&config).ok()?;
+            v["clock"]["start"].as_str()?.parse::<TimeOfDay>().ok()
+        });
+    start.map(WallClock::new).unwrap_or_default()
+}
+
+/// One section of the page.
+struct Section {
+    title: String,
+    text: String,
+    charts: Vec<(String, String)>,
+    table: Option<String>,
+}
+
+fn table_html(head: &[&str], rows: &[Vec<String>]) -> String {
+    let mut s = String::from("<table><tr>");
+    for h in head {
+        s.push_str(&format!("<th>{}</th>", escape(h)));
+    }
+    s.push_str("</tr>");
+    for r in rows {
+        s.push_str("<tr>");
+        for c in r {
+            s.push_str(&format!("<td>{}</td>", escape(c)));
+        }
+        s.push_str("</tr>");
+    }
+    s + "</table>"
+}
+
+fn pct(v: f64) -> String {
+    if v.is_nan() {
+        "-".into()
+    } else {
+        format!("{:.1} %", 100.0 * v)
+    }
+}
+
+fn num(v: f64, digits: usize) -> String {
+    if v.is_nan() {
+        "-".into()
+    } else {
+        format!("{v:.digits$}")
+    }
+}
+
+/// Builds the report of the dataset in `dir`: `dir/report.html` and
+/// `dir/charts/*.svg`. Returns the HTML's path.
+pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
+    let manifest: serde_json::Value = fs::read_to_string(dir.join("manifest.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or_else(|| {
+            format!(
+                "{} is not a stormsim dataset (no manifest.json)",
+                dir.display()
+            )
+        })?;
+    let name = manifest["experiment"]
+        .as_str()
+        .unwrap_or("experiment")
+        .to_string();
+    let axes: Vec<String> = manifest["axes"].as_array().map_or(Vec::new(), |a| {
+        a.iter()
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect()
+    });
+    let summary =
+        read_table(dir, "summary")?.ok_or("no summary table: run the experiment first")?;
+    let timeseries = read_table(dir, "timeseries")?.ok_or("no timeseries table")?;
+    let events = read_table(dir, "events")?;
+    let clock = wall_clock(dir);
+    let label = move |x: f64| {
+        let t = SimTime::ZERO.saturating_add(SimDuration::from_secs_f64(x));
+        let l = clock.label(t);
+        l.split('.').next().unwrap_or(&l).to_string()
+    };
+    let runs = strings(&summary, "run_id")?;
+    let mut sections = Vec::new();
+    if runs.len() == 1 {
+        sections.extend(run_sections(
+            &timeseries,
+            events.as_ref(),
+            &summary,
+            &label,
+        )?);
+    } else {
+        sections.push(ranked_section(&summary, &axes)?);
+        if runs.len() <= 12 {
+            sections.push(overlay_section(&timeseries, &summary, &axes, &label)?);
+        }
+        if !axes.is_empty() {
+            sections.extend(sweep_sections(&summary, &axes, opts)?);
+        }
+    }
+    let charts_dir = dir.join("charts");
+    let mut body = String::new();
+    for s in &sections {
+        body.push_str(&format!(
+            "<section><h2>{}</h2><p>{}</p>",
+            escape(&s.title),
+            escape(&s.text)
+        ));
+        for (file, svg) in &s.charts {
+            write_text(&charts_dir.join(file), svg)?;
+            body.push_str(&format!("<figure>{svg}</figure>"));
+        }
+        if let Some(t) = &s.table {
+            body.push_str(t);
+        }
+        body.push_str("</section>");
+    }
+    let html = format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>\
+         body{{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}}\
+         h1{{font-size:1.6em}} h2{{font-size:1.2em;border-bottom:1px solid #ccc}}\
+         figure{{margin:1em 0}} svg{{max-width:100%;height:auto}}\
+         table{{border-collapse:collapse;font-size:.85em}} td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}\
+         </style></head><body><h1>{t}</h1><p>{n} run(s); stormsim {v}. Generated from the Parquet in this directory: \
+         <code>stormsim report {d}</code> regenerates it.</p>{body}</body></html>\n",
+        t = escape(&name),
+        n = runs.len(),
+        v = env!("CARGO_PKG_VERSION"),
+        d = escape(&dir.display().to_string()),
+    );
+    let path = dir.join("report.html");
+    write_text(&path, &html)?;
+    Ok(path)
+}
+
+/// Timeline markers from the events table.
+fn markers(events: Option<&DataFrame>) -> Result<Vec<Marker>, String> {
+    let Some(ev) = events else {
+        return Ok(Vec::new());
+    };
+    if ev.height() == 0 {
+        return Ok(Vec::new());
+    }
+    let (t, kind, detail) = (
+        floats(ev, "t_s")?,
+        strings(ev, "kind")?,
+        strings(ev, "detail")?,
+    );
+    let mut out: Vec<Marker> = Vec::new();
+    for i in 0..t.len() {
+        // Ramps apply in many small steps: mark the first of a run only.
+        if kind[i] == "timeline" && out.last().is_none_or(|m| t[i] - m.x > 5.0) {
+            out.push(Marker {
+                x: t[i],
+                label: detail[i]
+                    .split("] ")
+                    .nth(1)
+                    .unwrap_or(&detail[i])
+                    .to_string(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn series(df: &DataFrame, x: &[f64], col: &str, name: &str) -> Result<Series, String> {
+    let y = floats(df, col)?;
+    Ok(Series {
+        name: name.to_string(),
+        points: x.iter().copied().zip(y).collect(),
+    })
+}
+
+fn run_sections(
+    ts: &DataFrame,
+    events: Option<&DataFrame>,
+    summary: &DataFrame,
+    label: &dyn Fn(f64) -> String,
+) -> Result<Vec<Section>, String> {
+    let x = floats(ts, "t_s")?;
+    let marks = markers(events)?;
+    let offered = floats(ts, "offered")?;
+    let attempts = floats(ts, "attempts")?;
+    let waiters = floats(ts, "pool_waiters_max")?;
+    // Narrative figures.
+    let (mut peak_amp, mut peak_at) = (0.0, 0.0);
+    for i in 0..x.len() {
+        if offered[i] > 0.0 && attempts[i] / offered[i] > peak_amp {
+            peak_amp = attempts[i] / offered[i];
+            peak_at = x[i];
+        }
+    }
+    let exhausted: Vec<f64> = (0..x.len())
+        .filter(|&i| waiters[i] > 0.0)
+        .map(|i| x[i])
+        .collect();
+    let recover = floats(summary, "time_to_recover_s")?[0];
+    let trigger_end = floats(summary, "trigger_end_s")?[0];
+    let mut story = format!(
+        "Attempts peaked at {peak_amp:.1}× the offered load at {}.",
+        label(peak_at)
+    );
+    match (exhausted.first(), exhausted.last()) {
+        (Some(a), Some(b)) => story.push_str(&format!(
+            " Attempts waited for pool connections from {} to {}.",
+            label(*a),
+            label(*b + 1.0)
+        )),
+        _ => story.push_str(" No attempt ever waited for a pool connection."),
+    }
+    if trigger_end.is_nan() {
+        story.push_str(" The run had no trigger.");
+    } else if recover.is_nan() {
+        story.push_str(&format!(
+            " The last trigger ended at {}; the run never recovered.",
+            label(trigger_end)
+        ));
+    } else {
+        story.push_str(&format!(
+            " The last trigger ended at {}; goodput was back {recover:.0} s later.",
+            label(trigger_end)
+        ));
+    }
+    let mut charts_out = Vec::new();
+    let mut chart = |file: &str, svg: Result<String, String>| -> Result<(), String> {
+        charts_out.push((file.to_string(), svg?));
+        Ok(())
+    };
+    chart(
+        "load.svg",
+        charts::lines(
+            "Offered, attempted and successful requests per second",
+            "per second",
+            &[
+                series(ts, &x, "offered", "offered")?,
+                series(ts, &x, "attempts", "attempts")?,
+                series(ts, &x, "goodput_per_s", "successful")?,
+            ],
+            &marks,
+            label,
+        ),
+    )?;
+    chart(
+        "attempts.svg",
+        charts::lines(
+            "First attempts and retries per second",
+            "per second",
+            &[
+                series(ts, &x, "attempts_first", "first attempts")?,
+                series(ts, &x, "attempts_retry", "retries")?,
+                series(ts, &x, "attempts_hedge", "hedges")?,
+            ],
+            &marks,
+            label,
+        ),
+    )?;
+    chart(
+        "latency.svg",
+        charts::lines(
+            "Latency: end to end and per attempt",
+            "seconds",
+            &[
+                series(ts, &x, "e2e_p50_s", "end-to-end p50")?,
+                series(ts, &x, "e2e_p99_s", "end-to-end p99")?,
+                series(ts, &x, "first_attempt_p99_s", "first attempt p99")?,
+                series(ts, &x, "retry_p99_s", "retry p99")?,
+            ],
+            &marks,
+            label,
+        ),
+    )?;
+    let mut outcomes = Vec::new();
+    for reason in sim_models::outcome::Reason::ALL {
+        let col = format!("outcome_{}", reason.name());
+        if floats(ts, &col)?.iter().any(|v| *v > 0.0) {
+            outcomes.push(series(ts, &x, &col, reason.name())?);
+        }
+    }
+    chart(
+        "outcomes.svg",
+        charts::stacked(
+            "Requests ended per second, by outcome",
+            "per second",
+            &outcomes,
+            label,
+        ),
+    )?;
+    chart(
+        "pool.svg",
+        charts::lines(
+            "Connection pools: in use and waiting (all pods)",
+            "connections / attempts",
+            &[
+                series(ts, &x, "pool_in_use_max", "in use")?,
+                series(ts, &x, "pool_waiters_max", "waiting")?,
+            ],
+            &marks,
+            label,
+        ),
+    )?;
+    chart(
+        "pool_wait.svg",
+        charts::lines(
+            "Pool wait p99",
+            "seconds",
+            &[series(ts, &x, "pool_wait_p99_s", "pool wait p99")?],
+            &marks,
+            label,
+        ),
+    )?;
+    chart(
+        "upstream.svg",
+        charts::lines(
+            "Upstream: in service, queued, goodput and wasted work",
+            "requests",
+            &[
+                series(ts, &x, "upstream_in_service_max", "in service")?,
+                series(ts, &x, "upstream_queued_max", "queued")?,
+                series(ts, &x, "upstream_goodput", "goodput/s")?,
+                series(ts, &x, "upstream_wasted", "wasted/s")?,
+            ],
+            &marks,
+            label,
+        ),
+    )?;
+    if floats(ts, "breakers_open_max")?
+        .iter()
+        .chain(floats(ts, "breakers_half_open_max")?.iter())
+        .any(|v| *v > 0.0)
+    {
+        chart(
+            "breakers.svg",
+            charts::lines(
+                "Circuit breakers open and half-open",
+                "breakers",
+                &[
+                    series(ts, &x, "breakers_open_max", "open")?,
+                    series(ts, &x, "breakers_half_open_max", "half-open")?,
+                ],
+                &marks,
+                label,
+            ),
+        )?;
+    }
+    chart(
+        "pods.svg",
+        charts::lines(
+            "Pods in rotation and restarting",
+            "pods",
+            &[
+                series(ts, &x, "pods_up_min", "up")?,
+                series(ts, &x, "pods_down_max", "down")?,
+            ],
+            &marks,
+            label,
+        ),
+    )?;
+    let kpis = [
+        ("success rate", pct(floats(summary, "success_rate")?[0])),
+        ("degraded rate", pct(floats(summary, "degraded_rate")?[0])),
+        ("error rate", pct(floats(summary, "error_rate")?[0])),
+        (
+            "peak error rate",
+            pct(floats(summary, "peak_error_rate")?[0]),
+        ),
+        (
+            "amplification (mean / peak)",
+            format!(
+                "{} / {}",
+                num(floats(summary, "amplification_mean")?[0], 2),
+                num(floats(summary, "amplification_peak")?[0], 2)
+            ),
+        ),
+        (
+            "end-to-end p99",
+            format!("{} s", num(floats(summary, "e2e_p99_s")?[0], 2)),
+        ),
+        (
+            "wasted upstream work",
+            pct(floats(summary, "wasted_fraction")?[0]),
+        ),
+        (
+            "time to recover",
+            if recover.is_nan() {
+                "never".into()
+            } else {
+                format!("{recover:.0} s")
+            },
+        ),
+    ];
+    let rows: Vec<Vec<String>> = kpis
+        .iter()
+        .map(|(k, v)| vec![k.to_string(), v.clone()])
+        .collect();
+    Ok(vec![Section {
+        title: "The run".into(),
+        text: story,
+        charts: charts_out,
+        table: Some(table_html(&["figure", "value"], &rows)),
+    }])
+}
+
+fn cell_names(summary: &DataFrame, axes: &[String]) -> Result<Vec<String>, String> {
+    let runs = strings(summary, "run_id")?;
+    let reps = floats(summary, "replication")?;
+    let mut cols = Vec::new();
+    for a in axes {
+        if has(summary, a) {
+            cols.push((a.clone(), strings(summary, a)?));
+        }
+    }
+    Ok((0..runs.len())
+        .map(|i| {
+            if cols.is_empty() {
+                runs[i].clone()
+            } else {
+                let mut s = cols
+                    .iter()
+                    .map(|(a, v)| format!("{}={}", a.rsplit('.').next().unwrap_or(a), v[i]))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if reps.iter().any(|r| *r > 0.0) {
+                    s.push_str(&format!(" #{}", reps[i]));
+                }
+                s
+            }
+        })
+        .collect())
+}
+
+fn ranked_section(summary: &DataFrame, axes: &[String]) -> Result<Section, String> {
+    let names = cell_names(summary, axes)?;
+    let cols = [
+        "peak_error_rate",
+        "degraded_rate",
+        "amplification_peak",
+        "wasted_fraction",
+        "peak_e2e_p99_s",
+        "time_to_recover_s",
+    ];
+    let data: Vec<Vec<f64>> = cols
+        .iter()
+        .map(|c| floats(summary, c))
+        .collect::<Result<_, _>>()?;
+    let meta: Vec<bool> = floats(summary, "metastable")?
+        .iter()
+        .map(|v| *v > 0.5)
+        .collect();
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by(|&a, &b| {
+        data[0][a]
+            .total_cmp(&data[0][b])
+            .then(data[1][a].total_cmp(&data[1][b]))
+            .then(data[4][a].total_cmp(&data[4][b]))
+    });
+    let rows: Vec<Vec<String>> = order
+        .iter()
+        .enumerate()
+        .map(|(rank, &i)| {
+            vec![
+                (rank + 1).to_string(),
+                names[i].clone(),
+                pct(data[0][i]),
+                pct(data[1][i]),
+                num(data[2][i], 2),
+                pct(data[3][i]),
+                format!("{} s", num(data[4][i], 1)),
+                if meta[i] {
+                    "never (metastable)".into()
+                } else if data[5][i].is_nan() {
+                    "-".into()
+                } else {
+                    format!("{:.0} s", data[5][i])
+                },
+            ]
+        })
+        .collect();
+    let best = order.first().map(|&i| names[i].clone()).unwrap_or_default();
+    Ok(Section {
+        title: "Ranking".into(),
+        text: format!(
+            "{} runs ranked by peak error rate, then degraded rate, then user p99. Best: {best}.",
+            names.len()
+        ),
+        charts: Vec::new(),
+        table: Some(table_html(
+            &[
+                "rank",
+                "run",
+                "peak errors",
+                "degraded",
+                "peak amplification",
+                "wasted",
+                "user p99 (peak)",
+                "recovered",
+            ],
+            &rows,
+        )),
+    })
+}
+
+fn overlay_section(
+    ts: &DataFrame,
+    summary: &DataFrame,
+    axes: &[String],
+    label: &dyn Fn(f64) -> String,
+) -> Result<Section, String> {
+    let names = cell_names(summary, axes)?;
+    let runs = strings(summary, "run_id")?;
+    let ts_runs = strings(ts, "run_id")?;
+    let x = floats(ts, "t_s")?;
+    let mut charts_out = Vec::new();
+    for (file, col, title, unit) in [
+        (
+            "compare_attempts.svg",
+            "attempts",
+            "Attempts per second",
+            "per second",
+        ),
+        (
+            "compare_goodput.svg",
+            "goodput_per_s",
+            "Successful requests per second",
+            "per second",
+        ),
+        ("compare_p99.svg", "e2e_p99_s", "End-to-end p99", "seconds"),
+        (
+            "compare_waiters.svg",
+            "pool_waiters_max",
+            "Attempts waiting for a connection",
+            "attempts",
+        ),
+    ] {
+        let y = floats(ts, col)?;
+        let mut by_run: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+        for i in 0..x.len() {
+            by_run
+                .entry(ts_runs[i].as_str())
+                .or_default()
+                .push((x[i], y[i]));
+        }
+        let series: Vec<Series> = runs
+            .iter()
+            .zip(&names)
+            .map(|(r, n)| Series {
+                name: n.clone(),
+                points: by_run.remove(r.as_str()).unwrap_or_default(),
+            })
+            .collect();
+        charts_out.push((
+            file.to_string(),
+            charts::lines(title, unit, &series, &[], label)?,
+        ));
+    }
+    Ok(Section {
+        title: "Runs compared".into(),
+        text: "The key curves of every run, overlaid.".into(),
+        charts: charts_out,
+        table: None,
+    })
+}
+
+fn sweep_sections(
+    summary: &DataFrame,
+    axes: &[String],
+    opts: &ReportOptions,
+) -> Result<Vec<Section>, String> {
+    let kpi = opts.kpi.clone().unwrap_or_else(|| "peak_error_rate".into());
+    if !has(summary, &kpi) {
+        return Err(format!("--kpi {kpi}: no such summary column"));
+    }
+    let x = opts.x.clone().unwrap_or_else(|| axes[0].clone());
+    let y = opts
+        .y
+        .clone()
+        .or_else(|| axes.get(1).cloned())
+        .unwrap_or_else(|| "replication".into());
+    for a in [&x, &y] {
+        if !has(summary, a) {
+            return Err(format!(
+                "{a}: not a swept parameter of this dataset ({})",
+                axes.join(", ")
+            ));
+        }
+    }
+    let (xs, ys, vals, meta) = (
+        strings(summary, &x)?,
+        strings(summary, &y)?,
+        floats(summary, &kpi)?,
+        floats(summary, "metastable")?,
+    );
+    let sort_ticks = |v: &[String]| {
+        let mut t: Vec<String> = v.to_vec();
+        t.sort_by(|a, b| match (a.parse::<f64>(), b.parse::<f64>()) {
+            (Ok(p), Ok(q)) => p.total_cmp(&q),
+            _ => a.cmp(b),
+        });
+        t.dedup();
+        t
+    };
+    let (x_ticks, y_ticks) = (sort_ticks(&xs), sort_ticks(&ys));
+    let mut acc = vec![vec![(0.0, 0.0, 0usize); x_ticks.len()]; y_ticks.len()];
+    for i in 0..vals.len() {
+        let xi = x_ticks.iter().position(|t| *t == xs[i]).unwrap_or(0);
+        let yi = y_ticks.iter().position(|t| *t == ys[i]).unwrap_or(0);
+        let a = &mut acc[yi][xi];
+        if !vals[i].is_nan() {
+            a.0 += vals[i];
+        }
+        a.1 += meta[i];
+        a.2 += 1;
+    }
+    let mean = |f: fn(&(f64, f64, usize)) -> f64| -> Vec<Vec<Option<f64>>> {
+        acc.iter()
+            .map(|row| {
+                row.iter()
+                    .map(|a| (a.2 > 0).then(|| f(a) / a.2 as f64))
+                    .collect()
+            })
+            .collect()
+    };
+    let heat = charts::heatmap(
+        &format!("{kpi} (mean over replications and other axes)"),
+        &x,
+        &y,
+        &x_ticks,
+        &y_ticks,
+        &mean(|a| a.0),
+        &|v| format!("{v:.2}"),
+    )?;
+    let map = charts::heatmap(
+        "Share of runs that stayed collapsed (metastable)",
+        &x,
+        &y,
+        &x_ticks,
+        &y_ticks,
+        &mean(|a| a.1),
+        &|v| format!("{:.0}%", 100.0 * v),
+    )?;
+    let collapsed = meta.iter().filter(|m| **m > 0.5).count();
+    Ok(vec![
+        Section {
+            title: format!("{kpi} over {x} × {y}"),
+            text: format!("Each cell is the mean over {} runs in all.", vals.len()),
+            charts: vec![("heatmap.svg".into(), heat)],
+            table: None,
+        },
+        Section {
+            title: "Vulnerable region".into(),
+            text: format!(
+                "{collapsed} of {} runs never recovered within the horizon after the last trigger.",
+                vals.len()
+            ),
+            charts: vec![("vulnerable.svg".into(), map)],
+            table: None,
+        },
+    ])
+}

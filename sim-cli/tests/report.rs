@@ -1,0 +1,232 @@
+//! `stormsim report` on bundled experiments: every chart is an SVG with
+//! data and labelled axes, the page embeds them all, and (where Chromium
+//! is installed; always in CI) the page renders with no error and every
+//! chart has a size.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn stormsim(args: &[&str]) {
+    let o = Command::new(env!("CARGO_BIN_EXE_stormsim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "stormsim {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn dataset(name: &str, command: &str, file: &str) -> PathBuf {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("report-tests")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&out);
+    stormsim(&[command, file, "--quiet", "--out", out.to_str().unwrap()]);
+    stormsim(&["report", out.to_str().unwrap()]);
+    out
+}
+
+/// Checks an SVG chart: well formed at both ends, with drawn data and the
+/// axis descriptions given.
+fn check_svg(path: &Path, labels: &[&str]) {
+    let svg = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        svg.trim_start().starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+        "{}",
+        path.display()
+    );
+    assert_eq!(svg.matches("<svg").count(), svg.matches("</svg>").count());
+    let data = svg.matches("<polyline").count()
+        + svg.matches("<polygon").count()
+        + svg.matches("<rect").count();
+    assert!(data > 3, "{}: no data drawn", path.display());
+    let points = svg
+        .split("points=\"")
+        .skip(1)
+        .map(|p| p.split('"').next().unwrap_or("").split(' ').count())
+        .max()
+        .unwrap_or(0);
+    assert!(
+        points > 2 || svg.contains("<rect"),
+        "{}: empty series",
+        path.display()
+    );
+    for l in labels {
+        assert!(
+            svg.contains(l),
+            "{}: axis label {l:?} missing",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_run_report_has_every_chart_with_data_and_labels() {
+    let out = dataset("replay", "run", "experiments/incidents/llm-api-1402.yaml");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for (chart, labels) in [
+        (
+            "load.svg",
+            vec![
+                "time",
+                "per second",
+                "offered",
+                "attempts",
+                "14:0",
+                "upstream.latency_scale = 2.4",
+            ],
+        ),
+        ("attempts.svg", vec!["retries", "first attempts"]),
+        ("latency.svg", vec!["seconds", "end-to-end p99"]),
+        ("outcomes.svg", vec!["success", "server_error"]),
+        ("pool.svg", vec!["in use", "waiting"]),
+        ("pool_wait.svg", vec!["pool wait p99"]),
+        ("upstream.svg", vec!["in service", "wasted/s"]),
+        ("pods.svg", vec!["up", "down"]),
+    ] {
+        check_svg(&out.join("charts").join(chart), &labels);
+        let inline = std::fs::read_to_string(out.join("charts").join(chart)).unwrap();
+        assert!(html.contains(&inline), "{chart} not inlined");
+    }
+    assert!(html.contains("Attempts peaked at") && html.contains("<table>"));
+    // Nothing to fetch: no script, no external source or style sheet (the
+    // SVG namespace URI is a name, not a fetch).
+    for needle in ["<script", "src=\"http", "href=\"http", "<link", "@import"] {
+        assert!(
+            !html.contains(needle),
+            "the page must work offline: found {needle}"
+        );
+    }
+}
+
+#[test]
+fn a_sweep_report_has_a_heatmap_a_vulnerable_map_and_a_ranking() {
+    let out = dataset(
+        "sweep",
+        "sweep",
+        "experiments/sweeps/retries-x-timeout.yaml",
+    );
+    check_svg(
+        &out.join("charts/heatmap.svg"),
+        &[
+            "client.retry.max_retries",
+            "client.attempt_timeout",
+            "peak_error_rate",
+        ],
+    );
+    check_svg(&out.join("charts/vulnerable.svg"), &["metastable"]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("<tr>").count(), 1 + 16, "a ranked row per run");
+    // The KPI and axes can be chosen.
+    stormsim(&[
+        "report",
+        out.to_str().unwrap(),
+        "--kpi",
+        "amplification_peak",
+        "--x",
+        "client.attempt_timeout",
+        "--y",
+        "client.retry.max_retries",
+    ]);
+    check_svg(&out.join("charts/heatmap.svg"), &["amplification_peak"]);
+    let bad = Command::new(env!("CARGO_BIN_EXE_stormsim"))
+        .args(["report", out.to_str().unwrap(), "--kpi", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("STORMSIM_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            let found = Command::new("which").arg(name).output().ok()?;
+            found
+                .status
+                .success()
+                .then(|| PathBuf::from(String::from_utf8_lossy(&found.stdout).trim()))
+        })
+}
+
+#[test]
+fn the_report_renders_in_headless_chromium() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have Chromium (.ci/run installs it)"
+        );
+        eprintln!(
+            "SKIPPED: no Chromium on this machine (apt-get install chromium); CI runs this check"
+        );
+        return;
+    };
+    let out = dataset(
+        "render",
+        "run",
+        "experiments/incidents/llm-api-1402-after.yaml",
+    );
+    // A copy of the page with a probe that records each chart's size and
+    // any error into the DOM, which --dump-dom prints.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let probe = "<script>window.onerror=function(m){document.body.setAttribute('data-error',m)};\
+        window.addEventListener('load',function(){var s=[];document.querySelectorAll('svg').forEach(function(e){\
+        var r=e.getBoundingClientRect();s.push(Math.round(r.width)+'x'+Math.round(r.height))});\
+        var p=document.createElement('pre');p.id='sizes';p.textContent=s.join(' ');document.body.appendChild(p)});</script>";
+    let probed = out.join("probed.html");
+    std::fs::write(&probed, html.replace("</body>", &format!("{probe}</body>"))).unwrap();
+    let profile = out.join("chromium-profile");
+    let o = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("file://{}", probed.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && !dom.is_empty(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        !dom.contains("<body data-error="),
+        "the page raised an error"
+    );
+    let sizes = dom
+        .split("<pre id=\"sizes\">")
+        .nth(1)
+        .and_then(|s| s.split("</pre>").next())
+        .expect("the probe ran");
+    let charts: Vec<&str> = sizes.split_whitespace().collect();
+    assert!(charts.len() >= 8, "{sizes}");
+    for c in charts {
+        let (w, h) = c.split_once('x').unwrap();
+        assert!(
+            w.parse::<u32>().unwrap() > 100 && h.parse::<u32>().unwrap() > 50,
+            "a chart rendered at {c}"
+        );
+    }
+}
