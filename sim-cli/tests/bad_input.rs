@@ -209,7 +209,7 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "from ≤ to",
     ),
     (
-        "sweep:\n  mode: zip\n  axes:\n    - { path: load.rate, values: [1, 2] }\n    - { path: seed, values: [1] }\n",
+        "sweep:\n  mode: zip\n  axes:\n    - { path: load.rate, values: [1, 2] }\n    - { path: service.pods, values: [1] }\n",
         5,
         "sweep.axes[1]",
         "equal length",
@@ -273,7 +273,7 @@ fn limits_are_checked_before_any_work_and_name_their_flag() {
     let axis = "    - { path: load.rate, range: { from: 1, to: 1000, step: 1 } }\n";
     let cells = format!(
         "sweep:\n  axes:\n{axis}{}{}",
-        axis.replace("load.rate", "seed"),
+        axis.replace("load.rate", "upstream.latency_scale"),
         axis.replace("load.rate", "upstream.capacity")
     );
     let e = errors("cells.yaml", &cells).to_string();
