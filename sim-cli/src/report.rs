@@ -370,6 +370,7 @@ fn run_sections(
             &[
                 series(ts, &x, "e2e_p50_s", "end-to-end p50")?,
                 series(ts, &x, "e2e_p99_s", "end-to-end p99")?,
+                series(ts, &x, "first_attempt_p50_s", "first attempt p50")?,
                 series(ts, &x, "first_attempt_p99_s", "first attempt p99")?,
                 series(ts, &x, "retry_p99_s", "retry p99")?,
             ],
@@ -707,18 +708,37 @@ fn sweep_sections(
         t
     };
     let (x_ticks, y_ticks) = (sort_ticks(&xs), sort_ticks(&ys));
-    let mut acc = vec![vec![(0.0, 0.0, 0usize); x_ticks.len()]; y_ticks.len()];
+    // Per cell: sum, metastable count, runs, sum of squares.
+    let mut acc = vec![vec![(0.0, 0.0, 0usize, 0.0); x_ticks.len()]; y_ticks.len()];
     for i in 0..vals.len() {
         let xi = x_ticks.iter().position(|t| *t == xs[i]).unwrap_or(0);
         let yi = y_ticks.iter().position(|t| *t == ys[i]).unwrap_or(0);
         let a = &mut acc[yi][xi];
         if !vals[i].is_nan() {
             a.0 += vals[i];
+            a.3 += vals[i] * vals[i];
         }
         a.1 += meta[i];
         a.2 += 1;
     }
-    let mean = |f: fn(&(f64, f64, usize)) -> f64| -> Vec<Vec<Option<f64>>> {
+    // 95 % confidence half-width of each cell's mean (normal approximation).
+    let half: Vec<Vec<f64>> = acc
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|a| {
+                    if a.2 < 2 {
+                        return 0.0;
+                    }
+                    let n = a.2 as f64;
+                    let var = ((a.3 - a.0 * a.0 / n) / (n - 1.0)).max(0.0);
+                    1.96 * (var / n).sqrt()
+                })
+                .collect()
+        })
+        .collect();
+    let with_ci = half.iter().flatten().any(|h| *h > 0.0);
+    let mean = |f: fn(&(f64, f64, usize, f64)) -> f64| -> Vec<Vec<Option<f64>>> {
         acc.iter()
             .map(|row| {
                 row.iter()
@@ -727,14 +747,38 @@ fn sweep_sections(
             })
             .collect()
     };
+    let means = mean(|a| a.0);
+    // Cell labels carry the confidence half-width when there is spread.
+    let labels: BTreeMap<String, String> = means
+        .iter()
+        .zip(&half)
+        .flat_map(|(row, hrow)| row.iter().zip(hrow))
+        .filter_map(|(m, h)| {
+            m.map(|m| {
+                (
+                    format!("{m:.6}"),
+                    if with_ci {
+                        format!("{m:.2} ±{h:.2}")
+                    } else {
+                        format!("{m:.2}")
+                    },
+                )
+            })
+        })
+        .collect();
     let heat = charts::heatmap(
         &format!("{kpi} (mean over replications and other axes)"),
         &x,
         &y,
         &x_ticks,
         &y_ticks,
-        &mean(|a| a.0),
-        &|v| format!("{v:.2}"),
+        &means,
+        &|v| {
+            labels
+                .get(&format!("{v:.6}"))
+                .cloned()
+                .unwrap_or_else(|| format!("{v:.2}"))
+        },
     )?;
     let map = charts::heatmap(
         "Share of runs that stayed collapsed (metastable)",
@@ -749,7 +793,15 @@ fn sweep_sections(
     Ok(vec![
         Section {
             title: format!("{kpi} over {x} × {y}"),
-            text: format!("Each cell is the mean over {} runs in all.", vals.len()),
+            text: format!(
+                "Each cell is the mean of the runs with those two values ({} runs in all){}.",
+                vals.len(),
+                if with_ci {
+                    "; ± is the 95 % confidence half-width over replications and the other axes"
+                } else {
+                    ""
+                }
+            ),
             charts: vec![("heatmap.svg".into(), heat)],
             table: None,
         },

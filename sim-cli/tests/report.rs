@@ -139,6 +139,17 @@ fn a_sweep_report_has_a_heatmap_a_vulnerable_map_and_a_ranking() {
         "client.retry.max_retries",
     ]);
     check_svg(&out.join("charts/heatmap.svg"), &["amplification_peak"]);
+    // Cells that pool several runs show a confidence half-width.
+    stormsim(&[
+        "report",
+        out.to_str().unwrap(),
+        "--x",
+        "client.retry.max_retries",
+        "--y",
+        "client.retry.max_retries",
+    ]);
+    let svg = std::fs::read_to_string(out.join("charts/heatmap.svg")).unwrap();
+    assert!(svg.contains('±'), "no confidence interval on pooled cells");
     let bad = Command::new(env!("CARGO_BIN_EXE_stormsim"))
         .args(["report", out.to_str().unwrap(), "--kpi", "nope"])
         .output()
