@@ -415,6 +415,9 @@ pub fn write_parquet(
     let file =
         fs::File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     ParquetWriter::new(file)
+        // One thread per write: parallelism comes from running cells side
+        // by side, and a `--threads 1` sweep really uses one core.
+        .set_parallel(false)
         .with_compression(ParquetCompression::Zstd(None))
         .with_key_value_metadata(Some(KeyValueMetadata::from_static(meta.to_vec())))
         .finish(df)
