@@ -2,6 +2,7 @@
 //! markers, stacked areas, and heatmaps. Each returns the SVG text, ready
 //! to inline in HTML or write as a file.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::full_palette::{
     BLUE_600, GREEN_600, GREY_500, ORANGE_600, PURPLE_500, RED_600, TEAL_600,
@@ -51,8 +52,50 @@ fn bounds(series: &[Series]) -> (f64, f64, f64) {
     }
 }
 
-/// A line chart over time; `x_label_of` turns an x value into its
-/// axis label (a wall-clock time).
+type TimeChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The frame every time chart shares: caption, axes sized to `series`,
+/// wall-clock labels under the x axis. Returns the chart and its y top.
+fn time_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    y_desc: &str,
+    series: &[Series],
+    x_label_of: &dyn Fn(f64) -> String,
+) -> Result<(TimeChart<'a, 'b>, f64), String> {
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let (x0, x1, y1) = bounds(series);
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x0..x1, 0.0..y1)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc("time")
+        .y_desc(y_desc)
+        .x_labels(8)
+        .x_label_formatter(&|x| x_label_of(*x))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    Ok((chart, y1))
+}
+
+fn legend<'a, 'b: 'a>(chart: &mut TimeChart<'a, 'b>) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(GREY_500)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
+/// A line chart over time; `x_label_of` turns an x value into its axis
+/// label (a wall-clock time).
 pub fn lines(
     title: &str,
     y_desc: &str,
@@ -63,23 +106,7 @@ pub fn lines(
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let (x0, x1, y1) = bounds(series);
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(60)
-            .build_cartesian_2d(x0..x1, 0.0..y1)
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc("time")
-            .y_desc(y_desc)
-            .x_labels(8)
-            .x_label_formatter(&|x| x_label_of(*x))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        let (mut chart, y1) = time_chart(&root, title, y_desc, series, x_label_of)?;
         for m in markers {
             chart
                 .draw_series(LineSeries::new(
@@ -108,13 +135,7 @@ pub fn lines(
                     PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
                 });
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(GREY_500)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        legend(&mut chart)?;
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(svg)
@@ -149,23 +170,7 @@ pub fn stacked(
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let (x0, x1, y1) = bounds(&cumulative);
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(60)
-            .build_cartesian_2d(x0..x1, 0.0..y1)
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc("time")
-            .y_desc(y_desc)
-            .x_labels(8)
-            .x_label_formatter(&|x| x_label_of(*x))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        let (mut chart, _) = time_chart(&root, title, y_desc, &cumulative, x_label_of)?;
         // Top layer first so lower layers paint over it.
         for (i, s) in cumulative.iter().enumerate().rev() {
             let colour = COLOURS[i % COLOURS.len()];
@@ -180,13 +185,7 @@ pub fn stacked(
                     Rectangle::new([(x, y - 5), (x + 14, y + 5)], colour.filled())
                 });
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(GREY_500)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        legend(&mut chart)?;
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(svg)

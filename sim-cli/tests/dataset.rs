@@ -2,19 +2,15 @@
 //! across thread counts and shards, resumable after a kill, failures exit
 //! 1 with a command that reproduces them.
 
+mod common;
+
+use common::{root, stormsim};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormsim");
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 fn sweep_file() -> PathBuf {
     root().join("experiments/sweeps/retries-x-timeout.yaml")
@@ -27,14 +23,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn stormsim(args: &[&str]) -> std::process::Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("stormsim runs")
 }
 
 /// Every file under `dir`, by relative path, with its bytes.

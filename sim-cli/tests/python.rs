@@ -6,15 +6,11 @@
 //! this test makes a virtual environment under the build directory and
 //! installs `notebooks/requirements.txt` into it, once.
 
+mod common;
+
+use common::{root, stormsim_ok};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 /// A Python with the notebooks' requirements (and a `python3` kernel).
 pub fn python() -> PathBuf {
@@ -102,39 +98,26 @@ fn polars_pandas_and_duckdb_read_each_table_as_one() {
     }
 }
 
-fn stormsim(args: &[&str]) {
-    let o = Command::new(env!("CARGO_BIN_EXE_stormsim"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "stormsim {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 #[test]
 fn every_notebook_executes_headless_on_bundled_experiments() {
     let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("notebook-data");
     let _ = std::fs::remove_dir_all(&base);
     let (replay, after, sweep) = (base.join("replay"), base.join("after"), base.join("sweep"));
-    stormsim(&[
+    stormsim_ok(&[
         "run",
         "experiments/incidents/llm-api-1402.yaml",
         "--quiet",
         "--out",
         replay.to_str().unwrap(),
     ]);
-    stormsim(&[
+    stormsim_ok(&[
         "run",
         "experiments/incidents/llm-api-1402-after.yaml",
         "--quiet",
         "--out",
         after.to_str().unwrap(),
     ]);
-    stormsim(&[
+    stormsim_ok(&[
         "sweep",
         "experiments/sweeps/retries-x-timeout.yaml",
         "--quiet",

@@ -3,36 +3,19 @@
 //! is installed; always in CI) the page renders with no error and every
 //! chart has a size.
 
+mod common;
+
+use common::stormsim_ok;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn stormsim(args: &[&str]) {
-    let o = Command::new(env!("CARGO_BIN_EXE_stormsim"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "stormsim {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
 
 fn dataset(name: &str, command: &str, file: &str) -> PathBuf {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("report-tests")
         .join(name);
     let _ = std::fs::remove_dir_all(&out);
-    stormsim(&[command, file, "--quiet", "--out", out.to_str().unwrap()]);
-    stormsim(&["report", out.to_str().unwrap()]);
+    stormsim_ok(&[command, file, "--quiet", "--out", out.to_str().unwrap()]);
+    stormsim_ok(&["report", out.to_str().unwrap()]);
     out
 }
 
@@ -128,7 +111,7 @@ fn a_sweep_report_has_a_heatmap_a_vulnerable_map_and_a_ranking() {
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert_eq!(html.matches("<tr>").count(), 1 + 16, "a ranked row per run");
     // The KPI and axes can be chosen.
-    stormsim(&[
+    stormsim_ok(&[
         "report",
         out.to_str().unwrap(),
         "--kpi",
@@ -140,7 +123,7 @@ fn a_sweep_report_has_a_heatmap_a_vulnerable_map_and_a_ranking() {
     ]);
     check_svg(&out.join("charts/heatmap.svg"), &["amplification_peak"]);
     // Cells that pool several runs show a confidence half-width.
-    stormsim(&[
+    stormsim_ok(&[
         "report",
         out.to_str().unwrap(),
         "--x",

@@ -1,0 +1,32 @@
+//! Helpers the CLI test binaries share.
+#![allow(dead_code)] // each test binary uses a part
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Runs `stormsim ARGS` from the repository root.
+pub fn stormsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stormsim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("stormsim runs")
+}
+
+/// Runs `stormsim ARGS` and insists it succeeds.
+pub fn stormsim_ok(args: &[&str]) {
+    let o = stormsim(args);
+    assert!(
+        o.status.success(),
+        "stormsim {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
