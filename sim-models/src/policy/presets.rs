@@ -46,7 +46,7 @@ impl Preset {
 }
 
 /// Every preset's name, in the order `stormsim list` shows them.
-pub const NAMES: [&str; 11] = [
+pub const NAMES: [&str; 15] = [
     "grpc-a6",
     "envoy",
     "finagle",
@@ -58,6 +58,10 @@ pub const NAMES: [&str; 11] = [
     "apache-httpclient5-defaults",
     "incident-1402-before",
     "incident-1402-after",
+    "seed-001-layered",
+    "seed-002-llm-api",
+    "seed-003-budget",
+    "seed-004-httpclient-fix",
 ];
 
 /// The preset called `name`.
@@ -309,6 +313,112 @@ pub fn get(name: &str) -> Option<Preset> {
                 })),
                 fallback: true,
                 scope: Scope::Global,
+                ..base.clone()
+            },
+            None,
+        ),
+        "seed-001-layered" => (
+            "Seed 001's layered retries (payment-core tuning): one immediate retry for 502/503/504 answered \
+             within 100 ms, then 2 retries on 502/503/504/509 with 2 s exponential backoff, ±10 % jitter, \
+             capped at 8 s, waiting at least what Retry-After says",
+            ClientConfig {
+                retry: RetryConfig {
+                    max_retries: 2,
+                    backoff: Backoff::exponential(
+                        secs(2),
+                        2.0,
+                        Some(secs(8)),
+                        Jitter::Proportional(0.1),
+                    ),
+                    retry_on: vec![
+                        RetryOn::Status(502),
+                        RetryOn::Status(503),
+                        RetryOn::Status(504),
+                        RetryOn::Status(509),
+                        RetryOn::RateLimited,
+                    ],
+                    retry_after: RetryAfterConfig {
+                        mode: RetryAfterMode::AtLeast,
+                        cap: Some(secs(30)),
+                        counts_as_retry: true,
+                    },
+                    fast_retry: Some(crate::config::FastRetry {
+                        max: 1,
+                        statuses: vec![502, 503, 504],
+                        within: ms(100),
+                    }),
+                    ..RetryConfig::default()
+                },
+                ..base.clone()
+            },
+            None,
+        ),
+        "seed-002-llm-api" => (
+            "Seed 002's LLM-API client: 30 s per attempt inside a 60 s total deadline, 3 retries on 5xx and \
+             timeouts with full-jitter exponential backoff from 1 s, 429 waits Retry-After without counting \
+             as a retry, 4xx never retried",
+            ClientConfig {
+                attempt_timeout: Some(secs(30)),
+                total_deadline: Some(secs(60)),
+                retry: RetryConfig {
+                    max_retries: 3,
+                    backoff: Backoff::exponential(secs(1), 2.0, Some(secs(16)), Jitter::Full),
+                    retry_on: vec![RetryOn::Timeout, RetryOn::ServerError, RetryOn::RateLimited],
+                    retry_after: RetryAfterConfig {
+                        mode: RetryAfterMode::Honor,
+                        cap: Some(secs(60)),
+                        counts_as_retry: false,
+                    },
+                    ..RetryConfig::default()
+                },
+                ..base.clone()
+            },
+            None,
+        ),
+        "seed-003-budget" => (
+            "Seed 003's remedy: a service-wide retry budget (+1 token per success, −10 per retry), full jitter \
+             from 50 ms, retries only for connection errors and 503, deadlines propagated",
+            ClientConfig {
+                propagate_deadline: true,
+                retry: RetryConfig {
+                    max_retries: 3,
+                    backoff: Backoff::exponential(ms(50), 2.0, None, Jitter::Full),
+                    retry_on: vec![RetryOn::ConnectFailure, RetryOn::Status(503)],
+                    ..RetryConfig::default()
+                },
+                budget: Some(BudgetSpec::Bucket {
+                    max_tokens: 100,
+                    per_success: 1,
+                    per_retry: 10,
+                }),
+                scope: Scope::Global,
+                ..base.clone()
+            },
+            None,
+        ),
+        "seed-004-httpclient-fix" => (
+            "Seed 004's fix: at most 2 retries, 2.5 s timeout, 200 ms doubling backoff with jitter, and a \
+             breaker (30 % failures over 20 calls, 10 s open, 5 half-open calls)",
+            ClientConfig {
+                attempt_timeout: Some(ms(2_500)),
+                retry: RetryConfig {
+                    max_retries: 2,
+                    backoff: Backoff::exponential(ms(200), 2.0, None, Jitter::Equal),
+                    retry_on: vec![
+                        RetryOn::Timeout,
+                        RetryOn::ConnectFailure,
+                        RetryOn::ServerError,
+                    ],
+                    ..RetryConfig::default()
+                },
+                breaker: Some(BreakerSpec::Resilience4j(R4jConfig {
+                    failure_rate_threshold: 30.0,
+                    sliding_window_size: 20,
+                    minimum_number_of_calls: 20,
+                    wait_duration_in_open_state: secs(10),
+                    permitted_calls_in_half_open: 5,
+                    ..R4jConfig::default()
+                })),
                 ..base.clone()
             },
             None,
