@@ -264,6 +264,18 @@ impl Latency {
     }
 }
 
+/// Attempts sent (first, retries and hedges) in a set of counters.
+fn attempts_in(counts: &[u64; Count::COUNT]) -> u64 {
+    [
+        Count::AttemptsFirst,
+        Count::AttemptsRetry,
+        Count::AttemptsHedge,
+    ]
+    .iter()
+    .map(|&c| counts[c as usize])
+    .sum()
+}
+
 /// One bucket of a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BucketRow {
@@ -303,9 +315,7 @@ impl BucketRow {
     }
     /// Attempts started (first, retries and hedges).
     pub fn attempts(&self) -> u64 {
-        self.count(Count::AttemptsFirst)
-            + self.count(Count::AttemptsRetry)
-            + self.count(Count::AttemptsHedge)
+        attempts_in(&self.counts)
     }
     /// Requests ended, all reasons.
     pub fn finished(&self) -> u64 {
@@ -424,9 +434,7 @@ impl RunTotals {
     }
     /// Attempts sent over the run (first, retries and hedges).
     pub fn attempts(&self) -> u64 {
-        self.count(Count::AttemptsFirst)
-            + self.count(Count::AttemptsRetry)
-            + self.count(Count::AttemptsHedge)
+        attempts_in(&self.counts)
     }
     /// Requests ended, all reasons.
     pub fn finished(&self) -> u64 {

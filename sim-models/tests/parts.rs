@@ -1,25 +1,15 @@
 //! Each part of the world doing what its documentation says.
 
+mod common;
+
+use common::{go, ms, secs, share};
 use sim_core::dist::DistSpec;
 use sim_core::time::SimDuration;
 use sim_models::config::{ClosedLoopConfig, LoadLaw, OverflowAction, RateLimitConfig, WorldConfig};
 use sim_models::outcome::Reason;
 use sim_models::policy::backoff::Backoff;
-use sim_models::recorder::{BucketRow, Count, Latency, Level, RunTotals};
+use sim_models::recorder::{BucketRow, Count, Latency, Level};
 use sim_models::timeline::{At, Param, RampAction, SetAction, TimelineEntry};
-use sim_models::world::run;
-
-fn ms(v: u64) -> SimDuration {
-    SimDuration::from_millis(v)
-}
-fn secs(s: u64) -> SimDuration {
-    SimDuration::from_secs(s)
-}
-
-fn go(cfg: &WorldConfig) -> (Vec<BucketRow>, RunTotals) {
-    let out = run(cfg, Vec::new()).unwrap_or_else(|e| panic!("{e}"));
-    (out.sink, out.totals)
-}
 
 fn entry(at: u64) -> TimelineEntry {
     TimelineEntry {
@@ -30,10 +20,6 @@ fn entry(at: u64) -> TimelineEntry {
         kill_pod: None,
         restart_pod: None,
     }
-}
-
-fn share(t: &RunTotals, r: Reason) -> f64 {
-    t.outcome(r) as f64 / t.finished() as f64
 }
 
 fn per_second(

@@ -1,5 +1,8 @@
 //! The policy catalogue inside the world.
 
+mod common;
+
+use common::{go, ms, secs, share};
 use sim_core::dist::DistSpec;
 use sim_core::time::SimDuration;
 use sim_models::config::{
@@ -12,24 +15,7 @@ use sim_models::policy::breaker::{BreakerSpec, R4jConfig, WindowType};
 use sim_models::policy::budget::BudgetSpec;
 use sim_models::policy::presets;
 use sim_models::policy::throttle::ThrottleSpec;
-use sim_models::recorder::{BucketRow, Count, Latency, Level, RunTotals};
-use sim_models::world::run;
-
-fn ms(v: u64) -> SimDuration {
-    SimDuration::from_millis(v)
-}
-fn secs(s: u64) -> SimDuration {
-    SimDuration::from_secs(s)
-}
-
-fn go(cfg: &WorldConfig) -> (Vec<BucketRow>, RunTotals) {
-    let out = run(cfg, Vec::new()).unwrap_or_else(|e| panic!("{e}"));
-    (out.sink, out.totals)
-}
-
-fn share(t: &RunTotals, r: Reason) -> f64 {
-    t.outcome(r) as f64 / t.finished() as f64
-}
+use sim_models::recorder::{BucketRow, Count, Latency, Level};
 
 fn preset(name: &str) -> WorldConfig {
     let mut cfg = WorldConfig::default();
