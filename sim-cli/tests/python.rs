@@ -57,6 +57,17 @@ pub fn python() -> PathBuf {
     py
 }
 
+/// The output of a finished Python run, which must have succeeded.
+fn succeeded(o: std::process::Output) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{text}");
+    text
+}
+
 #[test]
 fn polars_pandas_and_duckdb_read_each_table_as_one() {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-dataset");
@@ -71,28 +82,19 @@ fn polars_pandas_and_duckdb_read_each_table_as_one() {
          sweep:\n  replications: 2\n  axes:\n    - { path: client.attempt_timeout, values: [100ms, 1s] }\n",
     )
     .unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_stormsim"))
-        .args([
-            "sweep",
-            file.to_str().unwrap(),
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    stormsim_ok(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let o = Command::new(python())
         .arg(root().join("notebooks/check_dataset.py"))
         .arg(&out)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(o.status.success(), "{text}");
+    let text = succeeded(o);
     for table in ["summary", "timeseries", "events", "attempts"] {
         assert!(text.contains(&format!("{table}: ")), "{text}");
     }
@@ -134,12 +136,7 @@ fn every_notebook_executes_headless_on_bundled_experiments() {
         )
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(o.status.success(), "{text}");
+    let text = succeeded(o);
     for nb in [
         "01-incident-replay",
         "02-sweep-analysis",
