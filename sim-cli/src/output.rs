@@ -146,11 +146,17 @@ pub fn summary_frame(
         f("degraded_rate", k.degraded_rate),
         f("error_rate", k.error_rate),
         f("peak_error_rate", k.peak_error_rate),
+        o("baseline_error_rate", k.baseline_error_rate),
         f("amplification_mean", k.amplification_mean),
         f("amplification_peak", k.amplification_peak),
         f("peak_attempts_per_s", k.peak_attempts_per_s),
         o("e2e_p99_s", k.e2e_p99_s),
         o("peak_e2e_p99_s", k.peak_e2e_p99_s),
+        o("baseline_e2e_p99_s", k.baseline_e2e_p99_s),
+        f("peak_calls_in_flight", k.peak_calls_in_flight),
+        o("peak_pool_wait_p99_s", k.peak_pool_wait_p99_s),
+        o("storm_visible_s", k.storm_visible_s),
+        o("pools_exhausted_s", k.pools_exhausted_s),
         f("wasted_fraction", k.wasted_fraction),
         f("retry_share", k.retry_share),
         o("trigger_end_s", k.trigger_end_s),
@@ -297,6 +303,16 @@ pub fn timeseries_frame(
         cols.push(Column::new(
             format!("{name}_max_s").as_str().into(),
             get(|s| s.max),
+        ));
+    }
+    type Pick = fn(&LatencySummary) -> Option<u64>;
+    let window: [(&str, Pick); 2] = [("p50", |s| s.p50), ("p99", |s| s.p99)];
+    for (name, f) in window {
+        cols.push(Column::new(
+            format!("e2e_window_{name}_s").as_str().into(),
+            rows.iter()
+                .map(|r| secs(f(&r.e2e_window)))
+                .collect::<Vec<_>>(),
         ));
     }
     DataFrame::new(n, cols)

@@ -179,6 +179,7 @@ fn run_cell(
         &output.totals,
         &output.steps,
         &exp.outputs.recovery,
+        world.clock.window,
     );
     let clock = world.clock.wall_clock();
     let config = serde_json::to_string(&world).map_err(|e| e.to_string())?;

@@ -66,7 +66,7 @@ fn a_run_report_has_every_chart_with_data_and_labels() {
                 "offered",
                 "attempts",
                 "14:0",
-                "upstream.latency_scale = 2.4",
+                "upstream.latency_scale = 2",
             ],
         ),
         ("attempts.svg", vec!["retries", "first attempts"]),

@@ -79,6 +79,9 @@ pub struct ClockConfig {
     pub duration: SimDuration,
     /// Width of a metrics bucket (default `1s`).
     pub bucket: SimDuration,
+    /// Trailing window of the windowed end-to-end quantiles
+    /// (`e2e_window_p99_s`; default `60s`, a dashboard's `[1m]`).
+    pub window: SimDuration,
 }
 
 impl Default for ClockConfig {
@@ -87,6 +90,7 @@ impl Default for ClockConfig {
             start: "00:00:00".parse().expect("valid label"),
             duration: secs(60),
             bucket: secs(1),
+            window: secs(60),
         }
     }
 }
@@ -844,6 +848,7 @@ impl WorldConfig {
         let mut p = Problems::default();
         p.positive("clock.duration", self.clock.duration);
         p.positive("clock.bucket", self.clock.bucket);
+        p.positive("clock.window", self.clock.window);
         p.rate("load.rate", self.load.rate);
         if let Some(cl) = &self.load.closed_loop {
             p.dist("load.closed_loop.think", &cl.think);

@@ -2,6 +2,11 @@
 //! tail latency, wasted work, and whether (and when) the system recovered
 //! after its last trigger.
 //!
+//! Peaks are read the way an incident write-up reads its dashboards, not
+//! from single noisy seconds: error rate and end-to-end p99 over the
+//! trailing window (`clock.window`, a dashboard's `[1m]`), attempt rate as
+//! a 10 s mean. The onset figures time the storm from the first trigger.
+//!
 //! Recovery is measured the way an operator would: goodput (successful
 //! requests per second) before the first trigger is the baseline; after
 //! the last trigger ends, the system has recovered at the first bucket
@@ -15,7 +20,16 @@ use sim_core::metrics::Histogram;
 use sim_core::time::{SimDuration, SimTime};
 
 use crate::outcome::Reason;
-use crate::recorder::{BucketRow, Count, Latency, RunTotals};
+use crate::recorder::{BucketRow, Count, Latency, Level, RunTotals};
+
+/// Attempt rates are read as means over this span (a rate graph's usual
+/// resolution).
+const RATE_WINDOW: SimDuration = SimDuration::from_secs(10);
+/// The storm is visible once attempts exceed this multiple of offered load.
+const VISIBLE_AMPLIFICATION: f64 = 1.5;
+/// Pools count as exhausted once this many calls queue for a connection:
+/// every connection busy, new requests only queue.
+const EXHAUSTED_QUEUE: i64 = 100;
 use crate::timeline::{Step, last_trigger_end};
 
 /// How recovery is judged.
@@ -62,18 +76,34 @@ pub struct Kpis {
     pub degraded_rate: f64,
     /// Errors ÷ finished.
     pub error_rate: f64,
-    /// Highest error rate of any bucket with outcomes.
+    /// Highest error rate over any trailing window (`clock.window`).
     pub peak_error_rate: f64,
+    /// Error rate over the baseline span before the first trigger.
+    pub baseline_error_rate: Option<f64>,
     /// Attempts ÷ offered over the run.
     pub amplification_mean: f64,
     /// Highest attempts ÷ offered of any bucket.
     pub amplification_peak: f64,
-    /// Most attempts started in one second.
+    /// Highest attempts per second, as a 10 s mean.
     pub peak_attempts_per_s: f64,
     /// End-to-end p99 over the run, seconds.
     pub e2e_p99_s: Option<f64>,
-    /// Highest per-bucket end-to-end p99, seconds.
+    /// Highest end-to-end p99 over any trailing window, seconds.
     pub peak_e2e_p99_s: Option<f64>,
+    /// End-to-end p99 over the trailing window that ends at the first
+    /// trigger.
+    pub baseline_e2e_p99_s: Option<f64>,
+    /// Most HTTP calls in progress (holding or awaiting a connection), as
+    /// a scraped gauge shows it: the highest per-bucket time-weighted mean.
+    pub peak_calls_in_flight: f64,
+    /// Highest per-bucket p99 of the wait for a pool connection, seconds.
+    pub peak_pool_wait_p99_s: Option<f64>,
+    /// Seconds from the first trigger to the first bucket where attempts
+    /// exceed 1.5 × offered requests.
+    pub storm_visible_s: Option<f64>,
+    /// Seconds from the first trigger to the first bucket in which at least
+    /// 100 calls queued for pool connections.
+    pub pools_exhausted_s: Option<f64>,
     /// Upstream work finished for callers who had left ÷ all client work
     /// it finished.
     pub wasted_fraction: f64,
@@ -93,11 +123,15 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 /// Computes the key figures of a run.
+///
+/// `window` is the trailing window of the peak error rate (the rows carry
+/// their own windowed p99).
 pub fn kpis(
     rows: &[BucketRow],
     totals: &RunTotals,
     steps: &[Step],
     recovery: &RecoveryConfig,
+    window: SimDuration,
 ) -> Kpis {
     let finished = totals.finished();
     let errors: u64 = Reason::ALL
@@ -105,34 +139,49 @@ pub fn kpis(
         .filter(|r| r.is_error())
         .map(|&r| totals.outcome(r))
         .sum();
-    let peak_error_rate = rows
-        .iter()
-        .filter(|r| r.finished() > 0)
-        .map(|r| {
-            let e: u64 = Reason::ALL
-                .iter()
-                .filter(|x| x.is_error())
-                .map(|&x| r.outcome(x))
-                .sum();
-            ratio(e, r.finished())
-        })
-        .fold(0.0, f64::max);
-    let peak_attempts = rows
-        .iter()
-        .map(|r| r.attempts() as f64 / r.span.as_secs_f64().max(1e-9))
-        .fold(0.0, f64::max);
+    let width = rows.first().map_or(1, |r| r.span.as_nanos().max(1));
+    let buckets = |d: SimDuration| (d.as_nanos().div_ceil(width) as usize).max(1);
+    let peak_error_rate = trailing_peak(rows, buckets(window), errors_in, |r| r.finished() as f64);
+    let peak_attempts = trailing_peak(
+        rows,
+        buckets(RATE_WINDOW),
+        |r| r.attempts() as f64,
+        |r| r.span.as_secs_f64(),
+    );
+    let first_trigger = steps.iter().map(|s| s.at).min();
+    let baseline = first_trigger.map(|first| baseline_rows(rows, first, recovery.baseline));
+    let baseline_errors = baseline.as_ref().and_then(|b| {
+        let finished: u64 = b.iter().map(|r| r.finished()).sum();
+        let errors: f64 = b.iter().map(|r| errors_in(r)).sum();
+        (finished > 0).then(|| errors / finished as f64)
+    });
+    // The trailing window of the last bucket before the trigger.
+    let baseline_p99 = baseline
+        .as_ref()
+        .and_then(|b| b.last())
+        .and_then(|r| r.e2e_window.p99);
+    let after_trigger = |first: SimTime| rows.iter().filter(move |r| r.start >= first);
+    let onset = |pred: &dyn Fn(&BucketRow) -> bool| {
+        let first = first_trigger?;
+        after_trigger(first)
+            .find(|r| pred(r))
+            .map(|r| r.start.saturating_since(first).as_secs_f64())
+    };
+    let storm_visible =
+        onset(&|r| r.attempts() as f64 > VISIBLE_AMPLIFICATION * r.count(Count::Offered) as f64);
+    let pools_exhausted = onset(&|r| r.level(Level::PoolWaiters).max >= EXHAUSTED_QUEUE);
     let secs = |ns: Option<u64>| ns.map(|v| v as f64 / 1e9);
     let e2e: &Histogram = totals.latency(Latency::EndToEnd);
-    let peak_e2e = rows
+    let peak_e2e = rows.iter().filter_map(|r| r.e2e_window.p99).max();
+    let peak_wait = rows
         .iter()
-        .filter_map(|r| r.latency(Latency::EndToEnd).p99)
+        .filter_map(|r| r.latency(Latency::PoolWait).p99)
         .max();
     let wasted = totals.count(Count::UpstreamWasted);
     let useful = totals.count(Count::UpstreamGoodput);
     let attempts = totals.attempts();
     let retries = totals.count(Count::AttemptsRetry) + totals.count(Count::AttemptsHedge);
     let trigger_end = last_trigger_end(steps);
-    let first_trigger = steps.iter().map(|s| s.at).min();
     let recovered = match (first_trigger, trigger_end) {
         (Some(first), Some(end)) => recovery_time(rows, first, end, recovery),
         _ => None,
@@ -146,17 +195,66 @@ pub fn kpis(
         degraded_rate: ratio(totals.outcome(Reason::Fallback), finished),
         error_rate: ratio(errors, finished),
         peak_error_rate,
+        baseline_error_rate: baseline_errors,
         amplification_mean: totals.amplification(),
         amplification_peak: totals.peak_amplification,
         peak_attempts_per_s: peak_attempts,
         e2e_p99_s: secs(e2e.quantile(0.99)),
         peak_e2e_p99_s: secs(peak_e2e),
+        baseline_e2e_p99_s: secs(baseline_p99),
+        peak_calls_in_flight: rows
+            .iter()
+            .map(|r| r.level(Level::CallsInFlight).mean)
+            .fold(0.0, f64::max),
+        peak_pool_wait_p99_s: secs(peak_wait),
+        storm_visible_s: storm_visible,
+        pools_exhausted_s: pools_exhausted,
         wasted_fraction: ratio(wasted, wasted + useful),
         retry_share: ratio(retries, attempts),
         trigger_end_s: trigger_end.map(SimTime::as_secs_f64),
         time_to_recover_s: recovered,
         metastable,
     }
+}
+
+/// Errors (every reason that is not a success or fallback) in a bucket.
+fn errors_in(r: &BucketRow) -> f64 {
+    Reason::ALL
+        .iter()
+        .filter(|x| x.is_error())
+        .map(|&x| r.outcome(x))
+        .sum::<u64>() as f64
+}
+
+/// The highest ratio of sums of `num` to `den` over any `n` consecutive
+/// rows (windows whose `den` sums to zero are skipped).
+fn trailing_peak(
+    rows: &[BucketRow],
+    n: usize,
+    num: impl Fn(&BucketRow) -> f64,
+    den: impl Fn(&BucketRow) -> f64,
+) -> f64 {
+    let (mut top, mut bottom, mut peak) = (0.0, 0.0, 0.0f64);
+    for (i, r) in rows.iter().enumerate() {
+        top += num(r);
+        bottom += den(r);
+        if i >= n {
+            top -= num(&rows[i - n]);
+            bottom -= den(&rows[i - n]);
+        }
+        if bottom > 0.0 {
+            peak = peak.max(top / bottom);
+        }
+    }
+    peak
+}
+
+/// The full buckets within `span` before `first`.
+fn baseline_rows(rows: &[BucketRow], first: SimTime, span: SimDuration) -> Vec<&BucketRow> {
+    let from = first.saturating_since(SimTime::ZERO).saturating_sub(span);
+    rows.iter()
+        .filter(|r| r.start.since_start() >= from && r.start.saturating_add(r.span) <= first)
+        .collect()
 }
 
 /// Seconds from `end` to the first bucket from which goodput stays within
@@ -167,13 +265,7 @@ fn recovery_time(
     end: SimTime,
     c: &RecoveryConfig,
 ) -> Option<f64> {
-    let from = first
-        .saturating_since(SimTime::ZERO)
-        .saturating_sub(c.baseline);
-    let before: Vec<&BucketRow> = rows
-        .iter()
-        .filter(|r| r.start.since_start() >= from && r.start.saturating_add(r.span) <= first)
-        .collect();
+    let before = baseline_rows(rows, first, c.baseline);
     if before.is_empty() {
         return None;
     }

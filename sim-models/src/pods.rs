@@ -303,5 +303,9 @@ impl<S: RowSink> World<S> {
             self.rec
                 .level_add(Level::PoolLeaked, now, current.2 - last.2);
         }
+        let calls = (current.0 + current.1) - (last.0 + last.1);
+        if calls != 0 {
+            self.rec.level_add(Level::CallsInFlight, now, calls);
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! length: only the open bucket's counters and histograms are held.
 
 use serde::Serialize;
-use sim_core::metrics::{Gauge, GaugeBucket, Histogram};
+use sim_core::metrics::{Gauge, GaugeBucket, Histogram, TrailingHistogram};
 use sim_core::time::{SimDuration, SimTime};
 
 use crate::outcome::Reason;
@@ -51,6 +51,9 @@ pub enum Level {
     PoolWaiters,
     /// Connections lost to leaks, all pods.
     PoolLeaked,
+    /// HTTP calls in progress, all pods: holding a connection or waiting
+    /// for one (the goroutines blocked in a call).
+    CallsInFlight,
     /// Requests inside the service tier (assigned to a pod, not finished).
     ServiceInFlight,
     /// Requests whose user awaits an outcome.
@@ -71,10 +74,11 @@ pub enum Level {
 
 impl Level {
     /// Every level, in column order.
-    pub const ALL: [Level; 11] = [
+    pub const ALL: [Level; 12] = [
         Level::PoolInUse,
         Level::PoolWaiters,
         Level::PoolLeaked,
+        Level::CallsInFlight,
         Level::ServiceInFlight,
         Level::UsersWaiting,
         Level::UpstreamInService,
@@ -92,6 +96,7 @@ impl Level {
             Level::PoolInUse => "pool_in_use",
             Level::PoolWaiters => "pool_waiters",
             Level::PoolLeaked => "pool_leaked",
+            Level::CallsInFlight => "calls_in_flight",
             Level::ServiceInFlight => "service_in_flight",
             Level::UsersWaiting => "users_waiting",
             Level::UpstreamInService => "upstream_in_service",
@@ -294,6 +299,10 @@ pub struct BucketRow {
     pub levels: [GaugeBucket; Level::COUNT],
     /// Latencies, indexed like [`Latency::ALL`].
     pub latencies: [LatencySummary; Latency::COUNT],
+    /// End-to-end latency over the trailing window ending with this bucket
+    /// (`clock.window`): every call finished in the window counts once, as
+    /// a dashboard's quantile over `rate(...[1m])` does.
+    pub e2e_window: LatencySummary,
 }
 
 impl BucketRow {
@@ -454,15 +463,20 @@ pub struct Recorder<S> {
     counts: [u64; Count::COUNT],
     levels: [Gauge; Level::COUNT],
     hists: [Histogram; Latency::COUNT],
+    e2e_window: TrailingHistogram,
     totals: RunTotals,
     sink: S,
 }
 
 impl<S: RowSink> Recorder<S> {
-    /// A recorder with buckets of `width`, sending rows to `sink`.
-    pub fn new(width: SimDuration, sink: S) -> Self {
+    /// A recorder with buckets of `width`, sending rows to `sink`; the
+    /// windowed end-to-end quantiles cover the last `window` (rounded up to
+    /// whole buckets).
+    pub fn new(width: SimDuration, window: SimDuration, sink: S) -> Self {
+        let buckets = window.as_nanos().div_ceil(width.as_nanos().max(1));
         Recorder {
             width,
+            e2e_window: TrailingHistogram::new(usize::try_from(buckets).unwrap_or(usize::MAX)),
             index: 0,
             outcomes: [0; Reason::COUNT],
             counts: [0; Count::COUNT],
@@ -526,6 +540,10 @@ impl<S: RowSink> Recorder<S> {
             counts: self.counts,
             levels: std::array::from_fn(|i| self.levels[i].close(end)),
             latencies: std::array::from_fn(|i| LatencySummary::of(&self.hists[i])),
+            e2e_window: LatencySummary::of(
+                self.e2e_window
+                    .push(&self.hists[Latency::EndToEnd as usize]),
+            ),
         };
         for (t, c) in self.totals.outcomes.iter_mut().zip(self.outcomes) {
             *t += c;

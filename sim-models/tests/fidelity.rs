@@ -198,10 +198,22 @@ fn retries_keep_a_world_collapsed_after_the_trigger_is_gone() {
     // The summary figures say the same: one metastable, one recovered
     // within seconds of the trigger's end (25 s).
     let recovery = RecoveryConfig::default();
-    let k = kpis(&storm.sink, &storm.totals, &storm.steps, &recovery);
+    let k = kpis(
+        &storm.sink,
+        &storm.totals,
+        &storm.steps,
+        &recovery,
+        SimDuration::from_secs(60),
+    );
     assert!(k.metastable && k.time_to_recover_s.is_none());
     assert_eq!(k.trigger_end_s, Some(25.0));
-    let k = kpis(&calm.sink, &calm.totals, &calm.steps, &recovery);
+    let k = kpis(
+        &calm.sink,
+        &calm.totals,
+        &calm.steps,
+        &recovery,
+        SimDuration::from_secs(60),
+    );
     assert!(!k.metastable);
     let t = k.time_to_recover_s.expect("recovered");
     assert!(t < 10.0, "recovered {t} s after the trigger");

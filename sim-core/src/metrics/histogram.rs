@@ -111,6 +111,23 @@ impl Histogram {
         self.sum += other.sum;
     }
 
+    /// Removes the values of `other`, which must all have been recorded
+    /// here (a trailing window drops its oldest bucket this way). Min and
+    /// max cannot be recovered from counts, so the caller supplies those of
+    /// what remains.
+    pub(crate) fn remove(&mut self, other: &Histogram, min: u64, max: u64) {
+        for (mine, theirs) in self.chunks.iter_mut().zip(&other.chunks) {
+            if let (Some(mine), Some(theirs)) = (mine, theirs) {
+                for (a, b) in mine.iter_mut().zip(theirs.iter()) {
+                    *a -= b;
+                }
+            }
+        }
+        self.count -= other.count;
+        self.sum -= other.sum;
+        (self.min, self.max) = if self.count == 0 { (0, 0) } else { (min, max) };
+    }
+
     /// Number of values recorded.
     pub fn count(&self) -> u64 {
         self.count

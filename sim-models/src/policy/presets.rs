@@ -256,12 +256,16 @@ pub fn get(name: &str) -> Option<Preset> {
             }),
         ),
         "incident-1402-before" => (
-            "The 14:02 service before the fix: 30 s connect and whole-call timeouts, 3 retries at a fixed 1 s \
-             on every non-2xx and timeout, no breaker",
+            "The 14:02 service before the fix: 30 s connect and read timeouts, the pool wait bounded only by \
+             the caller's context; 3 retries at a fixed 1 s on every non-2xx and timeout, no breaker",
+            // The write-up: "read timeout set to 30 s through the timeout
+            // field", and the fix "added a context timeout to every request
+            // so goroutines cannot block without end": before it, a wait
+            // for a pool connection was not bounded by the 30 s.
             ClientConfig {
                 connect_timeout: Some(secs(30)),
                 attempt_timeout: Some(secs(30)),
-                timeout_starts: TimeoutStart::AttemptStart,
+                timeout_starts: TimeoutStart::ConnectionAcquired,
                 retry: RetryConfig {
                     max_retries: 3,
                     backoff: Backoff::fixed(secs(1)),
