@@ -397,11 +397,12 @@ fn run_sections(
     chart(
         "pool.svg",
         charts::lines(
-            "Connection pools: in use and waiting (all pods)",
+            "Connection pools: in use, waiting and calls in flight (all pods)",
             "connections / attempts",
             &[
                 series(ts, &x, "pool_in_use_max", "in use")?,
                 series(ts, &x, "pool_waiters_max", "waiting")?,
+                series(ts, &x, "calls_in_flight_max", "calls in flight")?,
             ],
             &marks,
             label,
@@ -437,16 +438,17 @@ fn run_sections(
         .chain(floats(ts, "breakers_half_open_max")?.iter())
         .any(|v| *v > 0.0)
     {
+        // A band: how many breakers are in each state that refuses or
+        // probes, stacked, as time-weighted means over each bucket.
         chart(
             "breakers.svg",
-            charts::lines(
-                "Circuit breakers open and half-open",
+            charts::stacked(
+                "Circuit breaker state (open and half-open breakers)",
                 "breakers",
                 &[
-                    series(ts, &x, "breakers_open_max", "open")?,
-                    series(ts, &x, "breakers_half_open_max", "half-open")?,
+                    series(ts, &x, "breakers_open_mean", "open")?,
+                    series(ts, &x, "breakers_half_open_mean", "half-open")?,
                 ],
-                &marks,
                 label,
             ),
         )?;

@@ -72,7 +72,7 @@ fn a_run_report_has_every_chart_with_data_and_labels() {
         ("attempts.svg", vec!["retries", "first attempts"]),
         ("latency.svg", vec!["seconds", "end-to-end p99"]),
         ("outcomes.svg", vec!["success", "server_error"]),
-        ("pool.svg", vec!["in use", "waiting"]),
+        ("pool.svg", vec!["in use", "waiting", "calls in flight"]),
         ("pool_wait.svg", vec!["pool wait p99"]),
         ("upstream.svg", vec!["in service", "wasted/s"]),
         ("pods.svg", vec!["up", "down"]),
@@ -90,6 +90,24 @@ fn a_run_report_has_every_chart_with_data_and_labels() {
             "the page must work offline: found {needle}"
         );
     }
+}
+
+#[test]
+fn a_run_with_breakers_draws_their_state_as_a_band() {
+    let out = dataset(
+        "after",
+        "run",
+        "experiments/incidents/llm-api-1402-after.yaml",
+    );
+    let path = out.join("charts").join("breakers.svg");
+    check_svg(&path, &["breakers", "open", "half-open"]);
+    // A band is filled area (stacked polygons), not lines.
+    let svg = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        svg.matches("<polygon").count() >= 2,
+        "no band in {}",
+        path.display()
+    );
 }
 
 #[test]
