@@ -7,6 +7,7 @@
 //! OUT/manifest.json
 //! OUT/summary/cell=<id>/part-0.parquet      one row per run
 //! OUT/timeseries/cell=<id>/part-0.parquet   one row per run and bucket
+//! OUT/pod_groups/cell=<id>/part-0.parquet   one row per run, bucket and pod group
 //! OUT/events/cell=<id>/part-0.parquet       timeline actions, breaker transitions, pod restarts
 //! OUT/attempts/cell=<id>/part-0.parquet     one row per attempt (opt-in, sampled)
 //! ```
@@ -19,18 +20,19 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
+use sim_core::metrics::GaugeBucket;
 use sim_core::time::{SimDuration, WallClock};
 use sim_models::kpi::Kpis;
 use sim_models::outcome::Reason;
 use sim_models::recorder::{
-    AttemptRecord, BucketRow, Count, Latency, LatencySummary, Level, RowSink, WorldEvent,
+    AttemptRecord, BucketRow, Count, GroupRow, Latency, LatencySummary, Level, RowSink, WorldEvent,
 };
 use yaml_serde::Value;
 
 use crate::sweep::{Cell, canonical};
 
 /// The tables of the dataset.
-pub const TABLES: [&str; 4] = ["summary", "timeseries", "events", "attempts"];
+pub const TABLES: [&str; 5] = ["summary", "timeseries", "pod_groups", "events", "attempts"];
 
 /// Collects one run's output in memory.
 #[derive(Debug, Default)]
@@ -315,6 +317,89 @@ pub fn timeseries_frame(
                 .collect::<Vec<_>>(),
         ));
     }
+    DataFrame::new(n, cols)
+}
+
+/// The `pod_groups` table: one row per bucket and group of consecutive
+/// pods (`spans` gives each group's first and last pod).
+pub fn pod_groups_frame(
+    cell: &Cell,
+    experiment: &str,
+    kinds: &[(String, ParamKind)],
+    rows: &[BucketRow],
+    clock: &WallClock,
+    spans: &[(u32, u32)],
+) -> PolarsResult<DataFrame> {
+    let flat: Vec<(&BucketRow, usize)> = rows
+        .iter()
+        .flat_map(|r| (0..r.groups.len()).map(move |g| (r, g)))
+        .collect();
+    let n = flat.len();
+    let mut cols = id_columns(cell, experiment, n);
+    cols.extend(param_columns(cell, kinds, n));
+    let col = |name: &str, v: Vec<_>| Column::new(name.into(), v);
+    cols.push(col(
+        "bucket",
+        flat.iter().map(|(r, _)| r.index).collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "t_s".into(),
+        flat.iter()
+            .map(|(r, _)| r.start.as_secs_f64())
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "label".into(),
+        flat.iter()
+            .map(|(r, _)| clock.label(r.start))
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "group".into(),
+        flat.iter().map(|&(_, g)| g as u32).collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "pods".into(),
+        flat.iter()
+            .map(|&(_, g)| match spans.get(g) {
+                Some((a, b)) if a == b => a.to_string(),
+                Some((a, b)) => format!("{a}-{b}"),
+                None => String::new(),
+            })
+            .collect::<Vec<_>>(),
+    ));
+    for (name, level) in [
+        (
+            "pool_in_use",
+            (|g| &g.in_use) as fn(&GroupRow) -> &GaugeBucket,
+        ),
+        ("pool_waiters", |g| &g.waiters),
+    ] {
+        cols.push(Column::new(
+            format!("{name}_mean").as_str().into(),
+            flat.iter()
+                .map(|&(r, g)| level(&r.groups[g]).mean)
+                .collect::<Vec<_>>(),
+        ));
+        cols.push(Column::new(
+            format!("{name}_max").as_str().into(),
+            flat.iter()
+                .map(|&(r, g)| level(&r.groups[g]).max)
+                .collect::<Vec<_>>(),
+        ));
+    }
+    cols.push(Column::new(
+        "pool_wait_count".into(),
+        flat.iter()
+            .map(|&(r, g)| r.groups[g].wait.count)
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "pool_wait_p99_s".into(),
+        flat.iter()
+            .map(|&(r, g)| secs(r.groups[g].wait.p99))
+            .collect::<Vec<_>>(),
+    ));
     DataFrame::new(n, cols)
 }
 

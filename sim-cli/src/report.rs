@@ -182,6 +182,7 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
         read_table(dir, "summary")?.ok_or("no summary table: run the experiment first")?;
     let timeseries = read_table(dir, "timeseries")?.ok_or("no timeseries table")?;
     let events = read_table(dir, "events")?;
+    let groups = read_table(dir, "pod_groups")?;
     let clock = wall_clock(dir);
     let label = move |x: f64| {
         let t = SimTime::ZERO.saturating_add(SimDuration::from_secs_f64(x));
@@ -194,6 +195,7 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
         sections.extend(run_sections(
             &timeseries,
             events.as_ref(),
+            groups.as_ref(),
             &summary,
             &label,
         )?);
@@ -279,9 +281,35 @@ fn series(df: &DataFrame, x: &[f64], col: &str, name: &str) -> Result<Series, St
     })
 }
 
+/// One series per pod group of a `pod_groups` column, named by its pods.
+fn per_group(pg: &DataFrame, col: &str) -> Result<Vec<Series>, String> {
+    let (t, group, pods, y) = (
+        floats(pg, "t_s")?,
+        floats(pg, "group")?,
+        strings(pg, "pods")?,
+        floats(pg, col)?,
+    );
+    let mut out: Vec<Series> = Vec::new();
+    for i in 0..t.len() {
+        let g = group[i] as usize;
+        while out.len() <= g {
+            out.push(Series {
+                name: String::new(),
+                points: Vec::new(),
+            });
+        }
+        if out[g].name.is_empty() {
+            out[g].name = format!("pods {}", pods[i]);
+        }
+        out[g].points.push((t[i], y[i]));
+    }
+    Ok(out)
+}
+
 fn run_sections(
     ts: &DataFrame,
     events: Option<&DataFrame>,
+    groups: Option<&DataFrame>,
     summary: &DataFrame,
     label: &dyn Fn(f64) -> String,
 ) -> Result<Vec<Section>, String> {
@@ -418,6 +446,33 @@ fn run_sections(
             label,
         ),
     )?;
+    if let Some(pg) = groups {
+        for (file, col, title, unit) in [
+            (
+                "pool_groups_in_use.svg",
+                "pool_in_use_max",
+                "Connections in use, per pod group",
+                "connections",
+            ),
+            (
+                "pool_groups_waiting.svg",
+                "pool_waiters_max",
+                "Attempts waiting for a connection, per pod group",
+                "attempts",
+            ),
+            (
+                "pool_groups_wait.svg",
+                "pool_wait_p99_s",
+                "Pool wait p99, per pod group",
+                "seconds",
+            ),
+        ] {
+            chart(
+                file,
+                charts::lines(title, unit, &per_group(pg, col)?, &marks, label),
+            )?;
+        }
+    }
     chart(
         "upstream.svg",
         charts::lines(
@@ -471,8 +526,24 @@ fn run_sections(
         ("degraded rate", pct(floats(summary, "degraded_rate")?[0])),
         ("error rate", pct(floats(summary, "error_rate")?[0])),
         (
-            "peak error rate",
+            "peak error rate (trailing window)",
             pct(floats(summary, "peak_error_rate")?[0]),
+        ),
+        (
+            "peak attempts per second (10 s mean)",
+            num(floats(summary, "peak_attempts_per_s")?[0], 0),
+        ),
+        (
+            "peak end-to-end p99 (trailing window)",
+            format!("{} s", num(floats(summary, "peak_e2e_p99_s")?[0], 1)),
+        ),
+        (
+            "peak calls in flight",
+            num(floats(summary, "peak_calls_in_flight")?[0], 0),
+        ),
+        (
+            "peak pool wait p99",
+            format!("{} s", num(floats(summary, "peak_pool_wait_p99_s")?[0], 1)),
         ),
         (
             "amplification (mean / peak)",

@@ -10,12 +10,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use sim_core::rng::Fnv1a;
 use sim_models::kpi::{Kpis, kpis};
+use sim_models::recorder::pod_group_spans;
 use sim_models::world::run;
 
 use crate::load::Experiment;
 use crate::output::{
-    CellSink, ParamKind, attempts_frame, events_frame, summary_frame, sweep_temporaries,
-    table_path, timeseries_frame, write_parquet, write_text,
+    CellSink, ParamKind, attempts_frame, events_frame, pod_groups_frame, summary_frame,
+    sweep_temporaries, table_path, timeseries_frame, write_parquet, write_text,
 };
 use crate::sweep::{Cell, Shard, cell_world, cells, describe};
 
@@ -88,7 +89,7 @@ fn manifest(exp: &Experiment, cells: &[Cell]) -> String {
         "experiment_hash": experiment_hash(exp),
         "cells": cells.len(),
         "axes": axes,
-        "tables": ["summary", "timeseries", "events", "attempts"],
+        "tables": crate::output::TABLES,
     }))
     .expect("manifest serialises")
         + "\n"
@@ -199,6 +200,10 @@ fn run_cell(
     let pe = |e: polars::prelude::PolarsError| e.to_string();
     let mut ts = timeseries_frame(cell, name, kinds, &output.sink.rows, &clock).map_err(pe)?;
     write_parquet(&table_path(out, "timeseries", &cell.id), &mut ts, &meta)?;
+    let spans = pod_group_spans(world.service.pods, world.service.groups());
+    let mut pg =
+        pod_groups_frame(cell, name, kinds, &output.sink.rows, &clock, &spans).map_err(pe)?;
+    write_parquet(&table_path(out, "pod_groups", &cell.id), &mut pg, &meta)?;
     let mut ev = events_frame(cell, name, &output.sink.events, &clock).map_err(pe)?;
     write_parquet(&table_path(out, "events", &cell.id), &mut ev, &meta)?;
     if exp.outputs.attempts > 0.0 {

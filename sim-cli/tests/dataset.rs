@@ -68,8 +68,8 @@ fn sweeps_are_byte_identical_across_threads_and_shards() {
         sweep_into(&sharded, &["--threads", "1", "--shard", &format!("{k}/3")]);
     }
     let (a, b, c) = (files(&one), files(&two), files(&sharded));
-    // 16 cells × (summary, timeseries, events) + the manifest.
-    assert_eq!(a.len(), 16 * 3 + 1, "{:?}", a.keys().collect::<Vec<_>>());
+    // 16 cells × (summary, timeseries, pod_groups, events) + the manifest.
+    assert_eq!(a.len(), 16 * 4 + 1, "{:?}", a.keys().collect::<Vec<_>>());
     assert!(a == b, "--threads 1 and --threads 2 differ");
     assert!(a == c, "three shards merged differ from one run");
 }

@@ -95,7 +95,7 @@ fn polars_pandas_and_duckdb_read_each_table_as_one() {
         .output()
         .unwrap();
     let text = succeeded(o);
-    for table in ["summary", "timeseries", "events", "attempts"] {
+    for table in ["summary", "timeseries", "pod_groups", "events", "attempts"] {
         assert!(text.contains(&format!("{table}: ")), "{text}");
     }
 }

@@ -74,6 +74,12 @@ fn a_run_report_has_every_chart_with_data_and_labels() {
         ("outcomes.svg", vec!["success", "server_error"]),
         ("pool.svg", vec!["in use", "waiting", "calls in flight"]),
         ("pool_wait.svg", vec!["pool wait p99"]),
+        (
+            "pool_groups_in_use.svg",
+            vec!["connections", "pods 0", "pods 7"],
+        ),
+        ("pool_groups_waiting.svg", vec!["attempts", "pods 3"]),
+        ("pool_groups_wait.svg", vec!["seconds", "pods 5"]),
         ("upstream.svg", vec!["in service", "wasted/s"]),
         ("pods.svg", vec!["up", "down"]),
     ] {

@@ -281,11 +281,11 @@ impl<S: RowSink> World<S> {
         let pod = a.pod;
         match self.pods[pod as usize].pool.acquire(now) {
             Acquire::Reused => {
-                self.rec.latency(Latency::PoolWait, SimDuration::ZERO);
+                self.rec.pool_wait(pod, SimDuration::ZERO);
                 self.connection_in_hand(att, sched);
             }
             Acquire::Dial => {
-                self.rec.latency(Latency::PoolWait, SimDuration::ZERO);
+                self.rec.pool_wait(pod, SimDuration::ZERO);
                 self.set_phase(att, AttemptPhase::Connecting);
                 self.dial(pod, att, sched);
             }
@@ -420,7 +420,7 @@ impl<S: RowSink> World<S> {
             }
             a.pool_wait += now - w.since;
         }
-        self.rec.latency(Latency::PoolWait, now - w.since);
+        self.rec.pool_wait(pod, now - w.since);
         Some(w)
     }
 
@@ -607,7 +607,7 @@ impl<S: RowSink> World<S> {
                 if same_life {
                     self.pods[pod as usize].pool.waiter_left();
                 }
-                self.rec.latency(Latency::PoolWait, now - since);
+                self.rec.pool_wait(pod, now - since);
             }
             AttemptPhase::InFlight if same_life => {
                 self.pods[pod as usize].pool.close_in_use();

@@ -227,6 +227,18 @@ pub struct ServiceConfig {
     pub pool: PoolConfig,
     /// Health checks and restarts (default: none).
     pub health: Option<HealthConfig>,
+    /// Pools are also reported per group of consecutive pods (the
+    /// `pod_groups` table; default one group per pod, up to 8 groups).
+    pub pod_groups: Option<u32>,
+}
+
+impl ServiceConfig {
+    /// The number of pod groups reported.
+    pub fn groups(&self) -> u32 {
+        self.pod_groups
+            .unwrap_or(self.pods.min(8))
+            .clamp(1, self.pods.max(1))
+    }
 }
 
 impl Default for ServiceConfig {
@@ -238,6 +250,7 @@ impl Default for ServiceConfig {
             worker_queue: 1000,
             pool: PoolConfig::default(),
             health: None,
+            pod_groups: None,
         }
     }
 }
@@ -868,6 +881,14 @@ impl WorldConfig {
         let s = &self.service;
         if s.pods == 0 {
             p.add("service.pods", "must be at least 1");
+        }
+        if let Some(g) = s.pod_groups
+            && (g == 0 || g > s.pods)
+        {
+            p.add(
+                "service.pod_groups",
+                format!("must be between 1 and the number of pods ({})", s.pods),
+            );
         }
         if s.workers == Some(0) {
             p.add(

@@ -291,21 +291,11 @@ impl<S: RowSink> World<S> {
             i64::from(p.pool.leaked()),
         );
         let last = std::mem::replace(&mut p.reported, current);
-        if current.0 != last.0 {
-            self.rec
-                .level_add(Level::PoolInUse, now, current.0 - last.0);
-        }
-        if current.1 != last.1 {
-            self.rec
-                .level_add(Level::PoolWaiters, now, current.1 - last.1);
-        }
+        self.rec
+            .pool_changed(pod, now, current.0 - last.0, current.1 - last.1);
         if current.2 != last.2 {
             self.rec
                 .level_add(Level::PoolLeaked, now, current.2 - last.2);
-        }
-        let calls = (current.0 + current.1) - (last.0 + last.1);
-        if calls != 0 {
-            self.rec.level_add(Level::CallsInFlight, now, calls);
         }
     }
 }

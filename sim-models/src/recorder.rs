@@ -42,6 +42,46 @@ impl LatencySummary {
     }
 }
 
+/// One pod group's pools during one bucket: groups of consecutive pods
+/// (`service.pod_groups`), so a chart can show whether one pod drained or
+/// all of them did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GroupRow {
+    /// Connections carrying a request, the group's pods.
+    pub in_use: GaugeBucket,
+    /// Attempts waiting for a connection, the group's pods.
+    pub waiters: GaugeBucket,
+    /// Time attempts spent in the group's pool lines.
+    pub wait: LatencySummary,
+}
+
+/// The group of pod `pod` when `pods` pods are reported in `groups` groups
+/// of consecutive pods.
+fn group_of(pod: u32, pods: u32, groups: u32) -> u32 {
+    (u64::from(pod) * u64::from(groups) / u64::from(pods.max(1))) as u32
+}
+
+/// The first and last pod of each of `groups` groups of `pods` pods.
+pub fn pod_group_spans(pods: u32, groups: u32) -> Vec<(u32, u32)> {
+    let groups = groups.clamp(1, pods.max(1));
+    let mut spans: Vec<(u32, u32)> = Vec::new();
+    for pod in 0..pods {
+        match spans.get_mut(group_of(pod, pods, groups) as usize) {
+            Some(span) => span.1 = pod,
+            None => spans.push((pod, pod)),
+        }
+    }
+    spans
+}
+
+/// The open bucket of one pod group.
+#[derive(Clone, Debug)]
+struct GroupOpen {
+    in_use: Gauge,
+    waiters: Gauge,
+    wait: Histogram,
+}
+
 /// Levels tracked over time, each summarised per bucket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -303,6 +343,8 @@ pub struct BucketRow {
     /// (`clock.window`): every call finished in the window counts once, as
     /// a dashboard's quantile over `rate(...[1m])` does.
     pub e2e_window: LatencySummary,
+    /// Per pod group, in group order.
+    pub groups: Vec<GroupRow>,
 }
 
 impl BucketRow {
@@ -464,6 +506,8 @@ pub struct Recorder<S> {
     levels: [Gauge; Level::COUNT],
     hists: [Histogram; Latency::COUNT],
     e2e_window: TrailingHistogram,
+    groups: Vec<GroupOpen>,
+    group_of: Vec<u32>,
     totals: RunTotals,
     sink: S,
 }
@@ -477,6 +521,8 @@ impl<S: RowSink> Recorder<S> {
         Recorder {
             width,
             e2e_window: TrailingHistogram::new(usize::try_from(buckets).unwrap_or(usize::MAX)),
+            groups: Vec::new(),
+            group_of: Vec::new(),
             index: 0,
             outcomes: [0; Reason::COUNT],
             counts: [0; Count::COUNT],
@@ -484,6 +530,52 @@ impl<S: RowSink> Recorder<S> {
             hists: std::array::from_fn(|_| Histogram::new()),
             totals: RunTotals::default(),
             sink,
+        }
+    }
+
+    /// Reports `pods` pods' pools in `groups` groups of consecutive pods
+    /// (pod `i` in group `i × groups / pods`).
+    pub fn with_pod_groups(mut self, pods: u32, groups: u32) -> Self {
+        let groups = groups.clamp(1, pods.max(1));
+        self.group_of = (0..pods).map(|i| group_of(i, pods, groups)).collect();
+        self.groups = (0..groups)
+            .map(|_| GroupOpen {
+                in_use: Gauge::new(),
+                waiters: Gauge::new(),
+                wait: Histogram::new(),
+            })
+            .collect();
+        self
+    }
+
+    /// A pool wait at `pod`: counted in the totals and in its group.
+    #[inline]
+    pub fn pool_wait(&mut self, pod: u32, d: SimDuration) {
+        self.latency(Latency::PoolWait, d);
+        if let Some(g) = self.group_of.get(pod as usize) {
+            self.groups[*g as usize].wait.record(d.as_nanos());
+        }
+    }
+
+    /// `pod`'s pool changed by `in_use` connections and `waiters` waiters.
+    pub fn pool_changed(&mut self, pod: u32, now: SimTime, in_use: i64, waiters: i64) {
+        if in_use != 0 {
+            self.level_add(Level::PoolInUse, now, in_use);
+        }
+        if waiters != 0 {
+            self.level_add(Level::PoolWaiters, now, waiters);
+        }
+        if in_use + waiters != 0 {
+            self.level_add(Level::CallsInFlight, now, in_use + waiters);
+        }
+        if let Some(g) = self.group_of.get(pod as usize) {
+            let group = &mut self.groups[*g as usize];
+            if in_use != 0 {
+                group.in_use.add(now, in_use);
+            }
+            if waiters != 0 {
+                group.waiters.add(now, waiters);
+            }
         }
     }
 
@@ -544,6 +636,19 @@ impl<S: RowSink> Recorder<S> {
                 self.e2e_window
                     .push(&self.hists[Latency::EndToEnd as usize]),
             ),
+            groups: self
+                .groups
+                .iter_mut()
+                .map(|g| {
+                    let row = GroupRow {
+                        in_use: g.in_use.close(end),
+                        waiters: g.waiters.close(end),
+                        wait: LatencySummary::of(&g.wait),
+                    };
+                    g.wait.clear();
+                    row
+                })
+                .collect(),
         };
         for (t, c) in self.totals.outcomes.iter_mut().zip(self.outcomes) {
             *t += c;

@@ -254,7 +254,8 @@ impl<S: RowSink> World<S> {
             ),
             upstream,
             reqs: Requests::default(),
-            rec: Recorder::new(cfg.clock.bucket, cfg.clock.window, sink),
+            rec: Recorder::new(cfg.clock.bucket, cfg.clock.window, sink)
+                .with_pod_groups(cfg.service.pods, cfg.service.groups()),
             net: Network {
                 gateway_to_pod: opt(&cfg.network.gateway_to_pod),
                 pod_to_gateway: opt(&cfg.network.pod_to_gateway),

@@ -199,3 +199,52 @@ fn invalid_configs_name_their_fields() {
         ]
     );
 }
+
+/// The per-group pool figures are a partition of the totals: time-weighted
+/// means and wait counts add up, bucket by bucket, through a storm.
+#[test]
+fn pod_groups_add_up_to_the_pool_totals() {
+    use sim_models::recorder::pod_group_spans;
+    let mut cfg = sim_models::scenarios::storm_1402();
+    cfg.service.pod_groups = Some(3);
+    assert_eq!(pod_group_spans(8, 3), vec![(0, 2), (3, 5), (6, 7)]);
+    let rows: Vec<BucketRow> = run(&cfg, Vec::new()).unwrap().sink;
+    let mut busy = 0;
+    for r in &rows {
+        assert_eq!(r.groups.len(), 3);
+        for (level, part) in [
+            (
+                Level::PoolInUse,
+                r.groups.iter().map(|g| g.in_use).collect::<Vec<_>>(),
+            ),
+            (
+                Level::PoolWaiters,
+                r.groups.iter().map(|g| g.waiters).collect(),
+            ),
+        ] {
+            let total = r.level(level);
+            let sum: f64 = part.iter().map(|g| g.mean).sum();
+            assert!(
+                (sum - total.mean).abs() <= 1e-9 * total.mean.max(1.0),
+                "bucket {} {level:?}",
+                r.index
+            );
+            assert_eq!(part.iter().map(|g| g.last).sum::<i64>(), total.last);
+            assert!(part.iter().all(|g| g.max <= total.max));
+        }
+        let waits: u64 = r.groups.iter().map(|g| g.wait.count).sum();
+        assert_eq!(waits, r.latency(Latency::PoolWait).count);
+        busy += usize::from(r.level(Level::PoolWaiters).max > 0);
+    }
+    assert!(
+        busy > 30,
+        "the storm queued for connections in {busy} buckets"
+    );
+    // Groups must fit the pods.
+    cfg.service.pod_groups = Some(9);
+    let errors = cfg.validate().unwrap_err();
+    assert!(
+        errors.iter().any(|e| e.path == "service.pod_groups"),
+        "{errors:?}"
+    );
+}
