@@ -4,11 +4,12 @@
 //! `experiments/incidents/llm-api-1402.yaml`), for the experiment's own
 //! seed and as the median over seven seeds.
 //!
-//! Two figures are not reproduced yet and are asserted only by the ignored
-//! test `every_reported_figure_holds` (run it with `--ignored`): the
-//! concurrent calls (1,310 for seed 1402 and a median of 1,550, against
-//! 900-1,300) and, for seed 1402 alone, the pools' exhaustion time (51 s
-//! after the trigger against 15-45 s; the median is 25 s).
+//! The median of seeds 1-7 meets every figure. Seed 1402 meets all but
+//! one: its peak of concurrent calls is 1,459 against 900-1,300, asserted
+//! only by the ignored test `every_reported_figure_holds` (run it with
+//! `--ignored`). Single seeds scatter around the edges of the ranges: over
+//! seeds 1-12 the P99 spans 31-37 s, attempts 281-376/s and concurrent
+//! calls 970-1,490, and two of the twelve meet every figure.
 
 use sim_models::kpi::{Kpis, kpis};
 use sim_models::world::run;
@@ -23,8 +24,6 @@ struct Figure {
     read: fn(&Kpis) -> Option<f64>,
     low: f64,
     high: f64,
-    /// Reproduced by the calibrated model (see the module comment).
-    met: bool,
 }
 
 const FIGURES: [Figure; 9] = [
@@ -33,49 +32,42 @@ const FIGURES: [Figure; 9] = [
         read: |k| k.peak_e2e_p99_s,
         low: 34.0,
         high: 56.0,
-        met: true,
     },
     Figure {
         name: "P99 before (s)",
         read: |k| k.baseline_e2e_p99_s,
         low: 0.0,
         high: 6.0,
-        met: true,
     },
     Figure {
         name: "error rate at the peak",
         read: |k| Some(k.peak_error_rate),
         low: 0.26,
         high: 0.44,
-        met: true,
     },
     Figure {
         name: "error rate before",
         read: |k| k.baseline_error_rate,
         low: 0.0,
         high: 0.01,
-        met: true,
     },
     Figure {
         name: "attempts/s at the peak",
         read: |k| Some(k.peak_attempts_per_s),
         low: 300.0,
         high: 450.0,
-        met: true,
     },
     Figure {
         name: "concurrent calls",
         read: |k| Some(k.peak_calls_in_flight),
         low: 900.0,
         high: 1300.0,
-        met: false,
     },
     Figure {
         name: "pool wait p99 (s)",
         read: |k| k.peak_pool_wait_p99_s,
         low: 20.0,
         high: f64::INFINITY,
-        met: true,
     },
     // Reported: visible by 14:02:40 and exhausted by about 14:03:00, ±15 s.
     Figure {
@@ -83,14 +75,12 @@ const FIGURES: [Figure; 9] = [
         read: |k| k.storm_visible_s,
         low: 0.0,
         high: 25.0,
-        met: true,
     },
     Figure {
         name: "pools exhausted after (s)",
         read: |k| k.pools_exhausted_s,
         low: 15.0,
         high: 45.0,
-        met: true,
     },
 ];
 
@@ -146,20 +136,18 @@ fn median_of_seven() -> Vec<Option<f64>> {
 
 #[test]
 fn the_replay_reproduces_the_reported_figures_for_its_seed() {
-    // Seed 1402's exhaustion time is the one miss not shared by the median.
     check("seed 1402", &figures(1402), |f| {
-        f.met && f.name != "pools exhausted after (s)"
+        f.name != "concurrent calls"
     });
 }
 
 #[test]
 fn the_median_over_seven_seeds_reproduces_the_reported_figures() {
-    check("median of seeds 1-7", &median_of_seven(), |f| f.met);
+    check("median of seeds 1-7", &median_of_seven(), |_| true);
 }
 
 #[test]
-#[ignore = "concurrent calls are not yet calibrated (see the module comment)"]
+#[ignore = "seed 1402 has more concurrent calls than reported (see the module comment)"]
 fn every_reported_figure_holds() {
     check("seed 1402", &figures(1402), |_| true);
-    check("median of seeds 1-7", &median_of_seven(), |_| true);
 }
