@@ -181,89 +181,161 @@ pub fn replay(
     let outcome = print_report(&exp, file, &report, &opts.out, exp.sweep.is_none());
     let table = read_summaries(&exp, &opts.out).map_err(Failure::Run)?;
     println!("\n{}", ranked_table(&exp, &table).map_err(Failure::Run)?);
+    println!(
+        "\nincident figures (trailing-window peaks, times after the first trigger):\n{}",
+        figures_table(&exp, &table).map_err(Failure::Run)?
+    );
     let html = crate::report::report(&opts.out, &crate::report::ReportOptions::default())
         .map_err(Failure::Run)?;
     println!("\nreport: {}", html.display());
     outcome
 }
 
-/// The cells ranked: lowest peak error rate first, then degraded rate,
-/// then user p99.
-pub fn ranked_table(exp: &Experiment, summary: &DataFrame) -> Result<String, String> {
+/// The summary in ranking order (lowest peak error rate first, then
+/// degraded rate, then user p99), with each row's label: its swept values,
+/// or its run id when nothing was swept.
+fn ranked(exp: &Experiment, summary: &DataFrame) -> Result<(DataFrame, Vec<String>), String> {
     let params: Vec<String> = exp
         .sweep
         .iter()
         .flat_map(|s| s.axes.iter().map(|a| a.path.clone()))
         .collect();
-    let pe = |e: PolarsError| e.to_string();
     let sorted = summary
         .sort(
             ["peak_error_rate", "degraded_rate", "peak_e2e_p99_s"],
             SortMultipleOptions::default().with_nulls_last(true),
         )
-        .map_err(pe)?;
-    let col = |name: &str| {
-        sorted.column(name).map_err(pe).and_then(|c| {
-            c.as_materialized_series()
-                .cast(&DataType::Float64)
-                .map_err(pe)
+        .map_err(|e| e.to_string())?;
+    let labels = (0..sorted.height())
+        .map(|i| {
+            let swept: Vec<String> = params
+                .iter()
+                .filter_map(|p| {
+                    let v = sorted.column(p).ok()?.get(i).ok()?;
+                    Some(format!("{p}={v}"))
+                })
+                .collect();
+            if swept.is_empty() {
+                sorted
+                    .column("run_id")
+                    .ok()
+                    .and_then(|c| c.get(i).ok().map(|v| v.to_string()))
+                    .unwrap_or_default()
+                    .trim_matches('"')
+                    .to_string()
+            } else {
+                swept.join(" ")
+            }
         })
-    };
-    let (peak_err, degraded, amp, wasted, p99, recover, meta) = (
+        .collect();
+    Ok((sorted, labels))
+}
+
+/// A summary column as floats (nulls stay `None`).
+fn float_column(df: &DataFrame, name: &str) -> Result<Vec<Option<f64>>, String> {
+    let pe = |e: PolarsError| e.to_string();
+    let s = df
+        .column(name)
+        .map_err(pe)?
+        .as_materialized_series()
+        .cast(&DataType::Float64)
+        .map_err(pe)?;
+    let ca = s.f64().map_err(pe)?;
+    Ok((0..ca.len()).map(|i| ca.get(i)).collect())
+}
+
+/// The cells ranked: lowest peak error rate first, then degraded rate,
+/// then user p99.
+pub fn ranked_table(exp: &Experiment, summary: &DataFrame) -> Result<String, String> {
+    let (sorted, labels) = ranked(exp, summary)?;
+    let col = |name: &str| float_column(&sorted, name);
+    let (peak_err, degraded, amp, wasted, p99, recover) = (
         col("peak_error_rate")?,
         col("degraded_rate")?,
         col("amplification_peak")?,
         col("wasted_fraction")?,
         col("peak_e2e_p99_s")?,
         col("time_to_recover_s")?,
-        sorted
-            .column("metastable")
-            .map_err(pe)?
-            .as_materialized_series()
-            .clone(),
     );
+    let meta: Vec<bool> = float_column(&sorted, "metastable")?
+        .iter()
+        .map(|b| b.is_some_and(|v| v > 0.5))
+        .collect();
     let mut lines = vec![format!(
         "{:<4} {:>10} {:>9} {:>9} {:>8} {:>10} {:>12}  {}",
         "rank", "peak err", "degraded", "peak amp", "wasted", "user p99", "recovered", "cell"
     )];
-    for i in 0..sorted.height() {
-        let f = |s: &Series| s.f64().ok().and_then(|c| c.get(i));
-        let label: Vec<String> = params
-            .iter()
-            .filter_map(|p| {
-                sorted.column(p).ok().map(|c| {
-                    format!(
-                        "{p}={}",
-                        c.get(i).map(|v| v.to_string()).unwrap_or_default()
-                    )
-                })
-            })
-            .collect();
-        let run = sorted
-            .column("run_id")
-            .ok()
-            .and_then(|c| c.get(i).ok().map(|v| v.to_string()))
-            .unwrap_or_default();
-        let stuck = meta.bool().ok().and_then(|c| c.get(i)).unwrap_or(false);
+    for (i, label) in labels.iter().enumerate() {
+        let pct = |v: &[Option<f64>]| 100.0 * v[i].unwrap_or(0.0);
         lines.push(format!(
             "{:<4} {:>9.1}% {:>8.1}% {:>9.2} {:>7.1}% {:>9}s {:>12}  {} {}",
             i + 1,
-            100.0 * f(&peak_err).unwrap_or(0.0),
-            100.0 * f(&degraded).unwrap_or(0.0),
-            f(&amp).unwrap_or(0.0),
-            100.0 * f(&wasted).unwrap_or(0.0),
-            fmt_opt(f(&p99), 1),
-            if stuck {
+            pct(&peak_err),
+            pct(&degraded),
+            amp[i].unwrap_or(0.0),
+            pct(&wasted),
+            fmt_opt(p99[i], 1),
+            if meta[i] {
                 "never".to_string()
             } else {
-                fmt_opt(f(&recover), 0) + " s"
+                fmt_opt(recover[i], 0) + " s"
             },
-            if label.is_empty() {
-                run.trim_matches('"').to_string()
-            } else {
-                label.join(" ")
-            },
-            if stuck { "(metastable)" } else { "" }
+            label,
+            if meta[i] { "(metastable)" } else { "" }
+        ));
+    }
+    Ok(lines.join("\n"))
+}
+
+/// The incident figures of each cell, in ranking order, read the way an
+/// incident write-up reads its dashboards (see `sim_models::kpi`): p99 and
+/// error rate over the trailing window at their peak and just before the
+/// first trigger, the peak attempt rate, calls in flight and pool wait, and
+/// how long after the first trigger the storm showed and the pools ran dry.
+pub fn figures_table(exp: &Experiment, summary: &DataFrame) -> Result<String, String> {
+    let (sorted, labels) = ranked(exp, summary)?;
+    let cols = [
+        "peak_e2e_p99_s",
+        "baseline_e2e_p99_s",
+        "peak_error_rate",
+        "baseline_error_rate",
+        "peak_attempts_per_s",
+        "peak_calls_in_flight",
+        "peak_pool_wait_p99_s",
+        "storm_visible_s",
+        "pools_exhausted_s",
+    ]
+    .map(|c| float_column(&sorted, c));
+    let mut lines = vec![format!(
+        "{:>9} {:>8} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}  {}",
+        "p99 peak",
+        "before",
+        "err peak",
+        "before",
+        "attempts/s",
+        "calls",
+        "pool wait",
+        "visible",
+        "exhausted",
+        "cell"
+    )];
+    let cols: Vec<Vec<Option<f64>>> = cols.into_iter().collect::<Result<_, _>>()?;
+    for (i, label) in labels.iter().enumerate() {
+        let v = |c: usize| cols[c][i];
+        let pct = |c: usize| v(c).map_or("-".into(), |x| format!("{:.1}%", 100.0 * x));
+        let secs = |c: usize, d: usize| v(c).map_or("-".into(), |x| format!("{x:.d$}s"));
+        lines.push(format!(
+            "{:>9} {:>8} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}  {}",
+            secs(0, 1),
+            secs(1, 1),
+            pct(2),
+            pct(3),
+            fmt_opt(v(4), 0),
+            fmt_opt(v(5), 0),
+            secs(6, 1),
+            secs(7, 0),
+            secs(8, 0),
+            label
         ));
     }
     Ok(lines.join("\n"))

@@ -201,6 +201,7 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
         )?);
     } else {
         sections.push(ranked_section(&summary, &axes)?);
+        sections.push(figures_section(&summary, &axes)?);
         if runs.len() <= 12 {
             sections.push(overlay_section(&timeseries, &summary, &axes, &label)?);
         }
@@ -610,6 +611,93 @@ fn cell_names(summary: &DataFrame, axes: &[String]) -> Result<Vec<String>, Strin
         .collect())
 }
 
+/// Rows in ranking order: lowest peak error rate, then degraded rate, then
+/// user p99 (the order `stormsim replay` prints).
+fn rank_order(summary: &DataFrame) -> Result<Vec<usize>, String> {
+    let (err, degraded, p99) = (
+        floats(summary, "peak_error_rate")?,
+        floats(summary, "degraded_rate")?,
+        floats(summary, "peak_e2e_p99_s")?,
+    );
+    let mut order: Vec<usize> = (0..err.len()).collect();
+    order.sort_by(|&a, &b| {
+        err[a]
+            .total_cmp(&err[b])
+            .then(degraded[a].total_cmp(&degraded[b]))
+            .then(p99[a].total_cmp(&p99[b]))
+    });
+    Ok(order)
+}
+
+/// The incident figures of each run side by side, in ranking order.
+fn figures_section(summary: &DataFrame, axes: &[String]) -> Result<Section, String> {
+    let names = cell_names(summary, axes)?;
+    let cols = [
+        "peak_e2e_p99_s",
+        "baseline_e2e_p99_s",
+        "peak_error_rate",
+        "baseline_error_rate",
+        "peak_attempts_per_s",
+        "peak_calls_in_flight",
+        "peak_pool_wait_p99_s",
+        "storm_visible_s",
+        "pools_exhausted_s",
+    ];
+    let data: Vec<Vec<f64>> = cols
+        .iter()
+        .map(|c| floats(summary, c))
+        .collect::<Result<_, _>>()?;
+    let secs = |v: f64, d: usize| {
+        if v.is_nan() {
+            "-".to_string()
+        } else {
+            format!("{} s", num(v, d))
+        }
+    };
+    let rows: Vec<Vec<String>> = rank_order(summary)?
+        .into_iter()
+        .map(|i| {
+            vec![
+                names[i].clone(),
+                secs(data[0][i], 1),
+                secs(data[1][i], 1),
+                pct(data[2][i]),
+                pct(data[3][i]),
+                num(data[4][i], 0),
+                num(data[5][i], 0),
+                secs(data[6][i], 1),
+                secs(data[7][i], 0),
+                secs(data[8][i], 0),
+            ]
+        })
+        .collect();
+    Ok(Section {
+        title: "Incident figures".into(),
+        text: "The figures an incident write-up reports, for each run: p99 and error rate over \
+               the trailing window at their peak and just before the first trigger, the peak \
+               attempt rate (10 s mean), calls in flight and pool wait, and how long after the \
+               first trigger the storm showed (attempts above 1.5 × offered) and the pools ran \
+               dry (100 calls queued)."
+            .into(),
+        charts: Vec::new(),
+        table: Some(table_html(
+            &[
+                "run",
+                "p99 (peak)",
+                "p99 (before)",
+                "errors (peak)",
+                "errors (before)",
+                "attempts/s",
+                "calls in flight",
+                "pool wait p99",
+                "storm visible",
+                "pools exhausted",
+            ],
+            &rows,
+        )),
+    })
+}
+
 fn ranked_section(summary: &DataFrame, axes: &[String]) -> Result<Section, String> {
     let names = cell_names(summary, axes)?;
     let cols = [
@@ -628,13 +716,7 @@ fn ranked_section(summary: &DataFrame, axes: &[String]) -> Result<Section, Strin
         .iter()
         .map(|v| *v > 0.5)
         .collect();
-    let mut order: Vec<usize> = (0..names.len()).collect();
-    order.sort_by(|&a, &b| {
-        data[0][a]
-            .total_cmp(&data[0][b])
-            .then(data[1][a].total_cmp(&data[1][b]))
-            .then(data[4][a].total_cmp(&data[4][b]))
-    });
+    let order = rank_order(summary)?;
     let rows: Vec<Vec<String>> = order
         .iter()
         .enumerate()

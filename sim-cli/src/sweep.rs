@@ -33,6 +33,21 @@ pub enum Mode {
     Zip,
 }
 
+/// Where each cell's seed comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Seeds {
+    /// From the cell's parameter values and replication: every cell draws
+    /// its own randomness.
+    #[default]
+    PerCell,
+    /// From the replication alone (common random numbers): every
+    /// combination sees the same arrivals and latencies, so differences
+    /// between cells come from the parameters, not from luck; replication 0
+    /// uses the experiment's seed, as `stormsim run` does.
+    Shared,
+}
+
 /// Evenly spaced numbers `from, from+step, ...` up to `to` inclusive.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -85,6 +100,10 @@ pub struct SweepSpec {
     /// Runs per combination, each with its own seed (default 1).
     #[serde(default = "one")]
     pub replications: u32,
+    /// Per-cell seeds, or the same seeds for every combination (default
+    /// `per_cell`).
+    #[serde(default)]
+    pub seeds: Seeds,
     /// The axes.
     #[serde(default)]
     pub axes: Vec<Axis>,
@@ -328,12 +347,17 @@ pub fn cells(exp: &Experiment) -> Result<Vec<Cell>, InputErrors> {
         for r in 0..sweep.replications {
             let key = cell_key(&params, r);
             let h = hash(master, &key);
+            let seed = match sweep.seeds {
+                Seeds::PerCell => splitmix64(&mut h.clone()),
+                Seeds::Shared if r == 0 => master,
+                Seeds::Shared => splitmix64(&mut hash(master, &format!("replication={r}"))),
+            };
             out.push(Cell {
                 index: out.len() as u64,
                 id: format!("{h:016x}"),
                 params: params.clone(),
                 replication: r,
-                seed: splitmix64(&mut h.clone()),
+                seed,
             });
         }
     }

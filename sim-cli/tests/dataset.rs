@@ -222,3 +222,49 @@ fn every_bundled_experiment_validates() {
     }
     assert!(n >= 10);
 }
+
+/// `seeds: shared` gives every combination the same seed per replication
+/// (replication 0 the experiment's own), while ids stay distinct; the
+/// default gives every cell its own.
+#[test]
+fn shared_seeds_are_common_random_numbers() {
+    use stormsim::load::{InputLimits, load};
+    use stormsim::sweep::cells;
+    let dir = scratch("shared-seeds");
+    let write = |name: &str, seeds: &str| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "seed: 42\nsweep:\n  replications: 2\n{seeds}  axes:\n    - {{ path: load.rate, values: [10, 20, 30] }}\n"
+            ),
+        )
+        .unwrap();
+        cells(&load(&path, &InputLimits::default()).unwrap()).unwrap()
+    };
+    let shared = write("shared.yaml", "  seeds: shared\n");
+    let own = write("own.yaml", "");
+    for c in &shared {
+        let first = shared
+            .iter()
+            .find(|d| d.replication == c.replication)
+            .unwrap();
+        assert_eq!(c.seed, first.seed);
+    }
+    assert!(
+        shared
+            .iter()
+            .filter(|c| c.replication == 0)
+            .all(|c| c.seed == 42)
+    );
+    assert_ne!(shared[0].seed, shared[1].seed, "replications differ");
+    let ids: std::collections::BTreeSet<_> = shared.iter().map(|c| &c.id).collect();
+    assert_eq!(ids.len(), shared.len());
+    let seeds: std::collections::BTreeSet<_> = own.iter().map(|c| c.seed).collect();
+    assert_eq!(seeds.len(), own.len(), "per-cell seeds are distinct");
+    // Ids do not depend on the seed mode: a dataset can be resumed either way.
+    assert_eq!(
+        shared.iter().map(|c| &c.id).collect::<Vec<_>>(),
+        own.iter().map(|c| &c.id).collect::<Vec<_>>()
+    );
+}

@@ -133,7 +133,12 @@ fn a_sweep_report_has_a_heatmap_a_vulnerable_map_and_a_ranking() {
     );
     check_svg(&out.join("charts/vulnerable.svg"), &["metastable"]);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert_eq!(html.matches("<tr>").count(), 1 + 16, "a ranked row per run");
+    assert_eq!(
+        html.matches("<tr>").count(),
+        2 * (1 + 16),
+        "a ranked row and an incident-figures row per run"
+    );
+    assert!(html.contains("Incident figures"));
     // The KPI and axes can be chosen.
     stormsim_ok(&[
         "report",
