@@ -1,6 +1,7 @@
 //! Sweep throughput: the 64-cell `experiments/sweeps/bench-64.yaml`
 //! (10 simulated minutes each), on 1 and 2 threads, dataset written; and
-//! one cell alone, which is the time to the first result.
+//! one cell alone, which is the time to the first result; and incident A
+//! against its 15 candidate policies.
 //!
 //! ```text
 //! cargo bench -p sim-cli --bench sweep
@@ -60,6 +61,28 @@ fn first_result(bencher: Bencher) {
         };
         let report = run_cells(&exp, &opts).expect("cell runs");
         assert_eq!(report.ran, 1);
+        let _ = std::fs::remove_dir_all(&out);
+    });
+}
+
+/// Incident A against every candidate policy (15 cells of 10 simulated
+/// minutes, on 2 threads, dataset written): the sweep `stormsim
+/// replay` runs before it ranks them and writes the report.
+#[divan::bench(sample_count = 3)]
+fn replay_alternatives(bencher: Bencher) {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../experiments/incidents/llm-api-1402-alternatives.yaml");
+    let exp = load(&file, &InputLimits::default()).expect("valid replay");
+    bencher.counter(ItemsCount::new(15usize)).bench_local(|| {
+        let out = fresh_dir("alternatives");
+        let opts = RunOptions {
+            out: out.clone(),
+            threads: Some(2),
+            quiet: true,
+            ..RunOptions::default()
+        };
+        let report = run_cells(&exp, &opts).expect("replay runs");
+        assert_eq!(report.ran, 15);
         let _ = std::fs::remove_dir_all(&out);
     });
 }
