@@ -512,10 +512,11 @@ fn run_sections(
     chart(
         "pods.svg",
         charts::lines(
-            "Pods in rotation and restarting",
+            "Pods in rotation, out of rotation (unready) and restarting",
             "pods",
             &[
                 series(ts, &x, "pods_up_min", "up")?,
+                series(ts, &x, "pods_unready_max", "unready")?,
                 series(ts, &x, "pods_down_max", "down")?,
             ],
             &marks,

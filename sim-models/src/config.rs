@@ -303,6 +303,11 @@ pub struct HealthConfig {
     pub failure_threshold: u32,
     /// Time out of rotation while restarting (default `30s`).
     pub restart_time: SimDuration,
+    /// Consecutive failed probes before the pod leaves rotation, as a
+    /// Kubernetes readiness probe on the same check would take it out: it
+    /// keeps working on what it holds but gets no new requests until a
+    /// probe passes (default: none, only restarts take pods out).
+    pub readiness_threshold: Option<u32>,
 }
 
 impl Default for HealthConfig {
@@ -312,6 +317,7 @@ impl Default for HealthConfig {
             timeout: secs(1),
             failure_threshold: 3,
             restart_time: secs(30),
+            readiness_threshold: None,
         }
     }
 }

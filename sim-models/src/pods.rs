@@ -49,6 +49,9 @@ pub struct Pod {
     pub worker_queue: VecDeque<(ReqRef, SimTime)>,
     /// Consecutive failed probes.
     pub probe_failures: u32,
+    /// In rotation as far as readiness goes (an up pod failing its
+    /// readiness probes is not).
+    pub ready: bool,
     /// Draws for dialling (connect time, refusals).
     pub connect_rng: SimRng,
     /// Draws for connection leaks.
@@ -70,6 +73,7 @@ impl Pod {
             busy: 0,
             worker_queue: VecDeque::new(),
             probe_failures: 0,
+            ready: true,
             connect_rng: streams.stream(("pod/connect", u64::from(index))),
             leak_rng: streams.stream(("pod/leak", u64::from(index))),
             reported: (0, 0, 0),
@@ -181,12 +185,35 @@ impl<S: RowSink> World<S> {
             pool_wait.is_some_and(|w| w > h.timeout) || worker_wait.is_some_and(|w| w > h.timeout);
         if saturated {
             p.probe_failures += 1;
-            if p.probe_failures >= h.failure_threshold {
+            let failures = p.probe_failures;
+            if failures >= h.failure_threshold {
                 self.take_pod_down(pod, PodState::Restarting, sched);
+            } else if h.readiness_threshold.is_some_and(|t| failures >= t) {
+                self.set_ready(pod, false, now);
             }
         } else {
             p.probe_failures = 0;
+            self.set_ready(pod, true, now);
         }
+    }
+
+    /// Readiness: an up pod that fails its readiness probes leaves rotation
+    /// but keeps what it holds; the first passing probe brings it back.
+    fn set_ready(&mut self, pod: u32, ready: bool, now: SimTime) {
+        let p = &mut self.pods[pod as usize];
+        if p.state != PodState::Up || p.ready == ready {
+            return;
+        }
+        p.ready = ready;
+        self.lb.set_up(pod, ready);
+        let d = if ready { 1 } else { -1 };
+        self.rec.level_add(Level::PodsUp, now, d);
+        self.rec.level_add(Level::PodsUnready, now, -d);
+        self.rec.sink_mut().event(WorldEvent {
+            at: now,
+            kind: if ready { "pod_ready" } else { "pod_unready" },
+            detail: format!("pod {pod}"),
+        });
     }
 
     /// Takes a pod out: it leaves rotation, its pool empties, every
@@ -201,6 +228,7 @@ impl<S: RowSink> World<S> {
         let now = sched.now();
         let p = &mut self.pods[pod as usize];
         let was_up = p.state == PodState::Up;
+        let was_ready = p.ready;
         let old_epoch = p.epoch;
         // A new life first, so nothing failed below touches the old pool
         // or lands back on this pod.
@@ -209,11 +237,17 @@ impl<S: RowSink> World<S> {
         p.busy = 0;
         p.worker_queue.clear();
         p.probe_failures = 0;
+        p.ready = true;
         p.pool.reset();
         self.sync_pool(pod, now);
         if was_up {
             self.lb.set_up(pod, false);
-            self.rec.level_add(Level::PodsUp, now, -1);
+            let from = if was_ready {
+                Level::PodsUp
+            } else {
+                Level::PodsUnready
+            };
+            self.rec.level_add(from, now, -1);
             self.rec.level_add(Level::PodsDown, now, 1);
         }
         for r in self.reqs.refs() {

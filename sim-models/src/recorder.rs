@@ -106,6 +106,8 @@ pub enum Level {
     PodsUp,
     /// Pods restarting or killed.
     PodsDown,
+    /// Pods up but out of rotation: failing their readiness probes.
+    PodsUnready,
     /// Circuit breakers open (one per pod, or the global one).
     BreakersOpen,
     /// Circuit breakers half-open.
@@ -114,7 +116,7 @@ pub enum Level {
 
 impl Level {
     /// Every level, in column order.
-    pub const ALL: [Level; 12] = [
+    pub const ALL: [Level; 13] = [
         Level::PoolInUse,
         Level::PoolWaiters,
         Level::PoolLeaked,
@@ -125,6 +127,7 @@ impl Level {
         Level::UpstreamQueued,
         Level::PodsUp,
         Level::PodsDown,
+        Level::PodsUnready,
         Level::BreakersOpen,
         Level::BreakersHalfOpen,
     ];
@@ -143,6 +146,7 @@ impl Level {
             Level::UpstreamQueued => "upstream_queued",
             Level::PodsUp => "pods_up",
             Level::PodsDown => "pods_down",
+            Level::PodsUnready => "pods_unready",
             Level::BreakersOpen => "breakers_open",
             Level::BreakersHalfOpen => "breakers_half_open",
         }

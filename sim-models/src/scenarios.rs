@@ -29,6 +29,7 @@ pub fn storm_1402() -> WorldConfig {
         timeout: SimDuration::from_secs(1),
         failure_threshold: 3,
         restart_time: SimDuration::from_secs(30),
+        ..HealthConfig::default()
     });
     cfg.upstream.capacity = 350;
     cfg.upstream.queue_limit = 0;

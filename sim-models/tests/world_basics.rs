@@ -70,6 +70,66 @@ fn late_answers_are_counted_late_never_as_success() {
     assert!((2.95..=3.0).contains(&amp), "amplification {amp}");
 }
 
+/// Readiness takes saturated pods out of rotation without restarting them:
+/// while every pod is out, new requests are unavailable at once; once the
+/// lines drain, the next passing probe brings each pod back.
+#[test]
+fn unready_pods_leave_rotation_and_come_back() {
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(150);
+    cfg.load.rate = 5.0;
+    cfg.service.pods = 2;
+    cfg.service.pool.max_connections = 5;
+    // 10 connections at 100 ms carry 100 rps; ×40 (4 s) only 2.5.
+    cfg.upstream.latency = DistSpec::Constant(ms(100));
+    cfg.service.health = Some(HealthConfig {
+        period: secs(5),
+        timeout: secs(1),
+        failure_threshold: 1_000,
+        readiness_threshold: Some(1),
+        ..HealthConfig::default()
+    });
+    cfg.timeline.push(TimelineEntry {
+        at: At::Offset(secs(30)),
+        set: None,
+        ramp: None,
+        pulse: Some(PulseAction {
+            param: Param::UpstreamLatencyScale,
+            value: 40.0,
+            duration: secs(40),
+        }),
+        kill_pod: None,
+        restart_pod: None,
+    });
+    let (rows, t) = run_rows(&cfg);
+    assert_eq!(t.count(Count::PodRestarts), 0, "readiness never restarts");
+    let unready_max = rows.iter().map(|r| r.level(Level::PodsUnready).max).max();
+    assert_eq!(unready_max, Some(2), "both pods left rotation");
+    assert!(
+        t.outcome(Reason::Unavailable) > 10,
+        "{}",
+        t.outcome(Reason::Unavailable)
+    );
+    // Before the trigger and at the end, both pods are in rotation.
+    assert!(rows[..30].iter().all(|r| r.level(Level::PodsUp).min == 2));
+    let last = rows.last().unwrap();
+    assert_eq!(
+        (
+            last.level(Level::PodsUp).last,
+            last.level(Level::PodsUnready).last
+        ),
+        (2, 0)
+    );
+    // Up + unready + down is always the number of pods.
+    for r in &rows {
+        let l = |x| r.level(x).last;
+        assert_eq!(
+            l(Level::PodsUp) + l(Level::PodsUnready) + l(Level::PodsDown),
+            2
+        );
+    }
+}
+
 #[test]
 fn cancellation_stops_abandoned_work_at_the_upstream() {
     let mut cfg = WorldConfig::default();
@@ -93,6 +153,7 @@ fn saturated_pods_fail_their_probes_and_restart() {
         timeout: secs(1),
         failure_threshold: 2,
         restart_time: secs(10),
+        ..HealthConfig::default()
     });
     let (rows, t) = run_rows(&cfg);
     assert!(

@@ -96,11 +96,17 @@ pub struct GaugeBucket {
 /// per bucket as min, max, time-weighted mean and last value. Only the open
 /// bucket is kept: [`Gauge::close`] hands it out and opens the next, so a
 /// gauge costs the same memory for a minute as for a day.
+///
+/// Min and max are over the values *held* for some time in the bucket: a
+/// value replaced at the instant it was set (a connection released and
+/// taken again in the same event, the level set at time zero) was never a
+/// state of the system and does not count.
 #[derive(Clone, Debug)]
 pub struct Gauge {
     value: i64,
     since: SimTime,
     bucket_start: SimTime,
+    /// `i64::MAX` / `i64::MIN` while no value has been held in the bucket.
     min: i64,
     max: i64,
     integral: i128,
@@ -119,8 +125,8 @@ impl Gauge {
             value: 0,
             since: SimTime::ZERO,
             bucket_start: SimTime::ZERO,
-            min: 0,
-            max: 0,
+            min: i64::MAX,
+            max: i64::MIN,
             integral: 0,
         }
     }
@@ -131,17 +137,23 @@ impl Gauge {
         self.value
     }
 
+    /// The current value has been held from `self.since` until `t`.
+    #[inline]
+    fn hold_until(&mut self, t: SimTime) {
+        if t > self.since {
+            self.integral += i128::from(self.value) * i128::from((t - self.since).as_nanos());
+            self.min = self.min.min(self.value);
+            self.max = self.max.max(self.value);
+            self.since = t;
+        }
+    }
+
     /// Sets the gauge to `value` at `t` (times must not go backwards and
     /// must not pass the end of the open bucket before it is closed).
     #[inline]
     pub fn set(&mut self, t: SimTime, value: i64) {
-        if t > self.since {
-            self.integral += i128::from(self.value) * i128::from((t - self.since).as_nanos());
-            self.since = t;
-        }
+        self.hold_until(t);
         self.value = value;
-        self.min = self.min.min(value);
-        self.max = self.max.max(value);
     }
 
     /// Adds `delta` at `t`.
@@ -153,20 +165,23 @@ impl Gauge {
     /// Closes the open bucket at `end` and opens the next one at the
     /// current value.
     pub fn close(&mut self, end: SimTime) -> GaugeBucket {
-        if end > self.since {
-            self.integral += i128::from(self.value) * i128::from((end - self.since).as_nanos());
-            self.since = end;
-        }
+        self.hold_until(end);
+        // A bucket of no length holds only its current value.
+        let (min, max) = if self.min > self.max {
+            (self.value, self.value)
+        } else {
+            (self.min, self.max)
+        };
         let span = end.saturating_since(self.bucket_start).as_nanos().max(1);
         let out = GaugeBucket {
-            min: self.min,
-            max: self.max,
+            min,
+            max,
             mean: self.integral as f64 / span as f64,
             last: self.value,
         };
         self.bucket_start = end;
-        self.min = self.value;
-        self.max = self.value;
+        self.min = i64::MAX;
+        self.max = i64::MIN;
         self.integral = 0;
         out
     }
@@ -297,6 +312,27 @@ mod tests {
         let b = g.finish(t(3_500));
         assert_eq!(b.len(), 4);
         assert!((b[3].mean - 8.0).abs() < 1e-9);
+    }
+
+    /// Values replaced at the instant they were set are not levels the
+    /// system held: they count in neither min nor max.
+    #[test]
+    fn gauge_extremes_ignore_values_held_for_no_time() {
+        let mut g = Gauge::new();
+        g.set(t(0), 8); // the initial 0 is replaced at once
+        g.add(t(400), -1); // a connection released...
+        g.add(t(400), 1); // ...and taken again in the same instant
+        g.set(t(700), 9);
+        g.set(t(700), 8);
+        let b = g.close(t(1_000));
+        assert_eq!((b.min, b.max, b.last), (8, 8, 8));
+        assert!((b.mean - 8.0).abs() < 1e-9);
+        // A value set exactly at the boundary belongs to the next bucket.
+        g.set(t(2_000), 3);
+        let b = g.close(t(2_000));
+        assert_eq!((b.min, b.max, b.last), (8, 8, 3));
+        let b = g.close(t(3_000));
+        assert_eq!((b.min, b.max, b.last), (3, 3, 3));
     }
 
     #[test]
