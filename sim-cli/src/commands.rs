@@ -9,6 +9,7 @@ use sim_models::policy::{analysis, presets};
 
 use crate::load::{Experiment, InputLimits, load};
 use crate::output::table_path;
+use crate::report::optional_floats as float_column;
 use crate::runner::{Report, RunOptions, run_cells, selected_cells};
 use crate::sweep::{cells, describe};
 
@@ -231,19 +232,6 @@ fn ranked(exp: &Experiment, summary: &DataFrame) -> Result<(DataFrame, Vec<Strin
     Ok((sorted, labels))
 }
 
-/// A summary column as floats (nulls stay `None`).
-fn float_column(df: &DataFrame, name: &str) -> Result<Vec<Option<f64>>, String> {
-    let pe = |e: PolarsError| e.to_string();
-    let s = df
-        .column(name)
-        .map_err(pe)?
-        .as_materialized_series()
-        .cast(&DataType::Float64)
-        .map_err(pe)?;
-    let ca = s.f64().map_err(pe)?;
-    Ok((0..ca.len()).map(|i| ca.get(i)).collect())
-}
-
 /// The cells ranked: lowest peak error rate first, then degraded rate,
 /// then user p99.
 pub fn ranked_table(exp: &Experiment, summary: &DataFrame) -> Result<String, String> {
@@ -294,18 +282,7 @@ pub fn ranked_table(exp: &Experiment, summary: &DataFrame) -> Result<String, Str
 /// how long after the first trigger the storm showed and the pools ran dry.
 pub fn figures_table(exp: &Experiment, summary: &DataFrame) -> Result<String, String> {
     let (sorted, labels) = ranked(exp, summary)?;
-    let cols = [
-        "peak_e2e_p99_s",
-        "baseline_e2e_p99_s",
-        "peak_error_rate",
-        "baseline_error_rate",
-        "peak_attempts_per_s",
-        "peak_calls_in_flight",
-        "peak_pool_wait_p99_s",
-        "storm_visible_s",
-        "pools_exhausted_s",
-    ]
-    .map(|c| float_column(&sorted, c));
+    let cols = crate::output::FIGURE_COLUMNS.map(|c| float_column(&sorted, c));
     let mut lines = vec![format!(
         "{:>9} {:>8} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}  {}",
         "p99 peak",

@@ -129,6 +129,23 @@ fn secs(ns: Option<u64>) -> Option<f64> {
     ns.map(|v| v as f64 / 1e9)
 }
 
+/// The summary columns that hold a run's incident figures, in the order
+/// `stormsim replay` prints them and the report tabulates them: p99 and
+/// error rate at their trailing-window peak and just before the first
+/// trigger, the peak attempt rate, calls in flight and pool wait, and the
+/// storm's onset times.
+pub const FIGURE_COLUMNS: [&str; 9] = [
+    "peak_e2e_p99_s",
+    "baseline_e2e_p99_s",
+    "peak_error_rate",
+    "baseline_error_rate",
+    "peak_attempts_per_s",
+    "peak_calls_in_flight",
+    "peak_pool_wait_p99_s",
+    "storm_visible_s",
+    "pools_exhausted_s",
+];
+
 /// The `summary` table: one row.
 pub fn summary_frame(
     cell: &Cell,

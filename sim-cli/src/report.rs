@@ -58,8 +58,8 @@ fn read_table(dir: &Path, table: &str) -> Result<Option<DataFrame>, String> {
     Ok(all)
 }
 
-/// A column as floats (nulls as NaN).
-fn floats(df: &DataFrame, name: &str) -> Result<Vec<f64>, String> {
+/// A column as floats, nulls as `None`.
+pub(crate) fn optional_floats(df: &DataFrame, name: &str) -> Result<Vec<Option<f64>>, String> {
     let c = df
         .column(name)
         .map_err(pe)?
@@ -67,8 +67,14 @@ fn floats(df: &DataFrame, name: &str) -> Result<Vec<f64>, String> {
         .cast(&DataType::Float64)
         .map_err(pe)?;
     let ca = c.f64().map_err(pe)?;
-    Ok((0..ca.len())
-        .map(|i| ca.get(i).unwrap_or(f64::NAN))
+    Ok((0..ca.len()).map(|i| ca.get(i)).collect())
+}
+
+/// A column as floats (nulls as NaN).
+fn floats(df: &DataFrame, name: &str) -> Result<Vec<f64>, String> {
+    Ok(optional_floats(df, name)?
+        .into_iter()
+        .map(|v| v.unwrap_or(f64::NAN))
         .collect())
 }
 
@@ -633,18 +639,7 @@ fn rank_order(summary: &DataFrame) -> Result<Vec<usize>, String> {
 /// The incident figures of each run side by side, in ranking order.
 fn figures_section(summary: &DataFrame, axes: &[String]) -> Result<Section, String> {
     let names = cell_names(summary, axes)?;
-    let cols = [
-        "peak_e2e_p99_s",
-        "baseline_e2e_p99_s",
-        "peak_error_rate",
-        "baseline_error_rate",
-        "peak_attempts_per_s",
-        "peak_calls_in_flight",
-        "peak_pool_wait_p99_s",
-        "storm_visible_s",
-        "pools_exhausted_s",
-    ];
-    let data: Vec<Vec<f64>> = cols
+    let data: Vec<Vec<f64>> = crate::output::FIGURE_COLUMNS
         .iter()
         .map(|c| floats(summary, c))
         .collect::<Result<_, _>>()?;
