@@ -913,6 +913,12 @@ impl WorldConfig {
             if h.failure_threshold == 0 {
                 p.add("service.health.failure_threshold", "must be at least 1");
             }
+            if h.readiness_threshold == Some(0) {
+                p.add(
+                    "service.health.readiness_threshold",
+                    "must be at least 1 (omit it to keep pods in rotation until they restart)",
+                );
+            }
         }
         let n = &self.network;
         for (path, d) in [

@@ -120,6 +120,18 @@ fn unready_pods_leave_rotation_and_come_back() {
         ),
         (2, 0)
     );
+    // A threshold of zero is refused, naming the field.
+    let mut bad = cfg.clone();
+    if let Some(h) = bad.service.health.as_mut() {
+        h.readiness_threshold = Some(0);
+    }
+    let errors = bad.validate().unwrap_err();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.path == "service.health.readiness_threshold"),
+        "{errors:?}"
+    );
     // Up + unready + down is always the number of pods.
     for r in &rows {
         let l = |x| r.level(x).last;
