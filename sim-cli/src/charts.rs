@@ -5,15 +5,16 @@
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::full_palette::{
-    BLUE_600, GREEN_600, GREY_500, ORANGE_600, PURPLE_500, RED_600, TEAL_600,
+    BLUE_600, BROWN_500, GREEN_600, GREY_500, ORANGE_600, PINK_600, PURPLE_500, RED_600, TEAL_600,
 };
 
 /// Size of every chart, pixels.
 pub const SIZE: (u32, u32) = (900, 320);
 
-/// Colours in series order.
-pub const COLOURS: [RGBColor; 7] = [
-    BLUE_600, RED_600, GREEN_600, ORANGE_600, PURPLE_500, TEAL_600, GREY_500,
+/// Colours in series order: nine, so that eight pod groups and a reference
+/// line never share one.
+pub const COLOURS: [RGBColor; 9] = [
+    BLUE_600, RED_600, GREEN_600, ORANGE_600, PURPLE_500, TEAL_600, BROWN_500, PINK_600, GREY_500,
 ];
 
 /// A named series of (x, y) points.
