@@ -228,7 +228,8 @@ pub struct ServiceConfig {
     /// Health checks and restarts (default: none).
     pub health: Option<HealthConfig>,
     /// Pools are also reported per group of consecutive pods (the
-    /// `pod_groups` table; default one group per pod, up to 8 groups).
+    /// `pod_groups` table; default one group per pod, up to 8 groups);
+    /// pods a timeline adds report in the last group.
     pub pod_groups: Option<u32>,
 }
 

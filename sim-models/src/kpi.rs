@@ -21,6 +21,7 @@ use sim_core::time::{SimDuration, SimTime};
 
 use crate::outcome::Reason;
 use crate::recorder::{BucketRow, Count, Latency, Level, RunTotals};
+use crate::timeline::{Step, last_trigger_end};
 
 /// Attempt rates are read as means over this span (a rate graph's usual
 /// resolution).
@@ -30,7 +31,6 @@ const VISIBLE_AMPLIFICATION: f64 = 1.5;
 /// Pools count as exhausted once this many calls queue for a connection:
 /// every connection busy, new requests only queue.
 const EXHAUSTED_QUEUE: i64 = 100;
-use crate::timeline::{Step, last_trigger_end};
 
 /// How recovery is judged.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -552,12 +552,23 @@ impl<S: RowSink> Recorder<S> {
         self
     }
 
+    /// `pod`'s group; pods a timeline adds beyond the configured count
+    /// report in the last group.
+    fn group_index(&self, pod: u32) -> Option<usize> {
+        let last = self.groups.len().checked_sub(1)?;
+        Some(
+            self.group_of
+                .get(pod as usize)
+                .map_or(last, |&g| g as usize),
+        )
+    }
+
     /// A pool wait at `pod`: counted in the totals and in its group.
     #[inline]
     pub fn pool_wait(&mut self, pod: u32, d: SimDuration) {
         self.latency(Latency::PoolWait, d);
-        if let Some(g) = self.group_of.get(pod as usize) {
-            self.groups[*g as usize].wait.record(d.as_nanos());
+        if let Some(g) = self.group_index(pod) {
+            self.groups[g].wait.record(d.as_nanos());
         }
     }
 
@@ -572,8 +583,8 @@ impl<S: RowSink> Recorder<S> {
         if in_use + waiters != 0 {
             self.level_add(Level::CallsInFlight, now, in_use + waiters);
         }
-        if let Some(g) = self.group_of.get(pod as usize) {
-            let group = &mut self.groups[*g as usize];
+        if let Some(g) = self.group_index(pod) {
+            let group = &mut self.groups[g];
             if in_use != 0 {
                 group.in_use.add(now, in_use);
             }

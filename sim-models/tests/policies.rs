@@ -11,7 +11,6 @@ use sim_models::config::{
 };
 use sim_models::outcome::Reason;
 use sim_models::policy::backoff::Backoff;
-use sim_models::policy::breaker::{BreakerSpec, R4jConfig, WindowType};
 use sim_models::policy::budget::BudgetSpec;
 use sim_models::policy::presets;
 use sim_models::policy::throttle::ThrottleSpec;
@@ -130,15 +129,12 @@ fn the_breaker_opens_serves_fallbacks_and_probes_every_wait() {
     cfg.upstream.errors.http_500 = 1.0;
     cfg.client.scope = Scope::Global;
     cfg.client.fallback = true;
-    cfg.client.breaker = Some(BreakerSpec::Resilience4j(R4jConfig {
-        failure_rate_threshold: 50.0,
-        sliding_window_type: WindowType::TimeBased,
-        sliding_window_size: 10,
-        minimum_number_of_calls: 20,
-        wait_duration_in_open_state: secs(30),
-        permitted_calls_in_half_open: 3,
-        ..R4jConfig::default()
-    }));
+    // The 14:02 fix's breaker: 50 % over 10 s, 20 calls at least, 30 s
+    // open, 3 half-open probes.
+    cfg.client.breaker = presets::get("incident-1402-after")
+        .expect("preset")
+        .client
+        .breaker;
     let (rows, t) = go(&cfg);
     // Opens after 20 calls, then every 30 s three probes fail and it opens
     // again: opened at ~0.2 s, ~30 s, ~60 s, ~90 s.

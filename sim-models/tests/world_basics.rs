@@ -281,6 +281,18 @@ fn pod_groups_add_up_to_the_pool_totals() {
     let mut cfg = sim_models::scenarios::storm_1402();
     cfg.service.pod_groups = Some(3);
     assert_eq!(pod_group_spans(8, 3), vec![(0, 2), (3, 5), (6, 7)]);
+    // Two pods added mid-storm report in the last group.
+    cfg.timeline.push(TimelineEntry {
+        at: At::Offset(secs(200)),
+        set: Some(sim_models::timeline::SetAction {
+            param: Param::ServicePods,
+            value: 10.0,
+        }),
+        ramp: None,
+        pulse: None,
+        kill_pod: None,
+        restart_pod: None,
+    });
     let rows: Vec<BucketRow> = run(&cfg, Vec::new()).unwrap().sink;
     let mut busy = 0;
     for r in &rows {

@@ -624,25 +624,22 @@ mod tests {
 
     #[test]
     fn aws_quota_charges_by_cause_and_refunds_on_success() {
-        let mut q = BudgetSpec::AwsQuota {
-            capacity: 500,
-            retry_cost: 5,
-            timeout_cost: 10,
-            no_retry_increment: 1,
-        }
-        .build();
+        let quota = || {
+            BudgetSpec::AwsQuota {
+                capacity: 500,
+                retry_cost: 5,
+                timeout_cost: 10,
+                no_retry_increment: 1,
+            }
+            .build()
+        };
+        let mut q = quota();
         // A cold-start outage: 100 transient retries, or 50 timeout retries.
         let n = (0..1_000)
             .filter(|_| q.try_retry(t(0), RetryCause::Transient).is_some())
             .count();
         assert_eq!(n, 100);
-        let mut q = BudgetSpec::AwsQuota {
-            capacity: 500,
-            retry_cost: 5,
-            timeout_cost: 10,
-            no_retry_increment: 1,
-        }
-        .build();
+        let mut q = quota();
         let n = (0..1_000)
             .filter(|_| q.try_retry(t(0), RetryCause::Timeout).is_some())
             .count();
