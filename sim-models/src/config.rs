@@ -449,6 +449,37 @@ pub struct UpstreamConfig {
     /// Whether the upstream drops queued work whose propagated deadline
     /// has passed (needs `client.propagate_deadline`; default true).
     pub honor_deadlines: bool,
+    /// Load shedding before the hard capacity: an arriving request is
+    /// turned away (as `overflow` says) with a probability that grows with
+    /// the requests in service (default: none).
+    pub shedding: Option<Shedding>,
+}
+
+/// Probabilistic load shedding, as overloaded services and their front
+/// proxies do it (random early rejection, admission control): nothing
+/// below `from` requests in service, then a probability rising linearly to
+/// 1 at `to`. Unlike a hard slot limit, who is turned away is random, so
+/// it does not depend on which caller happens to arrive first.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shedding {
+    /// Requests in service at which shedding starts.
+    pub from: u32,
+    /// Requests in service at which every arrival is turned away.
+    pub to: u32,
+}
+
+impl Shedding {
+    /// The chance that a request arriving with `n` in service is shed.
+    pub fn probability(&self, n: u32) -> f64 {
+        if n < self.from {
+            0.0
+        } else if n >= self.to {
+            1.0
+        } else {
+            f64::from(n - self.from) / f64::from(self.to - self.from)
+        }
+    }
 }
 
 impl Default for UpstreamConfig {
@@ -471,6 +502,7 @@ impl Default for UpstreamConfig {
             cancellation: false,
             pushback: PushbackConfig::None,
             honor_deadlines: true,
+            shedding: None,
         }
     }
 }
@@ -975,6 +1007,14 @@ impl WorldConfig {
             }
         }
         p.rate("upstream.background_rps", u.background_rps);
+        if let Some(s) = u.shedding
+            && s.to <= s.from
+        {
+            p.add(
+                "upstream.shedding.to",
+                format!("must be above shedding.from ({}), found {}", s.from, s.to),
+            );
+        }
         let c = &self.client;
         if let (Some(t), Some(d)) = (c.attempt_timeout, c.total_deadline)
             && t > d

@@ -13,7 +13,7 @@ use sim_core::rng::SimRng;
 use sim_core::sim::Scheduler;
 use sim_core::time::{SimDuration, SimTime};
 
-use crate::config::{LoadLaw, OverflowAction, PushbackConfig, UpstreamConfig};
+use crate::config::{LoadLaw, OverflowAction, PushbackConfig, Shedding, UpstreamConfig};
 use crate::outcome::Pushback;
 use crate::request::AttRef;
 use crate::world::Event;
@@ -128,8 +128,10 @@ pub struct Upstream {
     queue: VecDeque<JobRef>,
     queued_live: u32,
     in_service: u32,
+    shedding: Option<Shedding>,
     latency_rng: SimRng,
     error_rng: SimRng,
+    shed_rng: SimRng,
 }
 
 impl Upstream {
@@ -139,6 +141,7 @@ impl Upstream {
         latency: Dist,
         latency_rng: SimRng,
         error_rng: SimRng,
+        shed_rng: SimRng,
     ) -> Self {
         let rl = cfg.rate_limit.as_ref();
         let burst = rl.map_or(0.0, |r| r.burst.map_or(r.rps.max(1.0), f64::from));
@@ -174,8 +177,10 @@ impl Upstream {
             queue: VecDeque::new(),
             queued_live: 0,
             in_service: 0,
+            shedding: cfg.shedding,
             latency_rng,
             error_rng,
+            shed_rng,
         }
     }
 
@@ -285,6 +290,12 @@ impl Upstream {
                 Admission::Answered(Status::TooManyRequests(self.retry_after.as_nanos())),
             );
         }
+        if let Some(s) = self.shedding {
+            let p = s.probability(self.in_service);
+            if p > 0.0 && self.shed_rng.random::<f64>() < p {
+                return self.overflow_answer();
+            }
+        }
         if self.in_service < self.params.capacity && self.queued_live == 0 {
             let j = self.alloc(owner, deadline);
             self.start(j, sched);
@@ -299,6 +310,11 @@ impl Upstream {
             self.queued_live += 1;
             return (Some(j), Admission::Queued);
         }
+        self.overflow_answer()
+    }
+
+    /// What a request the upstream cannot take gets.
+    fn overflow_answer(&self) -> (Option<JobRef>, Admission) {
         match self.overflow {
             OverflowAction::Reject => (None, Admission::Answered(Status::Rejected(self.pushback))),
             OverflowAction::Drop => (None, Admission::Dropped),

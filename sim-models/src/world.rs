@@ -243,6 +243,7 @@ impl<S: RowSink> World<S> {
             dist(&cfg.upstream.latency),
             streams.stream("upstream/latency"),
             streams.stream("upstream/errors"),
+            streams.stream("upstream/shedding"),
         );
         let end = SimTime::ZERO.saturating_add(cfg.clock.duration);
         Ok(World {

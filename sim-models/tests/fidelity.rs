@@ -9,7 +9,7 @@
 use sim_core::dist::DistSpec;
 use sim_core::theory::{erlang_b, mmc_mean_wait};
 use sim_core::time::SimDuration;
-use sim_models::config::{ArrivalProcess, LoadLaw, RetryOn, WorldConfig};
+use sim_models::config::{ArrivalProcess, LoadLaw, RetryOn, Shedding, WorldConfig};
 use sim_models::kpi::{RecoveryConfig, kpis};
 use sim_models::outcome::Reason;
 use sim_models::policy::backoff::Backoff;
@@ -124,6 +124,55 @@ fn independent_errors_with_retries_follow_the_closed_form() {
     assert!(
         (failures - expected_failures).abs() < 0.01 * expected_failures,
         "final failures {failures}, closed form {expected_failures}"
+    );
+}
+
+/// The share of Poisson arrivals a shedding upstream with no slot limit
+/// turns away. The requests in service form a birth-death chain (births
+/// at `λ (1 − p(n))`, deaths at `n μ`), so by detailed balance
+/// `π(n) ∝ (λ/μ)^n / n! × Π_{k<n} (1 − p(k))`, and arrivals see time
+/// averages (PASTA): the shed share is `Σ π(n) p(n)`.
+fn shed_share_in_theory(s: Shedding, offered: f64) -> f64 {
+    let (mut weight, mut total, mut shed) = (1.0f64, 0.0, 0.0);
+    for n in 0..=s.to {
+        total += weight;
+        shed += weight * s.probability(n);
+        weight *= offered / f64::from(n + 1) * (1.0 - s.probability(n));
+    }
+    shed / total
+}
+
+#[test]
+fn shedding_turns_away_the_birth_death_share() {
+    // 100 requests/s of 1 s exponential work (100 in service unshed)
+    // against shedding from 80 to 120 in service; no retries, so every
+    // shed arrival is one 503. 8 replications × 2,000 s = 1.6 million
+    // arrivals.
+    let s = Shedding { from: 80, to: 120 };
+    let shares: Vec<f64> = (1..=8)
+        .map(|seed| {
+            let mut cfg = pool_as_mmc(1_000, 100.0, 1.0, 2_000, seed);
+            cfg.upstream.shedding = Some(s);
+            cfg.client.retry.max_retries = 0;
+            let t = run(&cfg, Vec::new()).unwrap().totals;
+            t.count(Count::UpstreamRejected) as f64 / t.attempts() as f64
+        })
+        .collect();
+    let (m, se) = mean_and_se(&shares);
+    let theory = shed_share_in_theory(s, 100.0);
+    // A band that ends where it starts is refused, naming the field.
+    let mut bad = WorldConfig::default();
+    bad.upstream.shedding = Some(Shedding { from: 80, to: 80 });
+    let errors = bad.validate().unwrap_err();
+    assert!(
+        errors.iter().any(|e| e.path == "upstream.shedding.to"),
+        "{errors:?}"
+    );
+    assert!(theory > 0.1 && theory < 0.3, "theory {theory}");
+    assert!(se < 0.01 * theory, "standard error {se} too large");
+    assert!(
+        (m - theory).abs() < 0.02 * theory,
+        "shed {m:.4} ± {se:.4}, birth-death chain {theory:.4}"
     );
 }
 
