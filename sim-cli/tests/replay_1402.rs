@@ -4,13 +4,19 @@
 //! `experiments/incidents/llm-api-1402.yaml`), for the experiment's own
 //! seed and as the median over seven seeds.
 //!
-//! The median of seeds 1-7 meets every figure. Seed 1402 meets all but
-//! one: its peak of concurrent calls is 1,459 against 900-1,300, asserted
-//! only by the ignored test `every_reported_figure_holds` (run it with
-//! `--ignored`). Single seeds scatter around the edges of the ranges: over
-//! seeds 1-12 the P99 spans 31-37 s, attempts 281-376/s and concurrent
-//! calls 970-1,490, and two of the twelve meet every figure.
+//! Seed 1402 and the median of seeds 1-7 meet every figure. Single seeds
+//! scatter widely, because which pods end up holding the API's connections
+//! is chance: over seeds 1-12 the P99 spans 26-55 s, the error rate
+//! 0.41-0.46, attempts 299-328/s, concurrent calls 820-1,740 and the pools
+//! run dry 23-64 s after the trigger; one of the twelve meets every figure.
+//!
+//! The storm does not hinge on the network between the pods and the API:
+//! with none, or with a log-normal 30 ms each way, the medians stay within
+//! a tenth of every range.
 
+use sim_core::dist::DistSpec;
+use sim_core::time::SimDuration;
+use sim_models::config::WorldConfig;
 use sim_models::kpi::{Kpis, kpis};
 use sim_models::world::run;
 use stormsim::load::{InputLimits, load};
@@ -85,10 +91,17 @@ const FIGURES: [Figure; 9] = [
 ];
 
 fn figures(seed: u64) -> Vec<Option<f64>> {
+    figures_with(seed, |_| {})
+}
+
+/// The figures of the replay with `seed`, its configuration changed by
+/// `tweak` first.
+fn figures_with(seed: u64, tweak: impl Fn(&mut WorldConfig)) -> Vec<Option<f64>> {
     let path = common::root().join("experiments/incidents/llm-api-1402.yaml");
     let exp = load(&path, &InputLimits::default()).expect("the replay loads");
     let mut cfg = exp.world.clone();
     cfg.seed = seed;
+    tweak(&mut cfg);
     let out = run(&cfg, Vec::new()).expect("the replay runs");
     let k = kpis(
         &out.sink,
@@ -123,8 +136,8 @@ fn check(label: &str, values: &[Option<f64>], asserted: impl Fn(&Figure) -> bool
     assert!(bad.is_empty(), "{table}");
 }
 
-fn median_of_seven() -> Vec<Option<f64>> {
-    let runs: Vec<Vec<Option<f64>>> = (1..=7).map(figures).collect();
+fn median_of_seven(tweak: impl Fn(&mut WorldConfig)) -> Vec<Option<f64>> {
+    let runs: Vec<Vec<Option<f64>>> = (1..=7).map(|s| figures_with(s, &tweak)).collect();
     (0..FIGURES.len())
         .map(|i| {
             let mut xs: Vec<f64> = runs.iter().filter_map(|r| r[i]).collect();
@@ -136,18 +149,35 @@ fn median_of_seven() -> Vec<Option<f64>> {
 
 #[test]
 fn the_replay_reproduces_the_reported_figures_for_its_seed() {
-    check("seed 1402", &figures(1402), |f| {
-        f.name != "concurrent calls"
-    });
+    check("seed 1402", &figures(1402), |_| true);
 }
 
 #[test]
 fn the_median_over_seven_seeds_reproduces_the_reported_figures() {
-    check("median of seeds 1-7", &median_of_seven(), |_| true);
+    check("median of seeds 1-7", &median_of_seven(|_| {}), |_| true);
 }
 
 #[test]
-#[ignore = "seed 1402 has more concurrent calls than reported (see the module comment)"]
-fn every_reported_figure_holds() {
-    check("seed 1402", &figures(1402), |_| true);
+fn the_storm_does_not_hinge_on_the_network_delay() {
+    let wan = DistSpec::LogNormal {
+        median: Some(SimDuration::from_millis(30)),
+        p99: Some(SimDuration::from_millis(100)),
+        mu: None,
+        sigma: None,
+    };
+    for (label, leg) in [("no network delay", None), ("30 ms each way", Some(wan))] {
+        let medians = median_of_seven(|cfg| {
+            cfg.network.pod_to_upstream = leg.clone();
+            cfg.network.upstream_to_pod = leg.clone();
+        });
+        // Every range widened by a tenth of its bounds.
+        let mut bad = Vec::new();
+        for (f, v) in FIGURES.iter().zip(&medians) {
+            let ok = v.is_some_and(|v| (0.9 * f.low..=1.1 * f.high).contains(&v));
+            if !ok {
+                bad.push(format!("{}: {v:?}", f.name));
+            }
+        }
+        assert!(bad.is_empty(), "median of seeds 1-7, {label}: {bad:?}");
+    }
 }

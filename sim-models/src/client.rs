@@ -318,6 +318,7 @@ impl<S: RowSink> World<S> {
         let setup = self.connect_time.sample(&mut p.connect_rng);
         let failure = self.cfg.network.connect_failure;
         let refused = failure > 0.0 && p.connect_rng.random::<f64>() < failure;
+        let refused = refused || self.upstream_full(sched.now());
         match self.cfg.client.connect_timeout {
             Some(t) if setup > t => {
                 sched.schedule_in(t, Event::ConnectionFailed { pod, epoch, att });
@@ -329,6 +330,20 @@ impl<S: RowSink> World<S> {
                 sched.schedule_in(setup, Event::ConnectionEstablished { pod, epoch, att });
             }
         }
+    }
+
+    /// Whether the upstream's connection limit turns a new dial away: the
+    /// connections open or being set up, this one included, exceed it.
+    fn upstream_full(&mut self, now: SimTime) -> bool {
+        let Some(limit) = self.cfg.upstream.max_connections else {
+            return false;
+        };
+        let mut open = 0;
+        for p in &mut self.pods {
+            p.pool.expire_idle(now);
+            open += p.pool.total();
+        }
+        open > limit
     }
 
     fn att_is(&self, att: AttRef, phase: AttemptPhase) -> bool {

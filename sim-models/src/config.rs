@@ -272,6 +272,10 @@ pub struct PoolConfig {
     /// An idle connection older than this is closed instead of reused
     /// (default `90s`, Go's `IdleConnTimeout`).
     pub idle_timeout: Option<SimDuration>,
+    /// Most idle connections kept; a connection returned when this many
+    /// are idle is closed (Go's `MaxIdleConnsPerHost`, 2 unless set;
+    /// default: no limit).
+    pub max_idle: Option<u32>,
     /// Fraction of responses whose connection is never released (a leak, as
     /// when a response body is not closed); leaked connections count
     /// against `max_connections` until the pod restarts (default 0).
@@ -285,6 +289,7 @@ impl Default for PoolConfig {
             acquire_timeout: None,
             connect_time: DistSpec::Constant(millis(5)),
             idle_timeout: Some(secs(90)),
+            max_idle: None,
             leak_fraction: 0.0,
         }
     }
@@ -453,6 +458,12 @@ pub struct UpstreamConfig {
     /// turned away (as `overflow` says) with a probability that grows with
     /// the requests in service (default: none).
     pub shedding: Option<Shedding>,
+    /// Most connections from this service the upstream keeps open (idle
+    /// ones included), as a per-client connection limit at its front door
+    /// does; a dial past it is refused (`connect_failure`). A connection
+    /// once open keeps its place until it closes: on a timeout, an idle
+    /// timeout or a pod restart (default: none).
+    pub max_connections: Option<u32>,
 }
 
 /// Probabilistic load shedding, as overloaded services and their front
@@ -503,6 +514,7 @@ impl Default for UpstreamConfig {
             pushback: PushbackConfig::None,
             honor_deadlines: true,
             shedding: None,
+            max_connections: None,
         }
     }
 }
@@ -1007,6 +1019,12 @@ impl WorldConfig {
             }
         }
         p.rate("upstream.background_rps", u.background_rps);
+        if u.max_connections == Some(0) {
+            p.add(
+                "upstream.max_connections",
+                "must be at least 1 (omit it for no limit)",
+            );
+        }
         if let Some(s) = u.shedding
             && s.to <= s.from
         {

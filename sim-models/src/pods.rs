@@ -67,7 +67,8 @@ impl Pod {
         Pod {
             state: PodState::Up,
             epoch: 0,
-            pool: Pool::new(cfg.pool.max_connections, cfg.pool.idle_timeout),
+            pool: Pool::new(cfg.pool.max_connections, cfg.pool.idle_timeout)
+                .with_max_idle(cfg.pool.max_idle),
             workers: cfg.workers,
             worker_queue_limit: cfg.worker_queue,
             busy: 0,

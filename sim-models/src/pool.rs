@@ -38,6 +38,7 @@ pub struct Waiter {
 pub struct Pool {
     max: u32,
     idle_timeout: Option<SimDuration>,
+    max_idle: Option<u32>,
     in_use: u32,
     dialling: u32,
     leaked: u32,
@@ -58,6 +59,7 @@ impl Pool {
         Pool {
             max,
             idle_timeout,
+            max_idle: None,
             in_use: 0,
             dialling: 0,
             leaked: 0,
@@ -66,6 +68,13 @@ impl Pool {
             live_waiters: 0,
             closed_idle: 0,
         }
+    }
+
+    /// At most `n` idle connections are kept; one returned past that is
+    /// closed (Go's `MaxIdleConnsPerHost`).
+    pub fn with_max_idle(mut self, n: Option<u32>) -> Self {
+        self.max_idle = n;
+        self
     }
 
     /// Connections that exist or are being dialled.
@@ -98,7 +107,7 @@ impl Pool {
     }
 
     /// Closes idle connections older than the idle timeout.
-    fn expire_idle(&mut self, now: SimTime) {
+    pub fn expire_idle(&mut self, now: SimTime) {
         if let Some(limit) = self.idle_timeout {
             while self
                 .idle
@@ -179,7 +188,11 @@ impl Pool {
 
     /// A connection becomes idle.
     pub fn put_idle(&mut self, now: SimTime) {
-        self.idle.push_back(now);
+        if self.max_idle.is_some_and(|m| self.idle.len() as u32 >= m) {
+            self.closed_idle += 1;
+        } else {
+            self.idle.push_back(now);
+        }
     }
 
     /// The attempt using a connection is done with it; `leak` loses it.
@@ -218,7 +231,7 @@ impl Pool {
     /// Empties the pool (pod restart): every connection and waiter is gone.
     pub fn reset(&mut self) {
         let closed_idle = self.closed_idle;
-        *self = Pool::new(self.max, self.idle_timeout);
+        *self = Pool::new(self.max, self.idle_timeout).with_max_idle(self.max_idle);
         self.closed_idle = closed_idle;
     }
 
@@ -284,5 +297,33 @@ mod tests {
         );
         p.reset();
         assert_eq!(p.acquire(t(4_000)), Acquire::Dial);
+    }
+
+    #[test]
+    fn connections_past_the_idle_limit_close_on_return() {
+        let mut p = Pool::new(5, None).with_max_idle(Some(2));
+        for _ in 0..3 {
+            assert_eq!(p.acquire(t(0)), Acquire::Dial);
+            p.dialled();
+            p.hand_over();
+        }
+        for _ in 0..3 {
+            assert!(p.release(false));
+            p.put_idle(t(10));
+        }
+        assert_eq!((p.idle(), p.total(), p.closed_idle), (2, 2, 1));
+        // The limit survives a restart.
+        p.reset();
+        for _ in 0..3 {
+            assert_eq!(p.acquire(t(20)), Acquire::Dial);
+            p.dialled();
+            p.hand_over();
+        }
+        for _ in 0..3 {
+            assert!(p.release(false));
+            p.put_idle(t(30));
+        }
+        assert_eq!(p.idle(), 2);
+        assert!(p.check().is_ok());
     }
 }

@@ -127,6 +127,41 @@ fn independent_errors_with_retries_follow_the_closed_form() {
     );
 }
 
+#[test]
+fn an_upstream_connection_limit_refuses_dials_as_erlang_b() {
+    // No idle connection is kept, so every call dials and closes: the
+    // open connections are the calls in progress, and a dial past the
+    // limit of 10 is refused. With Poisson arrivals (8/s) and
+    // exponential holding (1 s) that is Erlang's loss system: the refused
+    // share is B(10, 8) = 0.1217. 8 replications x 20,000 s.
+    let (c, lambda, mu) = (10, 8.0, 1.0);
+    let fractions: Vec<f64> = (1..=8)
+        .map(|seed| {
+            let mut cfg = pool_as_mmc(1_000, lambda, mu, 20_000, seed);
+            cfg.service.pool.max_idle = Some(0);
+            cfg.upstream.max_connections = Some(c);
+            cfg.client.retry.max_retries = 0;
+            let t = run(&cfg, Vec::new()).unwrap().totals;
+            t.outcome(Reason::ConnectFailure) as f64 / t.finished() as f64
+        })
+        .collect();
+    let (m, se) = mean_and_se(&fractions);
+    let theory = erlang_b(c, lambda / mu);
+    assert!(se < 0.02 * theory, "standard error {se} too large");
+    assert!(
+        (m - theory).abs() < 0.04 * theory,
+        "refused {m:.4} ± {se:.4}, Erlang B {theory:.4}"
+    );
+    // A limit of zero is refused, naming the field.
+    let mut bad = WorldConfig::default();
+    bad.upstream.max_connections = Some(0);
+    let errors = bad.validate().unwrap_err();
+    assert!(
+        errors.iter().any(|e| e.path == "upstream.max_connections"),
+        "{errors:?}"
+    );
+}
+
 /// The share of Poisson arrivals a shedding upstream with no slot limit
 /// turns away. The requests in service form a birth-death chain (births
 /// at `λ (1 − p(n))`, deaths at `n μ`), so by detailed balance
