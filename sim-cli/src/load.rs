@@ -420,9 +420,58 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// The names of the kinds a value can be written as: distributions, load
+/// laws, pushback, backoff, jitter, breakers, budgets and throttles
+/// (`{ log_normal: {...} }`, `{ exponential: {...} }`, ...). Keep in step
+/// with those enums' variants.
+const KINDS: [&str; 29] = [
+    "constant",
+    "uniform",
+    "exponential",
+    "normal",
+    "log_normal",
+    "pareto",
+    "empirical",
+    "none",
+    "linear",
+    "usl",
+    "after",
+    "dont_retry",
+    "fixed",
+    "envoy",
+    "full",
+    "equal",
+    "decorrelated",
+    "proportional",
+    "additive",
+    "polly_v2",
+    "resilience4j",
+    "polly",
+    "grpc",
+    "finagle",
+    "aws_quota",
+    "ratio",
+    "bucket",
+    "sre",
+    "aws_adaptive",
+];
+
+/// The kind a mapping of one key names, if it is one.
+fn kind_of(m: &Mapping) -> Option<&str> {
+    let (k, _) = m.iter().next().filter(|_| m.len() == 1)?;
+    k.as_str().filter(|k| KINDS.contains(k))
+}
+
 /// Merges `over` onto `base`: mappings key by key, anything else replaced.
+/// A value of another kind replaces the base's whole (a log-normal delay
+/// over a constant one is a log-normal delay, not both).
 pub fn merge(base: &mut Value, over: Value) {
     match (base, over) {
+        (Value::Mapping(b), Value::Mapping(o))
+            if kind_of(b).is_some_and(|kb| kind_of(&o).is_some_and(|ko| ko != kb)) =>
+        {
+            *b = o;
+        }
         (Value::Mapping(b), Value::Mapping(o)) => {
             for (k, v) in o {
                 match b.get_mut(&k) {
@@ -647,4 +696,81 @@ pub fn requests_per_run(w: &WorldConfig) -> f64 {
         .as_ref()
         .map_or(0.0, |c| f64::from(c.users));
     (w.load.rate + w.upstream.background_rps + users) * w.clock.duration.as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn merged(base: &str, over: &str) -> Value {
+        let mut b: Value = yaml_serde::from_str(base).unwrap();
+        merge(&mut b, yaml_serde::from_str(over).unwrap());
+        b
+    }
+
+    fn yaml(s: &str) -> Value {
+        yaml_serde::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn mappings_merge_key_by_key() {
+        assert_eq!(
+            merged("clock: { duration: 5m }", "clock: { bucket: 1s }"),
+            yaml("clock: { duration: 5m, bucket: 1s }")
+        );
+        // The same kind merges too: one field of a distribution changed.
+        assert_eq!(
+            merged(
+                "latency: { log_normal: { median: 2s, p99: 4s } }",
+                "latency: { log_normal: { p99: 5s } }"
+            ),
+            yaml("latency: { log_normal: { median: 2s, p99: 5s } }")
+        );
+    }
+
+    #[test]
+    fn a_value_of_another_kind_replaces_the_base() {
+        assert_eq!(
+            merged(
+                "network: { pod_to_upstream: { constant: 10ms } }",
+                "network: { pod_to_upstream: { log_normal: { median: 30ms, p99: 100ms } } }"
+            ),
+            yaml("network: { pod_to_upstream: { log_normal: { median: 30ms, p99: 100ms } } }")
+        );
+        assert_eq!(
+            merged(
+                "backoff: { fixed: 1s }",
+                "backoff: { exponential: { base: 1s, multiplier: 2 } }"
+            ),
+            yaml("backoff: { exponential: { base: 1s, multiplier: 2 } }")
+        );
+    }
+
+    #[test]
+    fn an_experiment_extending_the_replay_can_change_a_distributions_kind() {
+        let dir = std::env::temp_dir().join(format!("stormsim-merge-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let base = root.join("experiments/incidents/llm-api-1402.yaml");
+        let file = dir.join("wan.yaml");
+        std::fs::write(
+            &file,
+            format!(
+                "extends: {}\nnetwork:\n  pod_to_upstream: {{ log_normal: {{ median: 30ms, p99: 100ms }} }}\nclient:\n  preset: incident-1402-before\n  retry: {{ backoff: {{ exponential: {{ base: 1s, multiplier: 2 }} }} }}\n",
+                base.display()
+            ),
+        )
+        .unwrap();
+        let exp = load(&file, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            exp.world.network.pod_to_upstream,
+            Some(sim_core::dist::DistSpec::LogNormal { .. })
+        ));
+        // Over the preset's fixed 1 s backoff.
+        assert!(matches!(
+            exp.world.client.retry.backoff.kind,
+            sim_models::policy::backoff::BackoffKind::Exponential { .. }
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
