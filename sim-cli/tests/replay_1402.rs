@@ -5,10 +5,11 @@
 //! seed and as the median over seven seeds.
 //!
 //! Seed 1402 and the median of seeds 1-7 meet every figure. Single seeds
-//! scatter widely, because which pods end up holding the API's connections
-//! is chance: over seeds 1-12 the P99 spans 26-55 s, the error rate
-//! 0.41-0.46, attempts 299-328/s, concurrent calls 820-1,740 and the pools
-//! run dry 23-64 s after the trigger; one of the twelve meets every figure.
+//! scatter, because which pods end up holding the API's connections is
+//! chance: over seeds 1-12 the P99 spans 27-40 s, the error rate
+//! 0.40-0.44, attempts 293-323/s, concurrent calls 820-1,330 and the pools
+//! run dry 22-50 s after the trigger; one of the twelve meets every
+//! figure.
 //!
 //! The storm does not hinge on the network between the pods and the API:
 //! with none, or with a log-normal 30 ms each way, the medians stay within

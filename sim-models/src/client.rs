@@ -319,21 +319,35 @@ impl<S: RowSink> World<S> {
         let failure = self.cfg.network.connect_failure;
         let refused = failure > 0.0 && p.connect_rng.random::<f64>() < failure;
         let refused = refused || self.upstream_full(sched.now());
-        match self.cfg.client.connect_timeout {
-            Some(t) if setup > t => {
-                sched.schedule_in(t, Event::ConnectionFailed { pod, epoch, att });
-            }
-            _ if refused => {
-                sched.schedule_in(setup, Event::ConnectionFailed { pod, epoch, att });
-            }
-            _ => {
-                sched.schedule_in(setup, Event::ConnectionEstablished { pod, epoch, att });
-            }
+        let timeout = self.cfg.client.connect_timeout;
+        if refused {
+            // The answer comes back when the handshake would have, unless
+            // the connect timeout gives up first.
+            self.pods[pod as usize].pool.refuse();
+            let at = timeout.map_or(setup, |t| setup.min(t));
+            let event = Event::ConnectionFailed {
+                pod,
+                epoch,
+                att,
+                refused,
+            };
+            sched.schedule_in(at, event);
+        } else if let Some(t) = timeout.filter(|&t| setup > t) {
+            let event = Event::ConnectionFailed {
+                pod,
+                epoch,
+                att,
+                refused,
+            };
+            sched.schedule_in(t, event);
+        } else {
+            sched.schedule_in(setup, Event::ConnectionEstablished { pod, epoch, att });
         }
     }
 
     /// Whether the upstream's connection limit turns a new dial away: the
-    /// connections open or being set up, this one included, exceed it.
+    /// connections open or being set up (refused dials left out), this
+    /// one included, exceed it.
     fn upstream_full(&mut self, now: SimTime) -> bool {
         let Some(limit) = self.cfg.upstream.max_connections else {
             return false;
@@ -341,7 +355,7 @@ impl<S: RowSink> World<S> {
         let mut open = 0;
         for p in &mut self.pods {
             p.pool.expire_idle(now);
-            open += p.pool.total();
+            open += p.pool.open();
         }
         open > limit
     }
@@ -377,13 +391,19 @@ impl<S: RowSink> World<S> {
         pod: u32,
         epoch: u32,
         att: AttRef,
+        refused: bool,
         sched: &mut Scheduler<Event>,
     ) {
         if self.pods[pod as usize].epoch != epoch {
             return;
         }
         let now = sched.now();
-        self.pods[pod as usize].pool.dialled();
+        let pool = &mut self.pods[pod as usize].pool;
+        if refused {
+            pool.refusal_arrived();
+        } else {
+            pool.dialled();
+        }
         if self.att_is(att, AttemptPhase::Connecting) {
             self.end_attempt(att, AttemptOutcome::ConnectFailure, sched);
         }

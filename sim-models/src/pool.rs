@@ -41,6 +41,9 @@ pub struct Pool {
     max_idle: Option<u32>,
     in_use: u32,
     dialling: u32,
+    /// Of the dials, those the far end refused whose refusal is still on
+    /// its way: they hold a place in this pool but none at the far end.
+    refused: u32,
     leaked: u32,
     /// Idle connections by the time they became idle (oldest first); the
     /// most recently used is reused first, as Go and HttpClient do.
@@ -62,6 +65,7 @@ impl Pool {
             max_idle: None,
             in_use: 0,
             dialling: 0,
+            refused: 0,
             leaked: 0,
             idle: VecDeque::new(),
             waiters: VecDeque::new(),
@@ -178,6 +182,24 @@ impl Pool {
     /// [`Pool::hand_over`] or [`Pool::put_idle`].
     pub fn dialled(&mut self) {
         self.dialling -= 1;
+    }
+
+    /// The far end refused the dial just started; the pool learns it when
+    /// the refusal arrives ([`Pool::refusal_arrived`]).
+    pub fn refuse(&mut self) {
+        self.refused += 1;
+    }
+
+    /// A refused dial's answer arrived: the dial is over.
+    pub fn refusal_arrived(&mut self) {
+        self.refused -= 1;
+        self.dialling -= 1;
+    }
+
+    /// Connections the far end holds for this pool: open or being set up,
+    /// refused dials left out.
+    pub fn open(&self) -> u32 {
+        self.total() - self.refused
     }
 
     /// A connection (new, or released by its previous user) goes straight

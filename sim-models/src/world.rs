@@ -77,6 +77,8 @@ pub enum Event {
         epoch: u32,
         /// The attempt it was dialled for.
         att: AttRef,
+        /// The far end refused it (else the connect timeout passed).
+        refused: bool,
     },
     /// The pool's acquire timeout passed for a waiting attempt.
     PoolWaitTimedOut {
@@ -430,9 +432,12 @@ impl<S: RowSink> Model for World<S> {
             Event::ConnectionEstablished { pod, epoch, att } => {
                 self.on_connection_established(pod, epoch, att, sched)
             }
-            Event::ConnectionFailed { pod, epoch, att } => {
-                self.on_connection_failed(pod, epoch, att, sched)
-            }
+            Event::ConnectionFailed {
+                pod,
+                epoch,
+                att,
+                refused,
+            } => self.on_connection_failed(pod, epoch, att, refused, sched),
             Event::PoolWaitTimedOut { att } => self.on_pool_wait_timed_out(att, sched),
             Event::AttemptTimedOut { att } => self.on_attempt_timed_out(att, sched),
             Event::RateLimiterWaited { att } => self.on_rate_limiter_waited(att, sched),

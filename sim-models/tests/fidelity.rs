@@ -134,24 +134,33 @@ fn an_upstream_connection_limit_refuses_dials_as_erlang_b() {
     // limit of 10 is refused. With Poisson arrivals (8/s) and
     // exponential holding (1 s) that is Erlang's loss system: the refused
     // share is B(10, 8) = 0.1217. 8 replications x 20,000 s.
+    //
+    // A 1 s handshake adds 1 s to every connection's life, so the offered
+    // load doubles: B(10, 16) = 0.4406 (Erlang's formula holds for any
+    // holding-time distribution with that mean). A refused dial is not a
+    // connection: its answer takes the same second to come back, but it
+    // holds no place at the upstream meanwhile.
     let (c, lambda, mu) = (10, 8.0, 1.0);
-    let fractions: Vec<f64> = (1..=8)
-        .map(|seed| {
-            let mut cfg = pool_as_mmc(1_000, lambda, mu, 20_000, seed);
-            cfg.service.pool.max_idle = Some(0);
-            cfg.upstream.max_connections = Some(c);
-            cfg.client.retry.max_retries = 0;
-            let t = run(&cfg, Vec::new()).unwrap().totals;
-            t.outcome(Reason::ConnectFailure) as f64 / t.finished() as f64
-        })
-        .collect();
-    let (m, se) = mean_and_se(&fractions);
-    let theory = erlang_b(c, lambda / mu);
-    assert!(se < 0.02 * theory, "standard error {se} too large");
-    assert!(
-        (m - theory).abs() < 0.04 * theory,
-        "refused {m:.4} ± {se:.4}, Erlang B {theory:.4}"
-    );
+    for (setup, offered) in [(0, lambda / mu), (1, lambda * (1.0 + 1.0 / mu))] {
+        let fractions: Vec<f64> = (1..=8)
+            .map(|seed| {
+                let mut cfg = pool_as_mmc(1_000, lambda, mu, 20_000, seed);
+                cfg.service.pool.max_idle = Some(0);
+                cfg.service.pool.connect_time = DistSpec::Constant(secs(setup));
+                cfg.upstream.max_connections = Some(c);
+                cfg.client.retry.max_retries = 0;
+                let t = run(&cfg, Vec::new()).unwrap().totals;
+                t.outcome(Reason::ConnectFailure) as f64 / t.finished() as f64
+            })
+            .collect();
+        let (m, se) = mean_and_se(&fractions);
+        let theory = erlang_b(c, offered);
+        assert!(se < 0.02 * theory, "standard error {se} too large");
+        assert!(
+            (m - theory).abs() < 0.04 * theory,
+            "{setup} s handshake: refused {m:.4} ± {se:.4}, Erlang B {theory:.4}"
+        );
+    }
     // A limit of zero is refused, naming the field.
     let mut bad = WorldConfig::default();
     bad.upstream.max_connections = Some(0);
