@@ -320,29 +320,24 @@ impl<S: RowSink> World<S> {
         let refused = failure > 0.0 && p.connect_rng.random::<f64>() < failure;
         let refused = refused || self.upstream_full(sched.now());
         let timeout = self.cfg.client.connect_timeout;
-        if refused {
-            // The answer comes back when the handshake would have, unless
-            // the connect timeout gives up first.
+        // A refusal comes back when the handshake would have; either way
+        // the connect timeout may give up first.
+        let failed_at = if refused {
             self.pods[pod as usize].pool.refuse();
-            let at = timeout.map_or(setup, |t| setup.min(t));
-            let event = Event::ConnectionFailed {
-                pod,
-                epoch,
-                att,
-                refused,
-            };
-            sched.schedule_in(at, event);
-        } else if let Some(t) = timeout.filter(|&t| setup > t) {
-            let event = Event::ConnectionFailed {
-                pod,
-                epoch,
-                att,
-                refused,
-            };
-            sched.schedule_in(t, event);
+            Some(timeout.map_or(setup, |t| setup.min(t)))
         } else {
-            sched.schedule_in(setup, Event::ConnectionEstablished { pod, epoch, att });
-        }
+            timeout.filter(|&t| setup > t)
+        };
+        let event = match failed_at {
+            Some(_) => Event::ConnectionFailed {
+                pod,
+                epoch,
+                att,
+                refused,
+            },
+            None => Event::ConnectionEstablished { pod, epoch, att },
+        };
+        sched.schedule_in(failed_at.unwrap_or(setup), event);
     }
 
     /// Whether the upstream's connection limit turns a new dial away: the
