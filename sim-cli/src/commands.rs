@@ -13,15 +13,7 @@ use crate::report::optional_floats as float_column;
 use crate::runner::{Report, RunOptions, run_cells, selected_cells};
 use crate::sweep::{cells, describe};
 
-/// Why a command failed.
-#[derive(Debug)]
-pub enum Failure {
-    /// Bad input: exit code 2.
-    Input(String),
-    /// A run stopped (invariant, limit) or output could not be written:
-    /// exit code 1.
-    Run(String),
-}
+pub use crate::error::Failure;
 
 fn load_with_seed(
     file: &Path,
@@ -36,6 +28,15 @@ fn load_with_seed(
         }
     }
     Ok(exp)
+}
+
+/// This process's peak resident memory in MiB, where the system tells it
+/// (Linux): what a job's memory request must cover.
+pub fn peak_memory() -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb.div_ceil(1024))
 }
 
 fn fmt_opt(v: Option<f64>, digits: usize) -> String {
@@ -68,14 +69,15 @@ fn print_report(
         );
     }
     println!(
-        "{}: {} cell(s): {} run, {} already complete, {} failed; {} events; dataset in {}",
+        "{}: {} cell(s): {} run, {} already complete, {} failed; {} events; dataset in {}{}",
         exp.name,
         report.cells,
         report.ran,
         report.skipped,
         report.failures.len(),
         report.events,
-        out.display()
+        out.display(),
+        peak_memory().map_or(String::new(), |m| format!("; peak memory {m} MiB"))
     );
     if report.failures.is_empty() {
         return Ok(());
@@ -97,6 +99,12 @@ fn print_report(
     Err(Failure::Run(msg.trim_end().to_string()))
 }
 
+/// Whether `file` loads and has a sweep (for the default folder of a plain
+/// run; a file that does not load is reported by the command itself).
+pub fn has_sweep(file: &Path, limits: &InputLimits) -> bool {
+    load(file, limits).is_ok_and(|e| e.sweep.is_some())
+}
+
 /// `stormsim run`.
 pub fn run(
     file: &Path,
@@ -114,13 +122,7 @@ pub fn run(
         }
     }
     opts.only_cell = cell;
-    let report = run_cells(&exp, &opts).map_err(|e| {
-        if e.starts_with("no cell") {
-            Failure::Input(e)
-        } else {
-            Failure::Run(e)
-        }
-    })?;
+    let report = run_cells(&exp, &opts)?;
     print_report(&exp, file, &report, &opts.out, plain)
 }
 
@@ -145,7 +147,7 @@ pub fn sweep(
         }
         return Ok(());
     }
-    let report = run_cells(&exp, &opts).map_err(Failure::Run)?;
+    let report = run_cells(&exp, &opts)?;
     print_report(&exp, file, &report, &opts.out, exp.sweep.is_none())
 }
 
@@ -178,7 +180,7 @@ pub fn replay(
     limits: &InputLimits,
 ) -> Result<(), Failure> {
     let exp = load_with_seed(file, seed, limits)?;
-    let report = run_cells(&exp, &opts).map_err(Failure::Run)?;
+    let report = run_cells(&exp, &opts)?;
     let outcome = print_report(&exp, file, &report, &opts.out, exp.sweep.is_none());
     let table = read_summaries(&exp, &opts.out).map_err(Failure::Run)?;
     println!("\n{}", ranked_table(&exp, &table).map_err(Failure::Run)?);

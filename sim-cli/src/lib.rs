@@ -7,6 +7,8 @@
 
 pub mod charts;
 pub mod commands;
+pub mod dataset;
+pub mod error;
 pub mod load;
 pub mod locate;
 pub mod output;

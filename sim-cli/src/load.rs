@@ -26,7 +26,7 @@ use sim_models::policy::presets;
 use sim_models::timeline::TimelineEntry;
 use yaml_serde::{Mapping, Value};
 
-use crate::locate::locate;
+use crate::locate::{Index, locate};
 use crate::sweep::SweepSpec;
 
 /// Parses YAML text into `T`, enums written as single-key maps
@@ -77,12 +77,28 @@ pub struct InputLimits {
     pub max_requests: f64,
 }
 
+impl InputLimits {
+    /// Checks the limits themselves (they come from flags).
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.max_requests.is_finite() && self.max_requests > 0.0) {
+            return Err(format!(
+                "--max-requests must be a number above 0, found {}",
+                self.max_requests
+            ));
+        }
+        if self.max_cells == 0 {
+            return Err("--max-cells must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
 impl Default for InputLimits {
     fn default() -> Self {
         InputLimits {
             max_file_bytes: 10 * 1024 * 1024,
             max_cells: 100_000,
-            max_requests: 1e10,
+            max_requests: 1e9,
         }
     }
 }
@@ -201,6 +217,8 @@ pub struct SourceFile {
     pub path: PathBuf,
     /// Its text.
     pub text: String,
+    /// Where each field path is written in it.
+    pub index: Index,
 }
 
 /// A checked experiment.
@@ -231,9 +249,7 @@ impl Experiment {
     pub fn error_at(&self, path: &str, message: impl Into<String>) -> InputError {
         let message = message.into();
         for src in &self.sources {
-            if let Some(loc) = locate(&src.text, path)
-                && locate_exact(&src.text, path)
-            {
+            if let Some((loc, true)) = src.index.find(path) {
                 return InputError {
                     file: src.path.clone(),
                     at: Some((loc.line, loc.column)),
@@ -245,7 +261,7 @@ impl Experiment {
         let (file, at) = match self.sources.first() {
             Some(src) => (
                 src.path.clone(),
-                locate(&src.text, path).map(|l| (l.line, l.column)),
+                src.index.find(path).map(|(l, _)| (l.line, l.column)),
             ),
             None => (self.path.clone(), None),
         };
@@ -255,19 +271,6 @@ impl Experiment {
             path: Some(path.to_string()),
             message,
         }
-    }
-}
-
-/// Whether `text` writes the last key of `path` itself (not only an
-/// ancestor).
-fn locate_exact(text: &str, path: &str) -> bool {
-    let last = path.rsplit('.').next().unwrap_or(path);
-    let key = last.split('[').next().unwrap_or(last);
-    match locate(text, path) {
-        Some(loc) => text.lines().nth(loc.line - 1).is_some_and(|l| {
-            key.is_empty() || l[loc.column - 1..].starts_with(key) || l.contains(&format!("{key}:"))
-        }),
-        None => false,
     }
 }
 
@@ -287,6 +290,14 @@ fn yaml_error(file: &Path, text_of_file: &str, e: &yaml_serde::Error) -> InputEr
     };
     if let Some(hint) = did_you_mean(&message) {
         message.push_str(&format!("; did you mean `{hint}`?"));
+    }
+    if let Some(rest) = message.strip_prefix("invalid type: integer `")
+        && let Some((n, _)) = rest.split_once("` as u128")
+    {
+        message = format!(
+            "the number {n} is too large: whole numbers go up to {} here",
+            u64::MAX
+        );
     }
     let at = e.location().map(|l| (l.line(), l.column()));
     if let Some((line, _)) = at
@@ -309,14 +320,23 @@ fn yaml_error(file: &Path, text_of_file: &str, e: &yaml_serde::Error) -> InputEr
 fn did_you_mean(message: &str) -> Option<String> {
     let rest = message.strip_prefix("unknown field `")?;
     let (found, expected) = rest.split_once('`')?;
+    // Closest by edit distance; among equals, the one sharing the longest
+    // start (`max_retry` is `max_retries`, not `fast_retry`).
+    let common = |cand: &str| {
+        found
+            .chars()
+            .zip(cand.chars())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
     expected
         .split('`')
         .skip(1)
         .step_by(2)
-        .map(|cand| (distance(found, cand), cand))
-        .filter(|(d, cand)| *d <= 2.max(cand.len() / 3))
+        .map(|cand| (distance(found, cand), std::cmp::Reverse(common(cand)), cand))
+        .filter(|(d, _, cand)| *d <= 2.max(cand.len() / 3))
         .min()
-        .map(|(_, c)| c.to_string())
+        .map(|(_, _, c)| c.to_string())
 }
 
 /// Levenshtein distance.
@@ -337,24 +357,40 @@ pub fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// Reads one file of the chain, within the size limit.
+/// Reads one file of the chain, within the size limit: counted on the
+/// bytes read, so a device or a growing file cannot slip past it. A UTF-8
+/// byte order mark (which YAML allows) is dropped.
 fn read(path: &Path, limits: &InputLimits) -> Result<String, InputErrors> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| InputErrors::one(path, None, None, format!("cannot read the file: {e}")))?;
-    if meta.len() > limits.max_file_bytes {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| InputErrors::one(path, None, None, format!("cannot read the file: {e}"));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(limits.max_file_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > limits.max_file_bytes {
         return Err(InputErrors::one(
             path,
             None,
             None,
             format!(
-                "the file is {} bytes, over the limit of {} (raise it with --max-file-size)",
-                meta.len(),
+                "the file is over the limit of {} bytes (raise it with --max-file-size)",
                 limits.max_file_bytes
             ),
         ));
     }
-    std::fs::read_to_string(path)
-        .map_err(|e| InputErrors::one(path, None, None, format!("cannot read the file: {e}")))
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    String::from_utf8(bytes.to_vec()).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        let column = at - bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) + 1;
+        InputErrors::one(
+            path,
+            Some((line, column)),
+            None,
+            "the file is not UTF-8 text (an experiment is YAML written in UTF-8)",
+        )
+    })
 }
 
 /// Most files an `extends` chain may have.
@@ -389,6 +425,28 @@ fn parse_one(path: &Path, text: &str) -> Result<(Doc, Value), InputErrors> {
             format!("the document expands to more than {MAX_NODES} nodes (aliases?)"),
         ));
     }
+    if let Some(at) = first_tag(&value, "") {
+        let loc = Index::build(text).find(&at).map(|(l, _)| (l.line, l.column));
+        return Err(InputErrors::one(
+            path,
+            loc,
+            (!at.is_empty()).then_some(at),
+            "YAML tags (`!name`) are not part of the experiment format: write the plain value",
+        ));
+    }
+    for key in ["name", "description", "extends"] {
+        if let Some(v) = value.get(key)
+            && !v.is_string()
+        {
+            let loc = Index::build(text).find(key).map(|(l, _)| (l.line, l.column));
+            return Err(InputErrors::one(
+                path,
+                loc,
+                Some(key.to_string()),
+                format!("must be a string, found {}", kind(v)),
+            ));
+        }
+    }
     let value = match value {
         Value::Null => Value::Mapping(Mapping::new()),
         Value::Mapping(_) => value,
@@ -406,6 +464,30 @@ fn parse_one(path: &Path, text: &str) -> Result<(Doc, Value), InputErrors> {
     };
     let doc: Doc = from_str(text).map_err(|e| InputErrors(vec![yaml_error(path, text, &e)]))?;
     Ok((doc, value))
+}
+
+/// The field path of the first tagged value (`!tag x`) in `v`.
+fn first_tag(v: &Value, path: &str) -> Option<String> {
+    match v {
+        Value::Tagged(_) => Some(path.to_string()),
+        Value::Sequence(s) => s
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| first_tag(x, &format!("{path}[{i}]"))),
+        Value::Mapping(m) => m.iter().find_map(|(k, x)| {
+            if matches!(k, Value::Tagged(_)) {
+                return Some(path.to_string());
+            }
+            let key = k.as_str().map_or_else(|| format!("{k:?}"), String::from);
+            let p = if path.is_empty() {
+                key
+            } else {
+                format!("{path}.{key}")
+            };
+            first_tag(x, &p)
+        }),
+        _ => None,
+    }
 }
 
 fn kind(v: &Value) -> &'static str {
@@ -488,6 +570,9 @@ pub fn merge(base: &mut Value, over: Value) {
 
 /// Loads, merges, expands and checks an experiment file.
 pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors> {
+    limits
+        .validate()
+        .map_err(|m| InputErrors::one(path, None, None, m))?;
     let mut sources = Vec::new();
     let mut values = Vec::new();
     let mut docs = Vec::new();
@@ -527,7 +612,12 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
             }
             next = Some(resolved);
         }
-        sources.push(SourceFile { path: p, text });
+        let index = Index::build(&text);
+        sources.push(SourceFile {
+            path: p,
+            text,
+            index,
+        });
         values.push(value);
         docs.push(doc);
     }
@@ -669,21 +759,91 @@ fn check(exp: &Experiment, limits: &InputLimits) -> Result<(), InputErrors> {
             ),
         ));
     }
+    for (field, m) in exp.outputs.recovery.validate() {
+        errors.push(exp.error_at(&format!("outputs.recovery.{field}"), m));
+    }
     if !errors.is_empty() {
         return Err(InputErrors(errors));
     }
     if let Some(sweep) = &exp.sweep {
         sweep.check(exp, limits)?;
     }
-    let requests = requests_per_run(&exp.world);
+    check_work(&exp.world, limits).map_err(|(p, m)| InputErrors(vec![exp.error_at(&p, m)]))
+}
+
+/// Events per request at the least (its arrival and its answer), for the
+/// up-front estimate of a run's events.
+const MIN_EVENTS_PER_REQUEST: f64 = 2.0;
+
+/// The pre-run checks on work every cell's resolved configuration gets:
+/// requests within `--max-requests`, and the events its generators make
+/// at the least within `limits.max_events`, so that a run the event limit
+/// would stop is refused in milliseconds, naming what generates the
+/// events. `Err((field path, message))`.
+pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, String)> {
+    let secs = w.clock.duration.as_secs_f64();
+    let users = w.load.closed_loop.as_ref().map_or(0, |c| c.users);
+    let requests = requests_per_run(w);
     if requests > limits.max_requests {
-        return Err(InputErrors(vec![exp.error_at(
-            "clock.duration",
+        let mut parts = vec![format!("open loop {} requests/s", w.load.rate)];
+        if w.upstream.background_rps > 0.0 {
+            parts.push(format!("background {} requests/s", w.upstream.background_rps));
+        }
+        if users > 0 {
+            parts.push(format!("{users} closed-loop users (counted at 1 request/s each)"));
+        }
+        return Err((
+            "clock.duration".into(),
             format!(
-                "one run would simulate about {requests:.3e} requests ({} at {} requests/s), over the limit of {:.0e} (raise it with --max-requests)",
-                exp.world.clock.duration, exp.world.load.rate, limits.max_requests
+                "one run would simulate about {requests:.3e} requests ({} of {}), over the limit of {:.0e} (raise it with --max-requests)",
+                w.clock.duration,
+                parts.join(", "),
+                limits.max_requests
             ),
-        )]));
+        ));
+    }
+    let pods = f64::from(w.service.pods);
+    let mut generators: Vec<(f64, &str, String)> = vec![
+        (
+            w.load.rate * secs * MIN_EVENTS_PER_REQUEST,
+            "load.rate",
+            format!("{} requests/s for {}", w.load.rate, w.clock.duration),
+        ),
+        (
+            w.upstream.background_rps * secs * MIN_EVENTS_PER_REQUEST,
+            "upstream.background_rps",
+            format!(
+                "{} background requests/s for {}",
+                w.upstream.background_rps, w.clock.duration
+            ),
+        ),
+        (
+            secs / w.clock.bucket.as_secs_f64().max(1e-9),
+            "clock.bucket",
+            format!("buckets of {} for {}", w.clock.bucket, w.clock.duration),
+        ),
+    ];
+    if let Some(h) = &w.service.health {
+        generators.push((
+            pods * secs / h.period.as_secs_f64().max(1e-9),
+            "service.health.period",
+            format!(
+                "health probes of {} pods every {} for {}",
+                w.service.pods, h.period, w.clock.duration
+            ),
+        ));
+    }
+    let total: f64 = generators.iter().map(|g| g.0).sum();
+    let max = w.limits.max_events as f64;
+    if total > max {
+        generators.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let (n, field, what) = &generators[0];
+        return Err((
+            field.to_string(),
+            format!(
+                "{what} make at least {n:.2e} events, and the run at least {total:.2e}: over limits.max_events ({max:.0e}); change {field}, or raise limits.max_events"
+            ),
+        ));
     }
     Ok(())
 }

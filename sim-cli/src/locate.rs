@@ -8,6 +8,8 @@
 //! not written in the file (a default, or a value from a base file), the
 //! deepest written ancestor is returned.
 
+use std::collections::BTreeMap;
+
 /// A 1-based line and column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Location {
@@ -15,31 +17,6 @@ pub struct Location {
     pub line: usize,
     /// Column, from 1.
     pub column: usize,
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum Seg {
-    Key(String),
-    Index(usize),
-}
-
-fn segments(path: &str) -> Vec<Seg> {
-    let mut out = Vec::new();
-    for part in path.split('.') {
-        let (name, rest) = match part.find('[') {
-            Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
-        };
-        if !name.is_empty() {
-            out.push(Seg::Key(name.to_string()));
-        }
-        for idx in rest.split('[').filter(|s| !s.is_empty()) {
-            if let Ok(i) = idx.trim_end_matches(']').parse() {
-                out.push(Seg::Index(i));
-            }
-        }
-    }
-    out
 }
 
 /// One meaningful line: its indentation (where the content starts, after
@@ -50,7 +27,6 @@ struct Line<'a> {
     dashes: Vec<usize>,
     key: Option<&'a str>,
     key_col: usize,
-    text: &'a str,
 }
 
 fn parse_line(number: usize, raw: &str) -> Option<Line<'_>> {
@@ -91,7 +67,6 @@ fn parse_line(number: usize, raw: &str) -> Option<Line<'_>> {
         dashes,
         key,
         key_col: col,
-        text: raw,
     })
 }
 
@@ -100,97 +75,143 @@ fn start_col(l: &Line) -> usize {
     l.dashes.first().copied().unwrap_or(l.indent)
 }
 
-/// Finds where `path` is written in `text`.
-pub fn locate(text: &str, path: &str) -> Option<Location> {
-    let segs = segments(path);
-    let lines: Vec<Line> = text
-        .lines()
-        .enumerate()
-        .filter_map(|(i, l)| parse_line(i + 1, l))
-        .collect();
-    let mut best: Option<Location> = None;
-    // The block being searched: lines[from..to], children at indent > parent.
-    let (mut from, mut to, mut parent_indent) = (0usize, lines.len(), None::<usize>);
-    for seg in &segs {
-        match seg {
-            Seg::Key(k) => {
-                // The first line in the block at the block's own indent with
-                // this key.
-                let block_indent = lines[from..to]
-                    .iter()
-                    .find(|l| parent_indent.is_none_or(|p| l.indent > p))
-                    .map(|l| l.indent);
-                let found = (from..to).find(|&i| {
-                    let l = &lines[i];
-                    Some(l.indent) == block_indent && l.key == Some(k.as_str())
-                });
-                match found {
-                    Some(i) => {
-                        let l = &lines[i];
-                        best = Some(Location {
-                            line: l.number,
-                            column: l.key_col + 1,
-                        });
-                        // The key's block: the lines after it that start
-                        // further right, or list items at its own column.
-                        let end = (i + 1..to)
-                            .find(|&j| {
-                                let c = start_col(&lines[j]);
-                                c < l.indent || (c == l.indent && lines[j].dashes.is_empty())
-                            })
-                            .unwrap_or(to);
-                        from = i + 1;
-                        to = end;
-                        parent_indent = Some(l.indent);
-                        if from == to {
-                            // Nothing below: the rest of the path, if any,
-                            // is inline.
-                            return inline(l, &segs, seg).or(best);
-                        }
-                    }
-                    None => return best,
-                }
-            }
-            Seg::Index(n) => {
-                // The n-th list item among the block's lines: those whose
-                // dash stands at the block's leftmost column.
-                let Some(col) = (from..to).map(|i| start_col(&lines[i])).min() else {
-                    return best;
-                };
-                let items: Vec<usize> = (from..to)
-                    .filter(|&i| lines[i].dashes.first() == Some(&col))
-                    .collect();
-                let Some(&start) = items.get(*n) else {
-                    return best;
-                };
+/// Where every key and list item of a file is written: built in one pass
+/// over its lines, so locating many errors in a large file stays linear.
+#[derive(Clone, Debug, Default)]
+pub struct Index {
+    /// Field path (`timeline[3].set.value`) → where its key or item starts.
+    at: BTreeMap<String, Location>,
+    /// The text of each line, for keys written inline in flow mappings.
+    lines: Vec<String>,
+}
+
+impl Index {
+    /// Indexes `text`.
+    pub fn build(text: &str) -> Index {
+        let lines: Vec<Line> = text
+            .lines()
+            .enumerate()
+            .filter_map(|(i, l)| parse_line(i + 1, l))
+            .collect();
+        let mut index = Index {
+            at: BTreeMap::new(),
+            lines: text.lines().map(String::from).collect(),
+        };
+        index.walk(&lines, 0, lines.len(), None, "", false);
+        index
+    }
+
+    /// Indexes the block `lines[from..to]`, whose lines sit right of
+    /// `parent_indent`, under `prefix`; `item` when the block is one list
+    /// item's content (its first line carries the item's dash).
+    fn walk(
+        &mut self,
+        lines: &[Line],
+        from: usize,
+        to: usize,
+        parent_indent: Option<usize>,
+        prefix: &str,
+        item: bool,
+    ) {
+        let Some(first) = lines[from..to]
+            .iter()
+            .find(|l| parent_indent.is_none_or(|p| l.indent > p || !l.dashes.is_empty()))
+        else {
+            return;
+        };
+        let col = (from..to).map(|i| start_col(&lines[i])).min();
+        let items: Vec<usize> = match col {
+            Some(c) if !prefix.is_empty() && !item => (from..to)
+                .filter(|&i| lines[i].dashes.first() == Some(&c))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !items.is_empty() && items[0] == from {
+            for (n, &start) in items.iter().enumerate() {
                 let end = items.get(n + 1).copied().unwrap_or(to);
                 let l = &lines[start];
-                best = Some(Location {
+                let path = format!("{prefix}[{n}]");
+                self.at.entry(path.clone()).or_insert(Location {
                     line: l.number,
                     column: l.dashes[0] + 1,
                 });
-                // The item's content starts on its own line, at `indent`.
-                from = start;
-                to = end;
-                parent_indent = Some(l.indent.saturating_sub(1));
+                self.walk(lines, start, end, Some(l.indent.saturating_sub(1)), &path, true);
+            }
+            return;
+        }
+        let block_indent = first.indent;
+        let keys: Vec<usize> = (from..to)
+            .filter(|&i| lines[i].indent == block_indent && lines[i].key.is_some())
+            .collect();
+        for &i in &keys {
+            let l = &lines[i];
+            let key = l.key.unwrap_or_default();
+            let path = if prefix.is_empty() {
+                key.to_string()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            self.at.entry(path.clone()).or_insert(Location {
+                line: l.number,
+                column: l.key_col + 1,
+            });
+            // The key's block: the lines after it that start further
+            // right, or list items at its own column.
+            let end = (i + 1..to)
+                .find(|&j| {
+                    let c = start_col(&lines[j]);
+                    c < l.indent || (c == l.indent && lines[j].dashes.is_empty())
+                })
+                .unwrap_or(to);
+            if i + 1 < end {
+                self.walk(lines, i + 1, end, Some(l.indent), &path, false);
             }
         }
     }
-    best
+
+    /// Where `path` is written, and whether the path itself is (rather
+    /// than only an ancestor: a default, or a value from another file).
+    pub fn find(&self, path: &str) -> Option<(Location, bool)> {
+        if let Some(&loc) = self.at.get(path) {
+            return Some((loc, true));
+        }
+        // The deepest written ancestor; a key written inline after it
+        // (`timeout: { base: 1s }`) counts as written.
+        let mut cut = path;
+        while let Some(i) = cut.rfind(['.', '[']) {
+            let rest = &path[i..];
+            cut = &path[..i];
+            if let Some(&loc) = self.at.get(cut) {
+                let next = rest
+                    .trim_start_matches(['.', '['])
+                    .split(['.', '['])
+                    .next()
+                    .unwrap_or("");
+                let needle = format!("{next}:");
+                let inline = self
+                    .lines
+                    .get(loc.line - 1)
+                    .and_then(|l| l.get(loc.column - 1..).and_then(|t| t.find(&needle)).map(|a| a + loc.column - 1));
+                return Some(match inline {
+                    Some(at) if !next.is_empty() && !next.ends_with(']') => (
+                        Location {
+                            line: loc.line,
+                            column: at + 1,
+                        },
+                        rest.matches(['.', '[']).count() == 1,
+                    ),
+                    _ => (loc, false),
+                });
+            }
+        }
+        None
+    }
 }
 
-/// A key written inline after its parent (`timeout: { base: 1s }`).
-fn inline(l: &Line, segs: &[Seg], last: &Seg) -> Option<Location> {
-    let pos = segs.iter().position(|s| s == last)?;
-    let Seg::Key(next) = segs.get(pos + 1)? else {
-        return None;
-    };
-    let needle = format!("{next}:");
-    let at = l.text.find(&needle)?;
-    Some(Location {
-        line: l.number,
-        column: at + 1,
-    })
+/// Finds where `path` is written in `text` (or its deepest written
+/// ancestor). Builds an [`Index`]: to locate many paths, build one.
+pub fn locate(text: &str, path: &str) -> Option<Location> {
+    Index::build(text).find(path).map(|(l, _)| l)
 }
 
 #[cfg(test)]

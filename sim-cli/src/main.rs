@@ -151,13 +151,22 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { args, cell } => commands::run(
-            &args.file,
-            opts(&args, cli.quiet),
-            args.seed,
-            cell,
-            &args.limits.get(),
-        ),
+        Command::Run { args, cell } => {
+            // A plain run of a file with a sweep is the base configuration
+            // alone: its own folder, beside the sweep's.
+            let suffix = if cell.is_none() && commands::has_sweep(&args.file, &args.limits.get()) {
+                "-base"
+            } else {
+                ""
+            };
+            commands::run(
+                &args.file,
+                opts(&args, cli.quiet, suffix),
+                args.seed,
+                cell,
+                &args.limits.get(),
+            )
+        }
         Command::Sweep {
             args,
             shard,
@@ -175,14 +184,14 @@ fn main() -> ExitCode {
                 (None, None) => Ok(None),
             };
             shard.and_then(|shard| {
-                let mut o = opts(&args, cli.quiet);
+                let mut o = opts(&args, cli.quiet, "");
                 o.shard = shard;
                 commands::sweep(&args.file, o, args.seed, dry_run, &args.limits.get())
             })
         }
         Command::Replay { args } => commands::replay(
             &args.file,
-            opts(&args, cli.quiet),
+            opts(&args, cli.quiet, ""),
             args.seed,
             &args.limits.get(),
         ),
@@ -206,13 +215,13 @@ fn main() -> ExitCode {
     }
 }
 
-fn opts(args: &RunArgs, quiet: bool) -> stormsim::runner::RunOptions {
+fn opts(args: &RunArgs, quiet: bool, suffix: &str) -> stormsim::runner::RunOptions {
     let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from("out").join(
-            args.file
-                .file_stem()
-                .map_or("experiment".into(), |s| s.to_string_lossy().into_owned()),
-        )
+        let stem = args
+            .file
+            .file_stem()
+            .map_or("experiment".into(), |s| s.to_string_lossy().into_owned());
+        PathBuf::from("out").join(format!("{stem}{suffix}"))
     });
     stormsim::runner::RunOptions {
         out,

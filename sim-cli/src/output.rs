@@ -12,53 +12,279 @@
 //! OUT/attempts/cell=<id>/part-0.parquet     one row per attempt (opt-in, sampled)
 //! ```
 //!
-//! Every file is written to a temporary name and renamed into place, and a
-//! cell's summary is written last: a cell with a summary is complete.
+//! Every file is written to a temporary name of its writer's and renamed
+//! into place (`dataset.rs`), and a cell's summary is written last: a cell
+//! with a summary is complete. The bucket tables, attempts and events are
+//! streamed as the run goes, a row group at a time.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
+use polars::io::parquet::write::BatchedWriter;
 use sim_core::metrics::GaugeBucket;
 use sim_core::time::{SimDuration, WallClock};
-use sim_models::kpi::Kpis;
+use sim_models::kpi::{KpiRow, Kpis};
 use sim_models::outcome::Reason;
 use sim_models::recorder::{
     AttemptRecord, BucketRow, Count, GroupRow, Latency, LatencySummary, Level, RowSink, WorldEvent,
 };
 use yaml_serde::Value;
 
+use crate::dataset::{Writer, create_dir, io_error};
 use crate::sweep::{Cell, canonical};
 
 /// The tables of the dataset.
 pub const TABLES: [&str; 5] = ["summary", "timeseries", "pod_groups", "events", "attempts"];
 
-/// Collects one run's output in memory.
-#[derive(Debug, Default)]
-pub struct CellSink {
-    /// Closed buckets.
-    pub rows: Vec<BucketRow>,
-    /// Sampled attempts.
-    pub attempts: Vec<AttemptRecord>,
-    /// World events.
-    pub events: Vec<WorldEvent>,
-    /// Attempt sampling fraction.
-    pub sample: f64,
+/// Rows of the bucket tables buffered before they are written out as one
+/// row group: memory stays flat however long the run.
+const BUCKET_CHUNK: usize = 256;
+/// Attempt and event records buffered before they are written out.
+const RECORD_CHUNK: usize = 16_384;
+
+/// What a cell's tables need to turn rows into columns.
+#[derive(Clone, Debug)]
+pub struct CellContext {
+    /// The cell.
+    pub cell: Cell,
+    /// The experiment's name.
+    pub experiment: String,
+    /// The swept parameters' columns.
+    pub kinds: Vec<(String, ParamKind)>,
+    /// Wall-clock labels.
+    pub clock: WallClock,
+    /// Each pod group's first and last pod.
+    pub spans: Vec<(u32, u32)>,
+    /// Key-value metadata of every file.
+    pub meta: Vec<(String, String)>,
 }
 
-impl RowSink for CellSink {
+/// One table of one cell, streamed to its temporary file in row groups
+/// and moved into place by [`TableStream::finish`].
+struct TableStream {
+    path: PathBuf,
+    tmp: PathBuf,
+    writer: Option<BatchedWriter<fs::File>>,
+}
+
+impl TableStream {
+    fn new(out: &Path, table: &str, id: &str, writer: &Writer) -> Self {
+        let path = table_path(out, table, id);
+        let tmp = writer.temp_path(&path);
+        TableStream {
+            path,
+            tmp,
+            writer: None,
+        }
+    }
+
+    /// Appends `df` as a row group (creating the file with `df`'s schema
+    /// at the first batch).
+    fn write(&mut self, df: &DataFrame, meta: &[(String, String)]) -> Result<(), String> {
+        if self.writer.is_none() {
+            let dir = self.path.parent().ok_or("no parent directory")?;
+            create_dir(dir)?;
+            let file = fs::File::create(&self.tmp).map_err(|e| io_error("create", &self.tmp, e))?;
+            let w = parquet_writer(file, meta)
+                .batched(df.schema())
+                .map_err(|e| format!("cannot write {}: {e}", self.tmp.display()))?;
+            self.writer = Some(w);
+        }
+        let w = self.writer.as_mut().expect("created above");
+        w.write_batch(df)
+            .map_err(|e| format!("cannot write {}: {e}", self.tmp.display()))
+    }
+
+    /// Ends the file and moves it into place; `empty` gives the table's
+    /// schema when no row was ever written.
+    fn finish(
+        mut self,
+        empty: impl FnOnce() -> PolarsResult<DataFrame>,
+        meta: &[(String, String)],
+        writer: &Writer,
+    ) -> Result<(), String> {
+        if self.writer.is_none() {
+            let df = empty().map_err(|e| e.to_string())?;
+            self.write(&df, meta)?;
+        }
+        let w = self.writer.take().expect("written above");
+        w.finish()
+            .map_err(|e| format!("cannot write {}: {e}", self.tmp.display()))?;
+        drop(w);
+        writer.commit(&self.tmp, &self.path)
+    }
+
+    /// Removes the temporary file of a cell that failed.
+    fn abandon(self) {
+        drop(self.writer);
+        let _ = fs::remove_file(&self.tmp);
+    }
+}
+
+/// One run's output: the bucket tables, attempts and events streamed to
+/// Parquet as they come (only a chunk of rows is ever held), and the few
+/// figures per bucket the summary needs.
+pub struct CellSink<'w> {
+    ctx: CellContext,
+    writer: &'w Writer,
+    /// The key figures' view of every bucket.
+    pub kpi_rows: Vec<KpiRow>,
+    rows: Vec<BucketRow>,
+    attempts: Vec<AttemptRecord>,
+    events: Vec<WorldEvent>,
+    timeseries: TableStream,
+    pod_groups: TableStream,
+    attempts_table: Option<TableStream>,
+    events_table: TableStream,
+    sample: f64,
+    error: Option<String>,
+}
+
+impl<'w> CellSink<'w> {
+    /// A sink writing `ctx`'s tables under `out`; the attempts table only
+    /// when `sample` is above 0.
+    pub fn new(out: &Path, ctx: CellContext, sample: f64, writer: &'w Writer) -> Self {
+        let id = ctx.cell.id.clone();
+        CellSink {
+            timeseries: TableStream::new(out, "timeseries", &id, writer),
+            pod_groups: TableStream::new(out, "pod_groups", &id, writer),
+            attempts_table: (sample > 0.0).then(|| TableStream::new(out, "attempts", &id, writer)),
+            events_table: TableStream::new(out, "events", &id, writer),
+            ctx,
+            writer,
+            kpi_rows: Vec::new(),
+            rows: Vec::with_capacity(BUCKET_CHUNK),
+            attempts: Vec::new(),
+            events: Vec::new(),
+            sample,
+            error: None,
+        }
+    }
+
+    fn keep(&mut self, r: Result<(), String>) {
+        if let Err(e) = r
+            && self.error.is_none()
+        {
+            self.error = Some(e);
+        }
+    }
+
+    fn flush_rows(&mut self) {
+        if self.rows.is_empty() || self.error.is_some() {
+            self.rows.clear();
+            return;
+        }
+        let c = &self.ctx;
+        let r = timeseries_frame(&c.cell, &c.experiment, &c.kinds, &self.rows, &c.clock)
+            .map_err(|e| e.to_string())
+            .and_then(|df| self.timeseries.write(&df, &c.meta))
+            .and_then(|()| {
+                pod_groups_frame(&c.cell, &c.experiment, &c.kinds, &self.rows, &c.clock, &c.spans)
+                    .map_err(|e| e.to_string())
+            })
+            .and_then(|df| self.pod_groups.write(&df, &c.meta));
+        self.rows.clear();
+        self.keep(r);
+    }
+
+    fn flush_attempts(&mut self) {
+        let Some(table) = self.attempts_table.as_mut() else {
+            return;
+        };
+        if self.attempts.is_empty() || self.error.is_some() {
+            self.attempts.clear();
+            return;
+        }
+        let c = &self.ctx;
+        let r = attempts_frame(&c.cell, &c.experiment, &self.attempts)
+            .map_err(|e| e.to_string())
+            .and_then(|df| table.write(&df, &c.meta));
+        self.attempts.clear();
+        self.keep(r);
+    }
+
+    fn flush_events(&mut self) {
+        if self.events.is_empty() || self.error.is_some() {
+            self.events.clear();
+            return;
+        }
+        let c = &self.ctx;
+        let r = events_frame(&c.cell, &c.experiment, &self.events, &c.clock)
+            .map_err(|e| e.to_string())
+            .and_then(|df| self.events_table.write(&df, &c.meta));
+        self.events.clear();
+        self.keep(r);
+    }
+
+    /// Writes what is buffered and moves every table of the cell into
+    /// place (the summary is the caller's, last). On an error, removes the
+    /// cell's temporary files and names the path that failed.
+    pub fn finish(mut self) -> Result<Vec<KpiRow>, String> {
+        self.flush_rows();
+        self.flush_attempts();
+        self.flush_events();
+        let CellSink {
+            ctx: c,
+            writer,
+            kpi_rows,
+            timeseries,
+            pod_groups,
+            attempts_table,
+            events_table,
+            error,
+            ..
+        } = self;
+        if let Some(e) = error {
+            timeseries.abandon();
+            pod_groups.abandon();
+            events_table.abandon();
+            if let Some(a) = attempts_table {
+                a.abandon();
+            }
+            return Err(e);
+        }
+        let (cell, name, kinds, clock) = (&c.cell, c.experiment.as_str(), &c.kinds, &c.clock);
+        timeseries.finish(
+            || timeseries_frame(cell, name, kinds, &[], clock),
+            &c.meta,
+            writer,
+        )?;
+        pod_groups.finish(
+            || pod_groups_frame(cell, name, kinds, &[], clock, &c.spans),
+            &c.meta,
+            writer,
+        )?;
+        events_table.finish(|| events_frame(cell, name, &[], clock), &c.meta, writer)?;
+        if let Some(a) = attempts_table {
+            a.finish(|| attempts_frame(cell, name, &[]), &c.meta, writer)?;
+        }
+        Ok(kpi_rows)
+    }
+}
+
+impl RowSink for CellSink<'_> {
     fn push(&mut self, row: BucketRow) {
+        self.kpi_rows.push(KpiRow::of(&row));
         self.rows.push(row);
+        if self.rows.len() >= BUCKET_CHUNK {
+            self.flush_rows();
+        }
     }
     fn attempt_sample(&self) -> f64 {
         self.sample
     }
     fn attempt(&mut self, record: AttemptRecord) {
         self.attempts.push(record);
+        if self.attempts.len() >= RECORD_CHUNK {
+            self.flush_attempts();
+        }
     }
     fn event(&mut self, event: WorldEvent) {
         self.events.push(event);
+        if self.events.len() >= RECORD_CHUNK {
+            self.flush_events();
+        }
     }
 }
 
@@ -180,6 +406,7 @@ pub fn summary_frame(
         f("retry_share", k.retry_share),
         o("trigger_end_s", k.trigger_end_s),
         o("time_to_recover_s", k.time_to_recover_s),
+        Column::new("recovery_judged".into(), vec![k.recovery_judged]),
         Column::new("metastable".into(), vec![k.metastable]),
         Column::new("events".into(), vec![events]),
     ]);
@@ -520,64 +747,30 @@ pub fn table_path(out: &Path, table: &str, id: &str) -> PathBuf {
         .join("part-0.parquet")
 }
 
-/// Writes `df` to `path` atomically (temporary file, then rename), zstd
-/// compressed, with `meta` as key-value metadata.
-pub fn write_parquet(
-    path: &Path,
-    df: &mut DataFrame,
-    meta: &[(String, String)],
-) -> Result<(), String> {
-    let dir = path.parent().ok_or("no parent directory")?;
-    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let tmp = dir.join(format!(".part-0.parquet.tmp-{}", std::process::id()));
-    let file =
-        fs::File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+/// The Parquet writer every table uses: zstd, one thread, the run's
+/// key-value metadata.
+fn parquet_writer(file: fs::File, meta: &[(String, String)]) -> ParquetWriter<fs::File> {
     ParquetWriter::new(file)
         // One thread per write: parallelism comes from running cells side
         // by side, and a `--threads 1` sweep really uses one core.
         .set_parallel(false)
         .with_compression(ParquetCompression::Zstd(None))
         .with_key_value_metadata(Some(KeyValueMetadata::from_static(meta.to_vec())))
-        .finish(df)
-        .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    fs::File::open(&tmp)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| e.to_string())?;
-    fs::rename(&tmp, path).map_err(|e| format!("cannot move {} into place: {e}", path.display()))
 }
 
-/// Writes `text` to `path` atomically.
-pub fn write_text(path: &Path, text: &str) -> Result<(), String> {
-    let dir = path.parent().ok_or("no parent directory")?;
-    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id()
-    ));
-    let mut f =
-        fs::File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    f.write_all(text.as_bytes())
-        .and_then(|_| f.sync_all())
-        .map_err(|e| e.to_string())?;
-    fs::rename(&tmp, path).map_err(|e| format!("cannot move {} into place: {e}", path.display()))
-}
-
-/// Removes temporary files an interrupted run left behind.
-pub fn sweep_temporaries(out: &Path) {
-    for table in TABLES {
-        let Ok(cells) = fs::read_dir(out.join(table)) else {
-            continue;
-        };
-        for cell in cells.flatten() {
-            let Ok(files) = fs::read_dir(cell.path()) else {
-                continue;
-            };
-            for f in files.flatten() {
-                if f.file_name().to_string_lossy().contains(".tmp-") {
-                    let _ = fs::remove_file(f.path());
-                }
-            }
-        }
-    }
+/// Writes `df` to `path` atomically (a temporary file of `writer`'s, then
+/// a rename), zstd compressed, with `meta` as key-value metadata.
+pub fn write_parquet(
+    path: &Path,
+    df: &mut DataFrame,
+    meta: &[(String, String)],
+    writer: &Writer,
+) -> Result<(), String> {
+    writer.write_with(path, |f, tmp| {
+        let file = f.try_clone().map_err(|e| io_error("open", tmp, e))?;
+        parquet_writer(file, meta)
+            .finish(df)
+            .map(|_| ())
+            .map_err(|e| format!("cannot write {}: {e}", tmp.display()))
+    })
 }

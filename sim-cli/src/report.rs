@@ -15,7 +15,7 @@ use polars::prelude::*;
 use sim_core::time::{SimDuration, SimTime, TimeOfDay, WallClock};
 
 use crate::charts::{self, Marker, Series};
-use crate::output::write_text;
+use crate::dataset::Writer;
 
 /// What to put on a sweep's heatmap.
 #[derive(Clone, Debug, Default)]
@@ -50,7 +50,14 @@ fn read_table(dir: &Path, table: &str) -> Result<Option<DataFrame>, String> {
             .map_err(|e| format!("{}: {e}", p.display()))?;
         match &mut all {
             Some(a) => {
-                a.vstack_mut(&df).map_err(pe)?;
+                if a.get_column_names() != df.get_column_names() {
+                    return Err(format!(
+                        "{}: its columns differ from the other cells' of the {table} table: the folder mixes datasets (a plain run and a sweep, or two versions of stormsim); report each from its own folder",
+                        p.display()
+                    ));
+                }
+                a.vstack_mut(&df)
+                    .map_err(|e| format!("{}: {e}", p.display()))?;
             }
             None => all = Some(df),
         }
@@ -166,15 +173,22 @@ fn num(v: f64, digits: usize) -> String {
 /// Builds the report of the dataset in `dir`: `dir/report.html` and
 /// `dir/charts/*.svg`. Returns the HTML's path.
 pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
-    let manifest: serde_json::Value = fs::read_to_string(dir.join("manifest.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .ok_or_else(|| {
+    let manifest_path = dir.join("manifest.json");
+    let manifest: serde_json::Value = match fs::read_to_string(&manifest_path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
             format!(
-                "{} is not a stormsim dataset (no manifest.json)",
-                dir.display()
+                "{} is not a stormsim dataset: {} is not a valid manifest ({e})",
+                dir.display(),
+                manifest_path.display()
             )
-        })?;
+        })?,
+        Err(e) => {
+            return Err(format!(
+                "{} is not a stormsim dataset (no manifest.json: {e})",
+                dir.display()
+            ));
+        }
+    };
     let name = manifest["experiment"]
         .as_str()
         .unwrap_or("experiment")
@@ -216,6 +230,7 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
         }
     }
     let charts_dir = dir.join("charts");
+    let writer = Writer::register(dir)?;
     let mut body = String::new();
     for s in &sections {
         body.push_str(&format!(
@@ -224,7 +239,7 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             escape(&s.text)
         ));
         for (file, svg) in &s.charts {
-            write_text(&charts_dir.join(file), svg)?;
+            writer.write_text(&charts_dir.join(file), svg)?;
             body.push_str(&format!("<figure>{svg}</figure>"));
         }
         if let Some(t) = &s.table {
@@ -246,7 +261,7 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
         d = escape(&dir.display().to_string()),
     );
     let path = dir.join("report.html");
-    write_text(&path, &html)?;
+    writer.write_text(&path, &html)?;
     Ok(path)
 }
 

@@ -13,11 +13,10 @@ use sim_models::kpi::{Kpis, kpis};
 use sim_models::recorder::pod_group_spans;
 use sim_models::world::run;
 
+use crate::dataset::{ClaimLock, Writer, create_dir, io_error, remove_stale_temporaries};
+use crate::error::Failure;
 use crate::load::Experiment;
-use crate::output::{
-    CellSink, ParamKind, attempts_frame, events_frame, pod_groups_frame, summary_frame,
-    sweep_temporaries, table_path, timeseries_frame, write_parquet, write_text,
-};
+use crate::output::{CellContext, CellSink, ParamKind, summary_frame, table_path, write_parquet};
 use crate::sweep::{Cell, Shard, cell_world, cells, describe};
 
 /// How to run.
@@ -77,7 +76,36 @@ pub fn experiment_hash(exp: &Experiment) -> String {
     hash_of(&(&exp.world_value, &exp.sweep, &exp.outputs))
 }
 
-fn manifest(exp: &Experiment, cells: &[Cell]) -> String {
+/// What a dataset folder holds: the base configuration run alone (`run`,
+/// or any command on a file without a sweep), or the cells of a sweep.
+/// The two never share a folder: their tables have different columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatasetKind {
+    /// One run of the base configuration.
+    Base,
+    /// The cells of the file's sweep.
+    Sweep,
+}
+
+impl DatasetKind {
+    /// What `opts` runs of `exp`.
+    pub fn of(exp: &Experiment, opts: &RunOptions) -> DatasetKind {
+        if opts.no_sweep || exp.sweep.is_none() {
+            DatasetKind::Base
+        } else {
+            DatasetKind::Sweep
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            DatasetKind::Base => "base",
+            DatasetKind::Sweep => "sweep",
+        }
+    }
+}
+
+fn manifest(exp: &Experiment, cells: &[Cell], kind: DatasetKind) -> String {
     let axes: Vec<String> = exp
         .sweep
         .iter()
@@ -87,41 +115,95 @@ fn manifest(exp: &Experiment, cells: &[Cell]) -> String {
         "stormsim": env!("CARGO_PKG_VERSION"),
         "experiment": exp.name,
         "experiment_hash": experiment_hash(exp),
+        "dataset": kind.name(),
         "cells": cells.len(),
-        "axes": axes,
+        "axes": if kind == DatasetKind::Sweep { axes } else { Vec::new() },
         "tables": crate::output::TABLES,
     }))
     .expect("manifest serialises")
         + "\n"
 }
 
-/// Checks that `out` is empty or holds this experiment's results, and
-/// records the manifest.
-fn claim_output(exp: &Experiment, all: &[Cell], out: &Path, force: bool) -> Result<(), String> {
+/// Whose results a manifest says a folder holds.
+enum Holder {
+    /// Nobody's yet.
+    Nobody,
+    /// These results (same experiment, same kind).
+    Us,
+    /// Something else, in words.
+    Other(String),
+}
+
+fn holder(exp: &Experiment, kind: DatasetKind, path: &Path) -> Result<Holder, Failure> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Holder::Nobody),
+        Err(e) => return Err(Failure::Run(io_error("read", path, e))),
+    };
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        Failure::Input(format!(
+            "{} is not a valid stormsim manifest ({e}): the folder holds something else or was damaged; use another --out, or --force to replace its results",
+            path.display()
+        ))
+    })?;
+    let hash = v["experiment_hash"].as_str().unwrap_or("unknown");
+    // Manifests written before datasets had kinds: judged by hash alone.
+    let their_kind = v["dataset"].as_str().unwrap_or(kind.name());
+    let name = v["experiment"].as_str().unwrap_or("?");
+    if hash == experiment_hash(exp) && their_kind == kind.name() {
+        return Ok(Holder::Us);
+    }
+    Ok(Holder::Other(if hash == experiment_hash(exp) {
+        let (theirs, ours) = match kind {
+            DatasetKind::Base => ("the cells of this experiment's sweep", "a plain run of its base configuration (whose default folder is out/<file name>-base)"),
+            DatasetKind::Sweep => ("a plain run of this experiment's base configuration", "the cells of its sweep (`stormsim run --cell ID` runs one of them)"),
+        };
+        format!("{theirs}, and this command writes {ours}")
+    } else {
+        format!("the results of a different experiment ({name:?}, hash {hash})")
+    }))
+}
+
+/// Checks that `out` is empty or holds these results, and records the
+/// manifest: atomically, under the folder's claim lock, so that of two
+/// different experiments started at once exactly one wins. An unchanged
+/// manifest is not rewritten (a complete dataset in a read-only folder
+/// still reads).
+fn claim_output(
+    exp: &Experiment,
+    all: &[Cell],
+    kind: DatasetKind,
+    out: &Path,
+    force: bool,
+) -> Result<(), Failure> {
     let path = out.join("manifest.json");
-    let ours = experiment_hash(exp);
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let theirs = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|v| v["experiment_hash"].as_str().map(String::from));
-        if theirs.as_deref() != Some(ours.as_str()) {
-            if !force {
-                return Err(format!(
-                    "{} holds the results of a different experiment (hash {}); use another --out, or --force to replace them",
-                    out.display(),
-                    theirs.unwrap_or_else(|| "unknown".into())
-                ));
-            }
+    if let Holder::Us = holder(exp, kind, &path)? {
+        return Ok(());
+    }
+    let _lock = ClaimLock::acquire(out).map_err(Failure::Input)?;
+    match holder(exp, kind, &path)? {
+        Holder::Us => return Ok(()),
+        Holder::Nobody => {}
+        Holder::Other(what) if !force => {
+            return Err(Failure::Input(format!(
+                "{} holds {what}; use another --out, or --force to replace them",
+                out.display()
+            )));
+        }
+        Holder::Other(_) => {
             for table in crate::output::TABLES {
                 let dir = out.join(table);
                 if dir.exists() {
                     std::fs::remove_dir_all(&dir)
-                        .map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
+                        .map_err(|e| Failure::Run(io_error("remove", &dir, e)))?;
                 }
             }
         }
     }
-    write_text(&path, &manifest(exp, all))
+    let writer = Writer::register(out).map_err(Failure::Run)?;
+    writer
+        .write_text(&path, &manifest(exp, all, kind))
+        .map_err(Failure::Run)
 }
 
 /// The column kind of each swept parameter.
@@ -136,6 +218,25 @@ pub fn param_kinds(exp: &Experiment) -> Vec<(String, ParamKind)> {
             )
         })
         .collect()
+}
+
+/// Most worker threads per core `--threads` accepts: more only adds
+/// memory and contention (each cell runs on one thread).
+pub const MAX_THREADS_PER_CORE: usize = 8;
+
+/// Checks a `--threads` value against the machine's cores.
+pub fn check_threads(n: usize) -> Result<usize, String> {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let max = MAX_THREADS_PER_CORE * cores;
+    if n == 0 {
+        return Err("--threads must be at least 1".into());
+    }
+    if n > max {
+        return Err(format!(
+            "--threads {n} is more than {MAX_THREADS_PER_CORE} per core on this machine's {cores} core(s) (at most {max}); each cell runs on one thread, so {cores} is usually fastest"
+        ));
+    }
+    Ok(n)
 }
 
 /// The cells an invocation covers.
@@ -162,27 +263,15 @@ pub fn selected_cells(exp: &Experiment, opts: &RunOptions) -> Result<Vec<Cell>, 
     Ok(chosen)
 }
 
-/// Runs one cell and writes its tables; the summary last.
+/// Runs one cell and writes its tables as it goes; the summary last.
 fn run_cell(
     exp: &Experiment,
     cell: &Cell,
     kinds: &[(String, ParamKind)],
     out: &Path,
+    writer: &Writer,
 ) -> Result<(Kpis, u64), String> {
     let world = cell_world(exp, cell).map_err(|e| e.to_string())?;
-    let sink = CellSink {
-        sample: exp.outputs.attempts,
-        ..CellSink::default()
-    };
-    let output = run(&world, sink).map_err(|e| e.to_string())?;
-    let k = kpis(
-        &output.sink.rows,
-        &output.totals,
-        &output.steps,
-        &exp.outputs.recovery,
-        world.clock.window,
-    );
-    let clock = world.clock.wall_clock();
     let config = serde_json::to_string(&world).map_err(|e| e.to_string())?;
     let meta = vec![
         (
@@ -196,27 +285,32 @@ fn run_cell(
         ("stormsim.config_hash".to_string(), hash_of(&world)),
         ("stormsim.config".to_string(), config),
     ];
-    let name = &exp.name;
+    let ctx = CellContext {
+        cell: cell.clone(),
+        experiment: exp.name.clone(),
+        kinds: kinds.to_vec(),
+        clock: world.clock.wall_clock(),
+        spans: pod_group_spans(world.service.pods, world.service.groups()),
+        meta: meta.clone(),
+    };
+    let sink = CellSink::new(out, ctx, exp.outputs.attempts, writer);
+    let output = run(&world, sink).map_err(|e| e.to_string())?;
+    let rows = output.sink.finish()?;
+    let k = kpis(
+        &rows,
+        &output.totals,
+        &output.steps,
+        &exp.outputs.recovery,
+        world.clock.window,
+    );
     let pe = |e: polars::prelude::PolarsError| e.to_string();
-    let mut ts = timeseries_frame(cell, name, kinds, &output.sink.rows, &clock).map_err(pe)?;
-    write_parquet(&table_path(out, "timeseries", &cell.id), &mut ts, &meta)?;
-    let spans = pod_group_spans(world.service.pods, world.service.groups());
-    let mut pg =
-        pod_groups_frame(cell, name, kinds, &output.sink.rows, &clock, &spans).map_err(pe)?;
-    write_parquet(&table_path(out, "pod_groups", &cell.id), &mut pg, &meta)?;
-    let mut ev = events_frame(cell, name, &output.sink.events, &clock).map_err(pe)?;
-    write_parquet(&table_path(out, "events", &cell.id), &mut ev, &meta)?;
-    if exp.outputs.attempts > 0.0 {
-        let mut at = attempts_frame(cell, name, &output.sink.attempts).map_err(pe)?;
-        write_parquet(&table_path(out, "attempts", &cell.id), &mut at, &meta)?;
-    }
-    let mut sm = summary_frame(cell, name, kinds, &k, output.events).map_err(pe)?;
-    write_parquet(&table_path(out, "summary", &cell.id), &mut sm, &meta)?;
+    let mut sm = summary_frame(cell, &exp.name, kinds, &k, output.events).map_err(pe)?;
+    write_parquet(&table_path(out, "summary", &cell.id), &mut sm, &meta, writer)?;
     Ok((k, output.events))
 }
 
 /// Runs the selected cells not already complete in `opts.out`.
-pub fn run_cells(exp: &Experiment, opts: &RunOptions) -> Result<Report, String> {
+pub fn run_cells(exp: &Experiment, opts: &RunOptions) -> Result<Report, Failure> {
     let all = if opts.no_sweep {
         selected_cells(
             exp,
@@ -225,13 +319,18 @@ pub fn run_cells(exp: &Experiment, opts: &RunOptions) -> Result<Report, String> 
                 shard: None,
                 ..opts.clone()
             },
-        )?
+        )
+        .map_err(Failure::Input)?
     } else {
-        cells(exp).map_err(|e| e.to_string())?
+        cells(exp).map_err(|e| Failure::Input(e.to_string()))?
     };
-    let chosen = selected_cells(exp, opts)?;
-    claim_output(exp, &all, &opts.out, opts.force)?;
-    sweep_temporaries(&opts.out);
+    let chosen = selected_cells(exp, opts).map_err(Failure::Input)?;
+    let threads = match opts.threads {
+        Some(n) => Some(check_threads(n).map_err(Failure::Input)?),
+        None => None,
+    };
+    create_dir(&opts.out).map_err(Failure::Input)?;
+    claim_output(exp, &all, DatasetKind::of(exp, opts), &opts.out, opts.force)?;
     let (done, todo): (Vec<Cell>, Vec<Cell>) = chosen
         .iter()
         .cloned()
@@ -253,12 +352,24 @@ pub fn run_cells(exp: &Experiment, opts: &RunOptions) -> Result<Report, String> 
         );
         b
     };
+    // Nothing to write, nothing written: a complete dataset in a read-only
+    // folder reads as complete.
+    let writer = if todo.is_empty() {
+        None
+    } else {
+        let w = Writer::register(&opts.out).map_err(Failure::Run)?;
+        remove_stale_temporaries(&opts.out);
+        Some(w)
+    };
     let events = AtomicU64::new(0);
     let failures = Mutex::new(Vec::new());
     let results = Mutex::new(Vec::new());
     let work = || {
         todo.par_iter().for_each(|cell| {
-            match run_cell(exp, cell, &kinds, &opts.out) {
+            let Some(writer) = writer.as_ref() else {
+                return;
+            };
+            match run_cell(exp, cell, &kinds, &opts.out, writer) {
                 Ok((k, n)) => {
                     let total = events.fetch_add(n, Ordering::Relaxed) + n;
                     let secs = bar.elapsed().as_secs_f64().max(1e-3);
@@ -279,11 +390,11 @@ pub fn run_cells(exp: &Experiment, opts: &RunOptions) -> Result<Report, String> 
             bar.inc(1);
         })
     };
-    match opts.threads {
+    match threads {
         Some(n) => rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build()
-            .map_err(|e| format!("cannot start {n} threads: {e}"))?
+            .map_err(|e| Failure::Run(format!("cannot start {n} threads: {e}")))?
             .install(work),
         None => work(),
     }

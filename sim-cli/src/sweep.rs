@@ -121,7 +121,32 @@ fn number(v: f64) -> Value {
     }
 }
 
+/// Most values one axis may have.
+const MAX_AXIS_VALUES: u64 = 1_000_000;
+
 impl Axis {
+    /// How many values the axis has, without listing them (0 when its
+    /// definition is wrong: [`Axis::values`] says how).
+    pub fn len(&self) -> u64 {
+        if let Some(v) = &self.values {
+            return v.len() as u64;
+        }
+        if let Some(r) = &self.range {
+            let n = (r.to - r.from) / r.step + 1e-9;
+            return if n.is_finite() && n >= 0.0 {
+                (n.floor() as u64).saturating_add(1)
+            } else {
+                0
+            };
+        }
+        self.log_range.as_ref().map_or(0, |l| u64::from(l.count))
+    }
+
+    /// Whether the axis has no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The axis's values; `Err` says what is wrong with its definition.
     pub fn values(&self) -> Result<Vec<Value>, String> {
         let given = usize::from(self.values.is_some())
@@ -142,9 +167,11 @@ impl Axis {
                     "range needs from ≤ to and a step above 0, found {r:?}"
                 ));
             }
-            let n = ((r.to - r.from) / r.step + 1e-9).floor() as u64 + 1;
-            if n > 1_000_000 {
-                return Err(format!("range has {n} values"));
+            let n = self.len();
+            if n > MAX_AXIS_VALUES {
+                return Err(format!(
+                    "range has {n} values, over the limit of {MAX_AXIS_VALUES} per axis"
+                ));
             }
             return Ok((0..n).map(|i| number(r.from + i as f64 * r.step)).collect());
         }
@@ -154,16 +181,35 @@ impl Axis {
                 "log_range needs from and to above 0 and count ≥ 2, found {l:?}"
             ));
         }
+        if u64::from(l.count) > MAX_AXIS_VALUES {
+            return Err(format!(
+                "log_range has {} values, over the limit of {MAX_AXIS_VALUES} per axis",
+                l.count
+            ));
+        }
         let (a, b) = (l.from.ln(), l.to.ln());
-        Ok((0..l.count)
+        (0..l.count)
             .map(|i| {
                 let v = (a + (b - a) * f64::from(i) / f64::from(l.count - 1)).exp();
-                // Round to 12 significant digits so 10^k stays exact.
+                // Round to 12 significant digits so 10^k stays exact (where
+                // the scale itself is a finite number).
                 let digits = 12 - v.abs().log10().floor() as i32;
                 let scale = 10f64.powi(digits);
-                number((v * scale).round() / scale)
+                let rounded = (v * scale).round() / scale;
+                let v = if rounded.is_finite() { rounded } else { v };
+                if v.is_finite() && v > 0.0 {
+                    Ok(number(v))
+                } else {
+                    Err(format!(
+                        "log_range from {} to {} gives a value that is not a finite number above 0 (value {} of {})",
+                        l.from,
+                        l.to,
+                        i + 1,
+                        l.count
+                    ))
+                }
             })
-            .collect())
+            .collect()
     }
 }
 
@@ -255,14 +301,20 @@ impl SweepSpec {
         Ok(out)
     }
 
-    /// How many cells, replications included, without listing them.
-    fn count(&self, values: &[Vec<Value>]) -> u128 {
+    /// How many cells, replications included, without listing any value
+    /// (saturating: seven axes of a million values are "over the limit",
+    /// not an overflow).
+    pub fn count(&self) -> u128 {
         let combos: u128 = match self.mode {
-            _ if values.is_empty() => 1,
-            Mode::Grid => values.iter().map(|v| v.len() as u128).product(),
-            Mode::Zip => values[0].len() as u128,
+            _ if self.axes.is_empty() => 1,
+            Mode::Grid => self
+                .axes
+                .iter()
+                .try_fold(1u128, |acc, a| acc.checked_mul(u128::from(a.len())))
+                .unwrap_or(u128::MAX),
+            Mode::Zip => u128::from(self.axes[0].len()),
         };
-        combos * u128::from(self.replications)
+        combos.saturating_mul(u128::from(self.replications))
     }
 
     /// Checks the sweep: axes, size, and every cell's world.
@@ -272,20 +324,37 @@ impl SweepSpec {
                 exp.error_at("sweep.replications", "must be at least 1"),
             ]));
         }
-        let values = self.axis_values(exp)?;
-        let n = self.count(&values);
+        let n = self.count();
         if n > u128::from(limits.max_cells) {
+            let shown = if n == u128::MAX {
+                "more than 10^38".to_string()
+            } else {
+                n.to_string()
+            };
             return Err(InputErrors(vec![exp.error_at(
                 "sweep",
                 format!(
-                    "{n} cells, over the limit of {} (raise it with --max-cells)",
+                    "{shown} cells, over the cell limit of {} (raise it with --max-cells)",
                     limits.max_cells
                 ),
             )]));
         }
+        self.axis_values(exp)?;
         let mut errors = Vec::new();
+        // Every cell's resolved configuration gets the checks the base
+        // file gets, work limits included.
         for cell in cells(exp)? {
-            if let Err(e) = cell_world(exp, &cell) {
+            let checked = cell_world(exp, &cell).and_then(|w| {
+                crate::load::check_work(&w, limits).map_err(|(p, m)| {
+                    let at = exp
+                        .sweep
+                        .as_ref()
+                        .and_then(|s| s.axes.iter().position(|a| cell.params.iter().any(|(cp, _)| cp == &a.path)))
+                        .map_or_else(|| p.clone(), |i| format!("sweep.axes[{i}]"));
+                    exp.error_at(&at, format!("with {}: {p}: {m}", describe(&cell.params)))
+                })
+            });
+            if let Err(e) = checked {
                 errors.push(e);
                 if errors.len() >= 10 {
                     break;

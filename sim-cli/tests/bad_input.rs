@@ -284,7 +284,7 @@ fn limits_are_checked_before_any_work_and_name_their_flag() {
     // Ten years at a million requests per second.
     let e = errors(
         "decade.yaml",
-        "clock: { duration: 3650d }\nload: { rate: 1000000 }\n",
+        "clock: { duration: 3650d, bucket: 1h }\nload: { rate: 1000000 }\n",
     )
     .to_string();
     assert!(

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use rayon::prelude::*;
-use sim_models::kpi::kpis;
+use sim_models::kpi::{kpi_rows, kpis};
 use sim_models::world::run;
 use stormsim::load::{InputLimits, load};
 use stormsim::sweep::{canonical, cell_world, cells};
@@ -25,7 +25,7 @@ fn map(file: &str) -> BTreeMap<(String, String), bool> {
             let world = cell_world(&exp, cell).expect("cell world");
             let out = run(&world, Vec::new()).expect("runs");
             let k = kpis(
-                &out.sink,
+                &kpi_rows(&out.sink),
                 &out.totals,
                 &out.steps,
                 &exp.outputs.recovery,

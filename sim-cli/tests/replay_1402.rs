@@ -18,7 +18,7 @@
 use sim_core::dist::DistSpec;
 use sim_core::time::SimDuration;
 use sim_models::config::WorldConfig;
-use sim_models::kpi::{Kpis, kpis};
+use sim_models::kpi::{Kpis, kpi_rows, kpis};
 use sim_models::world::run;
 use stormsim::load::{InputLimits, load};
 
@@ -105,7 +105,7 @@ fn figures_with(seed: u64, tweak: impl Fn(&mut WorldConfig)) -> Vec<Option<f64>>
     tweak(&mut cfg);
     let out = run(&cfg, Vec::new()).expect("the replay runs");
     let k = kpis(
-        &out.sink,
+        &kpi_rows(&out.sink),
         &out.totals,
         &out.steps,
         &exp.outputs.recovery,

@@ -183,7 +183,6 @@ impl<S: RowSink> World<S> {
             return;
         }
         let cost = std::mem::take(&mut q.pending_retry_cost);
-        self.attempts_active += 1;
         let counter = match (number, hedge) {
             (1, _) => Count::AttemptsFirst,
             (_, true) => Count::AttemptsHedge,
@@ -682,7 +681,7 @@ impl<S: RowSink> World<S> {
             }
             None => u64::MAX,
         };
-        self.attempts_active -= 1;
+        self.rec.count(Count::ended(outcome), 1);
         if outcome != AttemptOutcome::Cancelled {
             let which = if closed.number == 1 {
                 Latency::FirstAttempt

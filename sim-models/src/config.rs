@@ -833,16 +833,82 @@ impl Default for ClientConfig {
 pub struct WorldLimits {
     /// Most events in one run (default 2·10^9).
     pub max_events: u64,
-    /// Most requests in the system at once, users' and orphaned work
-    /// (default 10^7).
+    /// Most requests in the system at once, users' and orphaned work, and
+    /// most jobs the upstream holds (default 2·10^6: about 1 GB).
     pub max_in_flight: u64,
+    /// Most pods, configured or added by the timeline (default 10^5: each
+    /// pod holds its pool, workers and policies).
+    pub max_pods: u32,
+    /// Most metrics buckets in one run, `clock.duration ÷ clock.bucket`
+    /// (default 10^6: a run keeps about 100 bytes of key figures a bucket).
+    pub max_buckets: u64,
+    /// Most buckets in the trailing window, `clock.window ÷ clock.bucket`
+    /// (default 10^5: each holds a histogram).
+    pub max_window_buckets: u64,
 }
 
 impl Default for WorldLimits {
     fn default() -> Self {
         WorldLimits {
             max_events: 2_000_000_000,
-            max_in_flight: 10_000_000,
+            max_in_flight: 2_000_000,
+            max_pods: 100_000,
+            max_buckets: 1_000_000,
+            max_window_buckets: 100_000,
+        }
+    }
+}
+
+impl WorldLimits {
+    /// Checks that `cfg` stays within the limits that allocate: pods,
+    /// buckets, window buckets, closed-loop users. (Requests in flight and
+    /// the upstream's jobs, queued ones included, are checked as the run
+    /// goes, against `max_in_flight`.) Each refusal names the field that
+    /// raises the limit.
+    fn check(&self, cfg: &WorldConfig, p: &mut Problems) {
+        if cfg.service.pods > self.max_pods {
+            p.add(
+                "service.pods",
+                format!(
+                    "{} pods, over the limit of {} (raise it with limits.max_pods)",
+                    cfg.service.pods, self.max_pods
+                ),
+            );
+        }
+        let bucket = cfg.clock.bucket.as_nanos().max(1);
+        let buckets = cfg.clock.duration.as_nanos().div_ceil(bucket);
+        if buckets > self.max_buckets {
+            p.add(
+                "clock.duration",
+                format!(
+                    "{} at buckets of {} is {buckets} buckets, over the limit of {} (use a longer clock.bucket, or raise limits.max_buckets)",
+                    cfg.clock.duration, cfg.clock.bucket, self.max_buckets
+                ),
+            );
+        }
+        let window = cfg.clock.window.as_nanos().div_ceil(bucket);
+        if window > self.max_window_buckets {
+            p.add(
+                "clock.window",
+                format!(
+                    "{} at buckets of {} is {window} buckets, over the limit of {} (use a longer clock.bucket, or raise limits.max_window_buckets)",
+                    cfg.clock.window, cfg.clock.bucket, self.max_window_buckets
+                ),
+            );
+        }
+        if let Some(cl) = &cfg.load.closed_loop
+            && u64::from(cl.users) > self.max_in_flight
+        {
+            p.add(
+                "load.closed_loop.users",
+                format!(
+                    "{} users, over the limit of {} requests in flight (raise it with limits.max_in_flight)",
+                    cl.users, self.max_in_flight
+                ),
+            );
+        }
+        if self.max_in_flight == 0 {
+            p.add("limits.max_in_flight", "must be at least 1");
         }
     }
 }
@@ -1119,6 +1185,7 @@ impl WorldConfig {
         if self.limits.max_events == 0 {
             p.add("limits.max_events", "must be at least 1");
         }
+        self.limits.check(self, &mut p);
         if p.0.is_empty() { Ok(()) } else { Err(p.0) }
     }
 }

@@ -63,6 +63,33 @@ impl Default for RecoveryConfig {
     }
 }
 
+impl RecoveryConfig {
+    /// Checks the settings; each problem as (field, message).
+    pub fn validate(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if !(0.0..1.0).contains(&self.tolerance) {
+            out.push((
+                "tolerance",
+                format!(
+                    "must be a fraction from 0 up to (not including) 1, found {}",
+                    self.tolerance
+                ),
+            ));
+        }
+        for (field, d) in [
+            ("baseline", self.baseline),
+            ("sustain", self.sustain),
+            ("smoothing", self.smoothing),
+            ("horizon", self.horizon),
+        ] {
+            if d.is_zero() {
+                out.push((field, "must be longer than 0s".to_string()));
+            }
+        }
+        out
+    }
+}
+
 /// The figures a summary row holds.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Kpis {
@@ -114,8 +141,70 @@ pub struct Kpis {
     /// Seconds from the trigger's end to sustained recovery; `None` when it
     /// never recovered within the run.
     pub time_to_recover_s: Option<f64>,
+    /// Whether recovery could be judged: there was a trigger and it ended
+    /// inside the run. When false, `time_to_recover_s` is `None` and the run
+    /// is never called metastable.
+    pub recovery_judged: bool,
     /// Not recovered within the horizon.
     pub metastable: bool,
+}
+
+/// What the key figures need of one bucket: a few numbers, so a run keeps
+/// them for every bucket while the full rows stream out to disk (about 100
+/// bytes a bucket, against kilobytes for a [`BucketRow`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KpiRow {
+    /// Bucket start.
+    pub start: SimTime,
+    /// Bucket span.
+    pub span: SimDuration,
+    /// Requests offered.
+    pub offered: u64,
+    /// Requests finished, any reason.
+    pub finished: u64,
+    /// Requests finished with an error.
+    pub errors: u64,
+    /// Successful requests.
+    pub successes: u64,
+    /// Attempts sent.
+    pub attempts: u64,
+    /// End-to-end p99 over the trailing window, ns.
+    pub e2e_window_p99: Option<u64>,
+    /// Pool wait p99 in the bucket, ns.
+    pub pool_wait_p99: Option<u64>,
+    /// Most calls queued for a pool connection.
+    pub pool_waiters_max: i64,
+    /// Time-weighted mean of calls in flight.
+    pub calls_in_flight_mean: f64,
+}
+
+impl KpiRow {
+    /// The figures of `r` the key figures read.
+    pub fn of(r: &BucketRow) -> KpiRow {
+        KpiRow {
+            start: r.start,
+            span: r.span,
+            offered: r.count(Count::Offered),
+            finished: r.finished(),
+            errors: errors_in(r) as u64,
+            successes: r.outcome(Reason::Success),
+            attempts: r.attempts(),
+            e2e_window_p99: r.e2e_window.p99,
+            pool_wait_p99: r.latency(Latency::PoolWait).p99,
+            pool_waiters_max: r.level(Level::PoolWaiters).max,
+            calls_in_flight_mean: r.level(Level::CallsInFlight).mean,
+        }
+    }
+
+    /// Successful requests per second.
+    pub fn goodput(&self) -> f64 {
+        self.successes as f64 / self.span.as_secs_f64()
+    }
+}
+
+/// The key-figure rows of full bucket rows.
+pub fn kpi_rows(rows: &[BucketRow]) -> Vec<KpiRow> {
+    rows.iter().map(KpiRow::of).collect()
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -127,7 +216,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 /// `window` is the trailing window of the peak error rate (the rows carry
 /// their own windowed p99).
 pub fn kpis(
-    rows: &[BucketRow],
+    rows: &[KpiRow],
     totals: &RunTotals,
     steps: &[Step],
     recovery: &RecoveryConfig,
@@ -141,53 +230,58 @@ pub fn kpis(
         .sum();
     let width = rows.first().map_or(1, |r| r.span.as_nanos().max(1));
     let buckets = |d: SimDuration| (d.as_nanos().div_ceil(width) as usize).max(1);
-    let peak_error_rate = trailing_peak(rows, buckets(window), errors_in, |r| r.finished() as f64);
+    let peak_error_rate = trailing_peak(
+        rows,
+        buckets(window),
+        |r| r.errors as f64,
+        |r| r.finished as f64,
+    );
     let peak_attempts = trailing_peak(
         rows,
         buckets(RATE_WINDOW),
-        |r| r.attempts() as f64,
+        |r| r.attempts as f64,
         |r| r.span.as_secs_f64(),
     );
     let first_trigger = steps.iter().map(|s| s.at).min();
     let baseline = first_trigger.map(|first| baseline_rows(rows, first, recovery.baseline));
     let baseline_errors = baseline.as_ref().and_then(|b| {
-        let finished: u64 = b.iter().map(|r| r.finished()).sum();
-        let errors: f64 = b.iter().map(|r| errors_in(r)).sum();
-        (finished > 0).then(|| errors / finished as f64)
+        let finished: u64 = b.iter().map(|r| r.finished).sum();
+        let errors: u64 = b.iter().map(|r| r.errors).sum();
+        (finished > 0).then(|| errors as f64 / finished as f64)
     });
     // The trailing window of the last bucket before the trigger.
     let baseline_p99 = baseline
         .as_ref()
         .and_then(|b| b.last())
-        .and_then(|r| r.e2e_window.p99);
+        .and_then(|r| r.e2e_window_p99);
     let after_trigger = |first: SimTime| rows.iter().filter(move |r| r.start >= first);
-    let onset = |pred: &dyn Fn(&BucketRow) -> bool| {
+    let onset = |pred: &dyn Fn(&KpiRow) -> bool| {
         let first = first_trigger?;
         after_trigger(first)
             .find(|r| pred(r))
             .map(|r| r.start.saturating_since(first).as_secs_f64())
     };
     let storm_visible =
-        onset(&|r| r.attempts() as f64 > VISIBLE_AMPLIFICATION * r.count(Count::Offered) as f64);
-    let pools_exhausted = onset(&|r| r.level(Level::PoolWaiters).max >= EXHAUSTED_QUEUE);
+        onset(&|r| r.attempts as f64 > VISIBLE_AMPLIFICATION * r.offered as f64);
+    let pools_exhausted = onset(&|r| r.pool_waiters_max >= EXHAUSTED_QUEUE);
     let secs = |ns: Option<u64>| ns.map(|v| v as f64 / 1e9);
     let e2e: &Histogram = totals.latency(Latency::EndToEnd);
-    let peak_e2e = rows.iter().filter_map(|r| r.e2e_window.p99).max();
-    let peak_wait = rows
-        .iter()
-        .filter_map(|r| r.latency(Latency::PoolWait).p99)
-        .max();
+    let peak_e2e = rows.iter().filter_map(|r| r.e2e_window_p99).max();
+    let peak_wait = rows.iter().filter_map(|r| r.pool_wait_p99).max();
     let wasted = totals.count(Count::UpstreamWasted);
     let useful = totals.count(Count::UpstreamGoodput);
     let attempts = totals.attempts();
     let retries = totals.count(Count::AttemptsRetry) + totals.count(Count::AttemptsHedge);
     let trigger_end = last_trigger_end(steps);
+    let run_end = rows.last().map_or(SimTime::ZERO, |r| r.start.saturating_add(r.span));
+    // Recovery is judged only when the trigger ends inside the run: a pulse
+    // that outlasts the run says nothing about whether the system recovers.
+    let judged = trigger_end.is_some_and(|end| end < run_end);
     let recovered = match (first_trigger, trigger_end) {
-        (Some(first), Some(end)) => recovery_time(rows, first, end, recovery),
+        (Some(first), Some(end)) if judged => recovery_time(rows, first, end, recovery),
         _ => None,
     };
-    let metastable =
-        trigger_end.is_some() && recovered.is_none_or(|t| t > recovery.horizon.as_secs_f64());
+    let metastable = judged && recovered.is_none_or(|t| t > recovery.horizon.as_secs_f64());
     Kpis {
         offered: totals.count(Count::Offered),
         finished,
@@ -204,7 +298,7 @@ pub fn kpis(
         baseline_e2e_p99_s: secs(baseline_p99),
         peak_calls_in_flight: rows
             .iter()
-            .map(|r| r.level(Level::CallsInFlight).mean)
+            .map(|r| r.calls_in_flight_mean)
             .fold(0.0, f64::max),
         peak_pool_wait_p99_s: secs(peak_wait),
         storm_visible_s: storm_visible,
@@ -213,6 +307,7 @@ pub fn kpis(
         retry_share: ratio(retries, attempts),
         trigger_end_s: trigger_end.map(SimTime::as_secs_f64),
         time_to_recover_s: recovered,
+        recovery_judged: judged,
         metastable,
     }
 }
@@ -229,10 +324,10 @@ fn errors_in(r: &BucketRow) -> f64 {
 /// The highest ratio of sums of `num` to `den` over any `n` consecutive
 /// rows (windows whose `den` sums to zero are skipped).
 fn trailing_peak(
-    rows: &[BucketRow],
+    rows: &[KpiRow],
     n: usize,
-    num: impl Fn(&BucketRow) -> f64,
-    den: impl Fn(&BucketRow) -> f64,
+    num: impl Fn(&KpiRow) -> f64,
+    den: impl Fn(&KpiRow) -> f64,
 ) -> f64 {
     let (mut top, mut bottom, mut peak) = (0.0, 0.0, 0.0f64);
     for (i, r) in rows.iter().enumerate() {
@@ -250,7 +345,7 @@ fn trailing_peak(
 }
 
 /// The full buckets within `span` before `first`.
-fn baseline_rows(rows: &[BucketRow], first: SimTime, span: SimDuration) -> Vec<&BucketRow> {
+fn baseline_rows(rows: &[KpiRow], first: SimTime, span: SimDuration) -> Vec<&KpiRow> {
     let from = first.saturating_since(SimTime::ZERO).saturating_sub(span);
     rows.iter()
         .filter(|r| r.start.since_start() >= from && r.start.saturating_add(r.span) <= first)
@@ -260,7 +355,7 @@ fn baseline_rows(rows: &[BucketRow], first: SimTime, span: SimDuration) -> Vec<&
 /// Seconds from `end` to the first bucket from which goodput stays within
 /// the tolerance of the pre-trigger baseline for the sustain span.
 fn recovery_time(
-    rows: &[BucketRow],
+    rows: &[KpiRow],
     first: SimTime,
     end: SimTime,
     c: &RecoveryConfig,
@@ -271,12 +366,12 @@ fn recovery_time(
     }
     let baseline = before.iter().map(|r| r.goodput()).sum::<f64>() / before.len() as f64;
     let floor = baseline * (1.0 - c.tolerance);
-    let full = |r: &BucketRow| r.span >= rows[0].span;
-    let after: Vec<&BucketRow> = rows.iter().filter(|r| r.start >= end && full(r)).collect();
+    let full = |r: &KpiRow| r.span >= rows[0].span;
+    let after: Vec<&KpiRow> = rows.iter().filter(|r| r.start >= end && full(r)).collect();
     let width = rows[0].span.as_nanos().max(1);
     let need = c.sustain.as_nanos().div_ceil(width).max(1) as usize;
     let chunk = (c.smoothing.as_nanos() / width).clamp(1, need as u64) as usize;
-    let holds = |window: &[&BucketRow]| {
+    let holds = |window: &[&KpiRow]| {
         window.chunks(chunk).all(|part| {
             let mean = part.iter().map(|r| r.goodput()).sum::<f64>() / part.len() as f64;
             mean >= floor

@@ -76,6 +76,13 @@ impl<S: RowSink> World<S> {
         self.background_timer = None;
         self.schedule_next_background(sched);
         let now = sched.now();
+        if self.upstream.jobs_held() as u64 >= self.cfg.limits.max_in_flight {
+            let limit = self.cfg.limits.max_in_flight;
+            self.violated(now, || {
+                format!("the upstream holds {limit} jobs, most of them other tenants' (upstream.background_rps): the limit limits.max_in_flight was reached")
+            });
+            return;
+        }
         let (_, admission) = self.upstream.arrive(Owner::Background, None, now, sched);
         self.count_admission(admission);
         self.sync_upstream_levels(now);

@@ -208,11 +208,27 @@ pub enum Count {
     RetryAfterWaits,
     /// Queued upstream work dropped because its propagated deadline passed.
     UpstreamExpired,
+    /// Attempts that ended with a 2xx.
+    EndedSuccess,
+    /// Attempts that ended by their own timeout.
+    EndedTimeout,
+    /// Attempts whose connection could not be set up.
+    EndedConnectFailure,
+    /// Attempts answered 5xx.
+    EndedServerError,
+    /// Attempts answered 4xx (not 429).
+    EndedClientError,
+    /// Attempts answered 429.
+    EndedRateLimited,
+    /// Attempts that got no pool connection in time.
+    EndedPoolTimeout,
+    /// Attempts cut short by their call (a hedge won, a deadline, a restart).
+    EndedCancelled,
 }
 
 impl Count {
     /// Every counter, in column order.
-    pub const ALL: [Count; 26] = [
+    pub const ALL: [Count; 34] = [
         Count::Offered,
         Count::AttemptsFirst,
         Count::AttemptsRetry,
@@ -239,6 +255,25 @@ impl Count {
         Count::RateLimiterWaits,
         Count::RetryAfterWaits,
         Count::UpstreamExpired,
+        Count::EndedSuccess,
+        Count::EndedTimeout,
+        Count::EndedConnectFailure,
+        Count::EndedServerError,
+        Count::EndedClientError,
+        Count::EndedRateLimited,
+        Count::EndedPoolTimeout,
+        Count::EndedCancelled,
+    ];
+    /// The counters of attempts ended, one per outcome.
+    pub const ENDED: [Count; 8] = [
+        Count::EndedSuccess,
+        Count::EndedTimeout,
+        Count::EndedConnectFailure,
+        Count::EndedServerError,
+        Count::EndedClientError,
+        Count::EndedRateLimited,
+        Count::EndedPoolTimeout,
+        Count::EndedCancelled,
     ];
     /// Number of counters.
     pub const COUNT: usize = Count::ALL.len();
@@ -271,6 +306,29 @@ impl Count {
             Count::RateLimiterWaits => "rate_limiter_waits",
             Count::RetryAfterWaits => "retry_after_waits",
             Count::UpstreamExpired => "upstream_expired",
+            Count::EndedSuccess => "attempts_ended_success",
+            Count::EndedTimeout => "attempts_ended_timeout",
+            Count::EndedConnectFailure => "attempts_ended_connect_failure",
+            Count::EndedServerError => "attempts_ended_server_error",
+            Count::EndedClientError => "attempts_ended_client_error",
+            Count::EndedRateLimited => "attempts_ended_rate_limited",
+            Count::EndedPoolTimeout => "attempts_ended_pool_timeout",
+            Count::EndedCancelled => "attempts_ended_cancelled",
+        }
+    }
+
+    /// The counter of attempts that ended with `o`.
+    pub fn ended(o: crate::outcome::AttemptOutcome) -> Count {
+        use crate::outcome::AttemptOutcome as O;
+        match o {
+            O::Success => Count::EndedSuccess,
+            O::Timeout => Count::EndedTimeout,
+            O::ConnectFailure => Count::EndedConnectFailure,
+            O::ServerError(..) => Count::EndedServerError,
+            O::ClientError(_) => Count::EndedClientError,
+            O::RateLimited(_) => Count::EndedRateLimited,
+            O::PoolTimeout => Count::EndedPoolTimeout,
+            O::Cancelled => Count::EndedCancelled,
         }
     }
 }
@@ -458,7 +516,7 @@ impl RowSink for Discard {
 }
 
 /// Totals over a whole run.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct RunTotals {
     /// Requests ended per reason.
     pub outcomes: [u64; Reason::COUNT],
@@ -468,6 +526,17 @@ pub struct RunTotals {
     pub latencies: [Histogram; Latency::COUNT],
     /// Highest attempts ÷ offered in any bucket with offered load.
     pub peak_amplification: f64,
+}
+
+impl Default for RunTotals {
+    fn default() -> Self {
+        RunTotals {
+            outcomes: [0; Reason::COUNT],
+            counts: [0; Count::COUNT],
+            latencies: std::array::from_fn(|_| Histogram::new()),
+            peak_amplification: 0.0,
+        }
+    }
 }
 
 impl RunTotals {
@@ -494,6 +563,10 @@ impl RunTotals {
     /// Requests ended, all reasons.
     pub fn finished(&self) -> u64 {
         self.outcomes.iter().sum()
+    }
+    /// Attempts ended over the run, every outcome.
+    pub fn attempts_ended(&self) -> u64 {
+        Count::ENDED.iter().map(|&c| self.count(c)).sum()
     }
     /// A latency histogram.
     pub fn latency(&self, l: Latency) -> &Histogram {
@@ -631,6 +704,14 @@ impl<S: RowSink> Recorder<S> {
     pub fn open_count(&self, c: Count) -> u64 {
         self.counts[c as usize]
     }
+    /// Attempts the recorder saw start, closed buckets and the open one.
+    pub fn attempts_started_so_far(&self) -> u64 {
+        self.totals.attempts() + attempts_in(&self.counts)
+    }
+    /// Attempts the recorder saw end, closed buckets and the open one.
+    pub fn attempts_ended_so_far(&self) -> u64 {
+        self.totals.attempts_ended() + Count::ENDED.iter().map(|&c| self.counts[c as usize]).sum::<u64>()
+    }
     /// The open bucket's outcomes.
     pub fn open_outcomes(&self) -> u64 {
         self.outcomes.iter().sum()
@@ -722,7 +803,7 @@ mod tests {
         check(&Latency::ALL, |c| c as usize, Latency::name);
         check(&Reason::ALL, |c| c as usize, Reason::name);
         // The last variant of each enum is in its list.
-        assert_eq!(Count::UpstreamExpired as usize, Count::COUNT - 1);
+        assert_eq!(Count::EndedCancelled as usize, Count::COUNT - 1);
         assert_eq!(Level::BreakersHalfOpen as usize, Level::COUNT - 1);
         assert_eq!(Latency::RetryDelay as usize, Latency::COUNT - 1);
         assert_eq!(Reason::Abandoned as usize, Reason::COUNT - 1);

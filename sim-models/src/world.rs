@@ -154,6 +154,42 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// How many kinds of event there are.
+    pub const KINDS: usize = 22;
+    /// The name of each kind, by [`Event::kind`].
+    pub const NAMES: [&'static str; Event::KINDS] = ["BucketEnded", "RequestArrived", "UserReady", "RequestReachedPod", "UserDeadlinePassed", "UserGaveUp", "CallDeadlinePassed", "ConnectionEstablished", "ConnectionFailed", "PoolWaitTimedOut", "AttemptTimedOut", "RateLimiterWaited", "RetryDelayElapsed", "HedgeDue", "UpstreamReceived", "UpstreamCompleted", "BackgroundRequestArrived", "ResponseReachedPod", "ResponseReachedUser", "HealthProbeDue", "PodCameBack", "TimelineStepDue"];
+
+    /// This event's kind, an index into [`Event::NAMES`] (for the event
+    /// limit's message: which part generated the events).
+    pub fn kind(&self) -> usize {
+        match self {
+            Event::BucketEnded => 0,
+            Event::RequestArrived => 1,
+            Event::UserReady { .. } => 2,
+            Event::RequestReachedPod { .. } => 3,
+            Event::UserDeadlinePassed { .. } => 4,
+            Event::UserGaveUp { .. } => 5,
+            Event::CallDeadlinePassed { .. } => 6,
+            Event::ConnectionEstablished { .. } => 7,
+            Event::ConnectionFailed { .. } => 8,
+            Event::PoolWaitTimedOut { .. } => 9,
+            Event::AttemptTimedOut { .. } => 10,
+            Event::RateLimiterWaited { .. } => 11,
+            Event::RetryDelayElapsed { .. } => 12,
+            Event::HedgeDue { .. } => 13,
+            Event::UpstreamReceived { .. } => 14,
+            Event::UpstreamCompleted { .. } => 15,
+            Event::BackgroundRequestArrived => 16,
+            Event::ResponseReachedPod { .. } => 17,
+            Event::ResponseReachedUser { .. } => 18,
+            Event::HealthProbeDue { .. } => 19,
+            Event::PodCameBack { .. } => 20,
+            Event::TimelineStepDue { .. } => 21,
+        }
+    }
+}
+
 /// Optional network delays between tiers.
 pub(crate) struct Network {
     pub(crate) gateway_to_pod: Option<Dist>,
@@ -223,10 +259,11 @@ pub struct World<S> {
     pub(crate) think: Option<Dist>,
     pub(crate) think_rng: SimRng,
     pub(crate) end: SimTime,
-    /// Attempts started and not yet ended.
-    pub(crate) attempts_active: u64,
     /// The first broken invariant, if any: stops the run.
     pub(crate) violation: Option<String>,
+    /// Events handled, by kind: when a run hits its event limit, the
+    /// message names what generated them.
+    pub(crate) events_by_kind: [u64; Event::KINDS],
 }
 
 impl<S: RowSink> World<S> {
@@ -287,8 +324,8 @@ impl<S: RowSink> World<S> {
             think: cfg.load.closed_loop.as_ref().map(|c| dist(&c.think)),
             think_rng: streams.stream("load/think"),
             end,
-            attempts_active: 0,
             violation: None,
+            events_by_kind: [0; Event::KINDS],
             streams,
             cfg: cfg.clone(),
         })
@@ -296,7 +333,10 @@ impl<S: RowSink> World<S> {
 
     /// Schedules the first events: buckets, arrivals, probes, timeline.
     pub fn start(&mut self, sched: &mut Scheduler<Event>) {
-        sched.schedule_in(self.cfg.clock.bucket, Event::BucketEnded);
+        // A bucket longer than the run closes with the run, its span the
+        // run's length: the open bucket is always flushed.
+        let first = sched.now().saturating_add(self.cfg.clock.bucket).min(self.end);
+        let _ = sched.schedule_at(first, Event::BucketEnded);
         self.schedule_next_arrival(sched);
         self.schedule_next_background(sched);
         self.start_closed_loop(sched);
@@ -320,6 +360,26 @@ impl<S: RowSink> World<S> {
             self.policies.push(PolicySet::new(&self.cfg.client));
         }
         &mut self.policies[i]
+    }
+
+    /// The kinds of event that made up most of the run so far, for the
+    /// event limit's message: `"HealthProbeDue 99.9 %, BucketEnded 0.1 %"`.
+    pub fn busiest_events(&self) -> String {
+        let total: u64 = self.events_by_kind.iter().sum();
+        let mut kinds: Vec<(u64, &str)> = self
+            .events_by_kind
+            .iter()
+            .zip(Event::NAMES)
+            .filter(|(n, _)| **n > 0)
+            .map(|(&n, name)| (n, name))
+            .collect();
+        kinds.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+        kinds
+            .iter()
+            .take(3)
+            .map(|(n, name)| format!("{name} {:.1} %", 100.0 * *n as f64 / total.max(1) as f64))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// The configuration this world runs.
@@ -379,10 +439,13 @@ impl<S: RowSink> World<S> {
                 self.rec.level_value(Level::PoolWaiters)
             ));
         }
-        if active != self.attempts_active {
+        // From what the recorder saw, not from a counter kept beside it:
+        // every attempt that started has ended or is still in progress.
+        let started = self.rec.attempts_started_so_far();
+        let ended = self.rec.attempts_ended_so_far();
+        if started != ended + active {
             return Err(format!(
-                "{active} attempts in progress, counter says {}",
-                self.attempts_active
+                "{started} attempts recorded as started, but {ended} recorded as ended + {active} in progress"
             ));
         }
         self.check_bounds()
@@ -409,6 +472,11 @@ impl<S: RowSink> World<S> {
 
     fn on_bucket_ended(&mut self, sched: &mut Scheduler<Event>) {
         let now = sched.now();
+        // The cheap bounds at every bucket close, in every build: a broken
+        // pool is caught within a bucket even when per-event checks are off.
+        if let Err(e) = self.check_bounds() {
+            self.violated(now, || e);
+        }
         self.rec.close_bucket(now);
         if now < self.end {
             let next = now.saturating_add(self.cfg.clock.bucket).min(self.end);
@@ -421,6 +489,7 @@ impl<S: RowSink> Model for World<S> {
     type Event = Event;
 
     fn handle(&mut self, event: Event, sched: &mut Scheduler<Event>) {
+        self.events_by_kind[event.kind()] += 1;
         match event {
             Event::BucketEnded => self.on_bucket_ended(sched),
             Event::RequestArrived => self.on_request_arrived(sched),
@@ -528,10 +597,22 @@ pub fn run<S: RowSink>(cfg: &WorldConfig, sink: S) -> Result<RunOutput<S>, World
         seed: cfg.seed,
         message,
     };
-    sim.run_until(end).map_err(|e| match e {
-        RunError::EventLimit { .. } => fail(format!("{e} (raise limits.max_events)")),
-        RunError::InvariantViolated { .. } => fail(e.to_string()),
-    })?;
+    // Bucket by bucket, so a broken invariant found at a bucket close stops
+    // the run there, in every build.
+    let mut at = SimTime::ZERO;
+    while at < end {
+        at = at.saturating_add(cfg.clock.bucket).min(end);
+        sim.run_until(at).map_err(|e| match e {
+            RunError::EventLimit { .. } => fail(format!(
+                "{e} (raise limits.max_events); most events were {}",
+                sim.model().busiest_events()
+            )),
+            RunError::InvariantViolated { .. } => fail(e.to_string()),
+        })?;
+        if let Some(v) = &sim.model().violation {
+            return Err(fail(v.clone()));
+        }
+    }
     sim.model()
         .audit()
         .map_err(|m| fail(format!("at {end}: {m}")))?;

@@ -10,7 +10,7 @@ use sim_core::dist::DistSpec;
 use sim_core::theory::{erlang_b, mmc_mean_wait};
 use sim_core::time::SimDuration;
 use sim_models::config::{ArrivalProcess, LoadLaw, RetryOn, Shedding, WorldConfig};
-use sim_models::kpi::{RecoveryConfig, kpis};
+use sim_models::kpi::{RecoveryConfig, kpi_rows, kpis};
 use sim_models::outcome::Reason;
 use sim_models::policy::backoff::Backoff;
 use sim_models::recorder::{BucketRow, Count, Latency};
@@ -292,7 +292,7 @@ fn retries_keep_a_world_collapsed_after_the_trigger_is_gone() {
     // within seconds of the trigger's end (25 s).
     let recovery = RecoveryConfig::default();
     let k = kpis(
-        &storm.sink,
+        &kpi_rows(&storm.sink),
         &storm.totals,
         &storm.steps,
         &recovery,
@@ -301,7 +301,7 @@ fn retries_keep_a_world_collapsed_after_the_trigger_is_gone() {
     assert!(k.metastable && k.time_to_recover_s.is_none());
     assert_eq!(k.trigger_end_s, Some(25.0));
     let k = kpis(
-        &calm.sink,
+        &kpi_rows(&calm.sink),
         &calm.totals,
         &calm.steps,
         &recovery,

@@ -207,6 +207,13 @@ pub struct BackoffState {
     prev_secs: f64,
 }
 
+/// A retry number as a power's exponent: past 4096 every growing backoff
+/// has long reached infinity (then its cap), so larger numbers change
+/// nothing, and the conversion never wraps.
+fn exponent(n: u32) -> i32 {
+    n.min(4096) as i32
+}
+
 impl Backoff {
     /// A fixed delay without jitter.
     pub fn fixed(delay: SimDuration) -> Self {
@@ -262,9 +269,9 @@ impl Backoff {
                 base,
                 multiplier,
                 cap,
-            } => (base.as_secs_f64() * multiplier.powi(n as i32 - 1), cap),
+            } => (base.as_secs_f64() * multiplier.powi(exponent(n) - 1), cap),
             BackoffKind::Envoy { base, max } => {
-                (base.as_secs_f64() * (2f64.powi(n as i32) - 1.0), Some(max))
+                (base.as_secs_f64() * (2f64.powi(exponent(n)) - 1.0), Some(max))
             }
         };
         cap.map_or(v, |c| v.min(c.as_secs_f64()))
@@ -284,7 +291,7 @@ impl Backoff {
             }
             Jitter::Decorrelated => {
                 // s_n ≤ base·3^n, and never above the cap.
-                let m = self.base().as_secs_f64() * 3f64.powi(n as i32);
+                let m = self.base().as_secs_f64() * 3f64.powi(exponent(n));
                 cap.map_or(m, |c| m.min(c))
             }
             Jitter::PollyV2 => {
@@ -311,6 +318,17 @@ impl Backoff {
             return Err((
                 "jitter.proportional".into(),
                 format!("must be between 0 and 1, found {r}"),
+            ));
+        }
+        if let BackoffKind::Linear {
+            base,
+            cap: Some(cap),
+        } = self.kind
+            && cap < base
+        {
+            return Err((
+                "linear.cap".into(),
+                format!("({cap}) is below the base ({base}): every delay would be the cap"),
             ));
         }
         if matches!(self.jitter, Jitter::Decorrelated) && self.base().is_zero() {
