@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{root, stormsim};
+use common::{root, stormsim, stormsim_ok};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -280,4 +280,203 @@ fn shared_seeds_are_common_random_numbers() {
         shared.iter().map(|c| &c.id).collect::<Vec<_>>(),
         own.iter().map(|c| &c.id).collect::<Vec<_>>()
     );
+}
+
+/// The `summary` row count, `offered` and the timeseries rows of a dataset,
+/// read back with polars.
+fn read_back(out: &Path) -> (usize, u64, Vec<f64>) {
+    use polars::prelude::*;
+    let read = |table: &str| {
+        let mut frames = Vec::new();
+        for cell in std::fs::read_dir(out.join(table)).unwrap().flatten() {
+            let f = std::fs::File::open(cell.path().join("part-0.parquet")).unwrap();
+            frames.push(ParquetReader::new(f).finish().unwrap());
+        }
+        frames
+    };
+    let summaries = read("summary");
+    let offered = summaries
+        .iter()
+        .map(|s| s.column("offered").unwrap().u64().unwrap().get(0).unwrap())
+        .sum();
+    let spans = read("timeseries")
+        .iter()
+        .flat_map(|t| {
+            let c = t.column("span_s").unwrap().f64().unwrap();
+            (0..c.len()).filter_map(|i| c.get(i)).collect::<Vec<_>>()
+        })
+        .collect();
+    (summaries.len(), offered, spans)
+}
+
+#[test]
+fn a_bucket_longer_than_the_run_is_flushed_with_its_true_span() {
+    let dir = scratch("long-bucket");
+    let file = dir.join("long-bucket.yaml");
+    std::fs::write(&file, "clock: { duration: 10s, bucket: 11s }\nload: { rate: 50 }\n").unwrap();
+    let out = dir.join("out");
+    let o = stormsim(&["run", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (runs, offered, spans) = read_back(&out);
+    assert_eq!(runs, 1);
+    // 50 requests/s for 10 s: about 500 (Poisson), never 0.
+    assert!((400..=600).contains(&offered), "offered {offered}");
+    assert_eq!(spans, vec![10.0], "one partial bucket spanning the run");
+}
+
+#[test]
+fn a_plain_run_and_a_sweep_of_one_file_never_share_a_dataset() {
+    let dir = scratch("run-then-sweep");
+    let file = root().join("experiments/incidents/llm-api-1402.yaml");
+    let file = file.to_str().unwrap();
+    // The defaults: a plain run of a file with a sweep goes beside the
+    // sweep's folder, so run then replay both succeed and read back.
+    let o = Command::new(BIN)
+        .args(["run", file, "--quiet"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(BIN)
+        .args(["replay", file, "--quiet"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(read_back(&dir.join("out/llm-api-1402-base")).0, 1);
+    assert_eq!(read_back(&dir.join("out/llm-api-1402")).0, 2);
+    let o = Command::new(BIN)
+        .args(["report", "out/llm-api-1402-base"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // One folder named for both: the second command refuses, exit 2,
+    // naming the folder and what it holds; the dataset still reads.
+    let out = dir.join("shared");
+    let out = out.to_str().unwrap();
+    stormsim_ok(&["sweep", file, "--quiet", "--out", out]);
+    let o = stormsim(&["run", file, "--quiet", "--out", out]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(out) && err.contains("the cells of this experiment's sweep"),
+        "{err}"
+    );
+    stormsim_ok(&["report", out]);
+    assert_eq!(read_back(Path::new(out)).0, 2);
+}
+
+/// Starts `stormsim ARGS` without waiting.
+fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn concurrent_shards_into_one_folder_make_the_unsharded_dataset() {
+    // The documented Indexed Job / Slurm array recipe: N shards started at
+    // once into one folder. Each trial must lose nothing.
+    let file = root().join("experiments/sweeps/bench-64.yaml");
+    let file = file.to_str().unwrap();
+    let whole = scratch("shards-whole");
+    stormsim_ok(&["sweep", file, "--quiet", "--out", whole.to_str().unwrap()]);
+    let expected = files(&whole);
+    assert_eq!(expected.len(), 64 * 4 + 1);
+    for trial in 0..3 {
+        let out = scratch(&format!("shards-concurrent-{trial}"));
+        let out_s = out.to_str().unwrap().to_string();
+        let children: Vec<_> = (0..8)
+            .map(|k| {
+                let shard = format!("{k}/8");
+                spawn(&["sweep", file, "--quiet", "--threads", "1", "--shard", &shard, "--out", &out_s])
+            })
+            .collect();
+        for child in children {
+            let o = child.wait_with_output().unwrap();
+            assert!(
+                o.status.success(),
+                "trial {trial}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        let got = files(&out);
+        let missing: Vec<_> = expected.keys().filter(|k| !got.contains_key(*k)).collect();
+        assert!(missing.is_empty(), "trial {trial} lost {missing:?}");
+        assert!(got == expected, "trial {trial}: the union differs from the unsharded dataset");
+    }
+}
+
+#[test]
+fn of_two_experiments_started_at_once_into_one_folder_exactly_one_wins() {
+    let dir = scratch("two-at-once");
+    let a = dir.join("a.yaml");
+    let b = dir.join("b.yaml");
+    std::fs::write(&a, "clock: { duration: 20s }\nload: { rate: 200 }\n").unwrap();
+    std::fs::write(&b, "clock: { duration: 21s }\nload: { rate: 200 }\n").unwrap();
+    for trial in 0..10 {
+        let out = dir.join(format!("out-{trial}"));
+        let out = out.to_str().unwrap();
+        let ca = spawn(&["run", a.to_str().unwrap(), "--quiet", "--out", out]);
+        let cb = spawn(&["run", b.to_str().unwrap(), "--quiet", "--out", out]);
+        let (oa, ob) = (ca.wait_with_output().unwrap(), cb.wait_with_output().unwrap());
+        let codes = [oa.status.code(), ob.status.code()];
+        assert!(
+            codes == [Some(0), Some(2)] || codes == [Some(2), Some(0)],
+            "trial {trial}: exit codes {codes:?}"
+        );
+        let loser = if codes[0] == Some(2) { &oa } else { &ob };
+        let err = String::from_utf8_lossy(&loser.stderr);
+        assert!(err.contains(out) && err.contains("different experiment"), "{err}");
+        let manifest = std::fs::read_to_string(Path::new(out).join("manifest.json")).unwrap();
+        let winner = if codes[0] == Some(0) { "\"a\"" } else { "\"b\"" };
+        assert!(manifest.contains(winner), "{manifest}");
+        assert_eq!(read_back(Path::new(out)).0, 1, "one run, not a mix");
+    }
+}
+
+#[test]
+fn a_complete_dataset_in_a_read_only_folder_still_reads_as_complete() {
+    let dir = scratch("read-only");
+    let file = dir.join("ro.yaml");
+    std::fs::write(&file, "clock: { duration: 5s }\n").unwrap();
+    let out = dir.join("out");
+    let args = ["run", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()];
+    stormsim_ok(&args);
+    let before = files(&out);
+    // Read-only by a mount would refuse root too; a changed manifest or a
+    // new writer's lock would show here as a changed file.
+    let o = stormsim(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1 already complete"));
+    assert!(files(&out) == before, "a complete dataset was rewritten");
+    let writers = std::fs::read_dir(out.join(".stormsim/writers")).unwrap().count();
+    assert_eq!(writers, 0, "a finished writer left its registration");
+}
+
+#[test]
+fn an_output_that_is_not_a_folder_or_holds_a_broken_manifest_is_named() {
+    let dir = scratch("odd-out");
+    let file = dir.join("x.yaml");
+    std::fs::write(&file, "clock: { duration: 5s }\n").unwrap();
+    let o = stormsim(&["run", file.to_str().unwrap(), "--quiet", "--out", "/dev/null"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("/dev/null is not a directory"), "{err}");
+    let out = dir.join("broken");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("manifest.json"), "{ not json").unwrap();
+    let o = stormsim(&["run", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("manifest.json is not a valid stormsim manifest"), "{err}");
+    let o = stormsim(&["report", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not a valid manifest"), "{err}");
 }
