@@ -771,6 +771,15 @@ fn check(exp: &Experiment, limits: &InputLimits) -> Result<(), InputErrors> {
     check_work(&exp.world, limits).map_err(|(p, m)| InputErrors(vec![exp.error_at(&p, m)]))
 }
 
+/// A rate for messages: as written when short, else in scientific form.
+fn rate(r: f64) -> String {
+    if r.abs() >= 1e6 {
+        format!("{r:.3e}")
+    } else {
+        r.to_string()
+    }
+}
+
 /// Events per request at the least (its arrival and its answer), for the
 /// up-front estimate of a run's events.
 const MIN_EVENTS_PER_REQUEST: f64 = 2.0;
@@ -785,9 +794,12 @@ pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, 
     let users = w.load.closed_loop.as_ref().map_or(0, |c| c.users);
     let requests = requests_per_run(w);
     if requests > limits.max_requests {
-        let mut parts = vec![format!("open loop {} requests/s", w.load.rate)];
+        let mut parts = vec![format!("open loop {} requests/s", rate(w.load.rate))];
         if w.upstream.background_rps > 0.0 {
-            parts.push(format!("background {} requests/s", w.upstream.background_rps));
+            parts.push(format!(
+                "background {} requests/s",
+                rate(w.upstream.background_rps)
+            ));
         }
         if users > 0 {
             parts.push(format!("{users} closed-loop users (counted at 1 request/s each)"));
@@ -807,14 +819,15 @@ pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, 
         (
             w.load.rate * secs * MIN_EVENTS_PER_REQUEST,
             "load.rate",
-            format!("{} requests/s for {}", w.load.rate, w.clock.duration),
+            format!("{} requests/s for {}", rate(w.load.rate), w.clock.duration),
         ),
         (
             w.upstream.background_rps * secs * MIN_EVENTS_PER_REQUEST,
             "upstream.background_rps",
             format!(
                 "{} background requests/s for {}",
-                w.upstream.background_rps, w.clock.duration
+                rate(w.upstream.background_rps),
+                w.clock.duration
             ),
         ),
         (

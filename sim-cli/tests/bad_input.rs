@@ -233,6 +233,86 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "extends",
         "is not a file",
     ),
+    // Messages that say what is wrong (each once unclear).
+    (
+        "client:\n  retry:\n    max_retry: 3\n",
+        3,
+        "client.retry",
+        "did you mean `max_retries`",
+    ),
+    ("seed: 18446744073709551616\n", 1, "", "too large: whole numbers go up to 18446744073709551615"),
+    (
+        "sweep:\n  axes:\n    - path: load.rate\n      log_range: { from: 1e-300, to: 1e300, count: 3 }\n",
+        3,
+        "sweep.axes[0]",
+        "with load.rate = 1.0",
+    ),
+    (
+        "clock: { duration: 100d, bucket: 1h }\nload: { rate: 1, closed_loop: { users: 100000, think: { constant: 1s } } }\nupstream: { background_rps: 200 }\n",
+        1,
+        "clock.duration",
+        "open loop 1 requests/s, background 200 requests/s, 100000 closed-loop users",
+    ),
+    // Refused instead of accepted.
+    (
+        "outputs:\n  recovery: { tolerance: -0.1 }\n",
+        2,
+        "outputs.recovery.tolerance",
+        "must be a fraction",
+    ),
+    (
+        "outputs:\n  recovery:\n    smoothing: 0s\n",
+        3,
+        "outputs.recovery.smoothing",
+        "longer than 0s",
+    ),
+    (
+        "outputs:\n  recovery:\n    horizon: 0s\n",
+        3,
+        "outputs.recovery.horizon",
+        "longer than 0s",
+    ),
+    (
+        "client:\n  retry:\n    backoff: { linear: { base: 2s, cap: 1s } }\n",
+        3,
+        "client.retry.backoff.linear.cap",
+        "below the base",
+    ),
+    ("name: 5\n", 1, "name", "must be a string, found a number"),
+    ("seed: !big 1\n", 1, "seed", "YAML tags"),
+    // Work limits, each naming what raises it.
+    ("service: { pods: 100000000 }\n", 1, "service.pods", "limits.max_pods"),
+    ("clock: { duration: 1000000h }\n", 1, "clock.duration", "limits.max_buckets"),
+    (
+        "service:\n  health: { period: 1ns }\n",
+        2,
+        "service.health.period",
+        "limits.max_events",
+    ),
+    (
+        "clock: { duration: 1m }\nupstream: { background_rps: 100000000 }\n",
+        1,
+        "clock.duration",
+        "background 1.000e8 requests/s",
+    ),
+    (
+        "clock: { duration: 50m }\nupstream: { background_rps: 250000 }\nlimits: { max_events: 1000000000 }\n",
+        2,
+        "upstream.background_rps",
+        "limits.max_events",
+    ),
+    (
+        "sweep:\n  axes:\n    - path: load.rate\n      values: [10, 1e12]\n",
+        3,
+        "sweep.axes[0]",
+        "--max-requests",
+    ),
+    (
+        "clock: { bucket: 1ms, window: 10m }\n",
+        1,
+        "clock.window",
+        "limits.max_window_buckets",
+    ),
 ];
 
 #[test]
@@ -298,6 +378,99 @@ fn limits_are_checked_before_any_work_and_name_their_flag() {
     );
     let e = load(&big, &InputLimits::default()).unwrap_err().to_string();
     assert!(e.contains("--max-file-size"), "{e}");
+}
+
+#[test]
+fn a_log_range_never_leaks_nan_and_a_byte_order_mark_is_read_as_yaml_allows() {
+    let e = errors(
+        "log-range.yaml",
+        "sweep:\n  axes:\n    - path: load.rate\n      log_range: { from: 1e-300, to: 1e300, count: 3 }\n",
+    )
+    .to_string();
+    assert!(!e.to_lowercase().contains("nan"), "{e}");
+    let bom = write("bom.yaml", "\u{feff}seed: 3\nclock: { duration: 5s }\n");
+    let exp = load(&bom, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(exp.world.seed, 3);
+}
+
+#[test]
+fn seven_axes_of_a_million_values_are_over_the_cell_limit_not_an_overflow() {
+    let mut text = String::from("sweep:\n  axes:\n");
+    for path in [
+        "load.rate",
+        "upstream.latency_scale",
+        "upstream.capacity",
+        "service.pods",
+        "client.retry.max_retries",
+        "upstream.background_rps",
+        "upstream.queue_limit",
+    ] {
+        text.push_str(&format!(
+            "    - {{ path: {path}, range: {{ from: 1, to: 1000000, step: 1 }} }}\n"
+        ));
+    }
+    let o = stormsim(&["validate", write("seven.yaml", &text).to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("over the cell limit") && err.contains("--max-cells"), "{err}");
+}
+
+#[test]
+fn explain_answers_for_any_retry_count_the_loader_accepts() {
+    for retries in ["4294967295", "100000000"] {
+        let file = write(
+            &format!("retries-{retries}.yaml"),
+            &format!("client:\n  attempt_timeout: 1s\n  retry: {{ max_retries: {retries} }}\n"),
+        );
+        let o = stormsim(&["explain", file.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8_lossy(&o.stdout);
+        let attempts = format!("attempts per call: {}", 1 + retries.parse::<u64>().unwrap());
+        assert!(text.contains(&attempts), "{text}");
+        assert!(text.lines().count() < 200, "one line per retry: {} lines", text.lines().count());
+    }
+}
+
+#[test]
+fn flags_out_of_range_are_refused_with_the_flag_named() {
+    let file = write("flags.yaml", "clock: { duration: 5s }\n");
+    let file = file.to_str().unwrap();
+    let o = stormsim(&["validate", file, "--max-requests", "NaN"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--max-requests must be a number above 0"));
+    let out = dir().join("threads-out");
+    let o = stormsim(&["run", file, "--quiet", "--threads", "100000", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--threads 100000 is more than"));
+    // The size limit counts the bytes read: a device that never ends is
+    // refused after the first 1,001.
+    let o = stormsim(&["validate", "/dev/zero", "--max-file-size", "1000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("over the limit of 1000 bytes"));
+}
+
+#[test]
+fn locating_errors_is_linear_in_the_file() {
+    // 20,000 timeline entries, each with an error: every one is located
+    // (once quadratic: 2,000 took 23 s).
+    let mut text = String::from("clock: { duration: 10m }\ntimeline:\n");
+    for i in 0..20_000 {
+        text.push_str(&format!(
+            "  - at: {}s\n    set: {{ param: load.rate, value: -1 }}\n",
+            i % 500 + 1
+        ));
+    }
+    let errs = errors("many.yaml", &text);
+    assert_eq!(errs.0.len(), 20_000);
+    assert_eq!(errs.0[19_999].at, Some((40_002, 30)));
+    assert_eq!(errs.0[19_999].path.as_deref(), Some("timeline[19999].set.value"));
+}
+
+fn stormsim(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_stormsim"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn valid_experiment() -> String {
