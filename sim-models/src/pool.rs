@@ -258,6 +258,13 @@ impl Pool {
     }
 
     /// Checks the pool's bound; `Err` describes the violation.
+    /// Breaks the bound on purpose, for the test that bounds are checked
+    /// at every bucket close.
+    #[cfg(test)]
+    pub(crate) fn overfill_for_test(&mut self) {
+        self.in_use = self.max + 1;
+    }
+
     pub fn check(&self) -> Result<(), String> {
         if self.total() > self.max {
             return Err(format!(

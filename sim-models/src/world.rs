@@ -627,3 +627,36 @@ pub fn run<S: RowSink>(cfg: &WorldConfig, sink: S) -> Result<RunOutput<S>, World
         steps,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recorder::Discard;
+
+    #[test]
+    fn pool_bounds_are_checked_at_every_bucket_close_without_per_event_checks() {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = SimDuration::from_secs(10);
+        cfg.load.rate = 20.0;
+        let world = World::new(&cfg, Discard::default()).unwrap();
+        let limits = Limits {
+            max_events: 1_000_000,
+            check_every_event: false,
+        };
+        let mut sim = Simulation::new(world, limits);
+        {
+            let (world, sched) = sim.parts();
+            world.start(sched);
+        }
+        sim.run_until(SimTime::from_nanos(1_500_000_000)).unwrap();
+        assert!(sim.model().violation.is_none());
+        sim.model_mut().pods[0].pool.overfill_for_test();
+        // Event by event (no per-event checks): the next bucket closes at
+        // 2 s, and the broken bound is found there.
+        while sim.model().violation.is_none() && sim.now() < SimTime::from_nanos(3_000_000_000) {
+            sim.step().unwrap();
+        }
+        let v = sim.model().violation.clone().expect("found at the bucket close");
+        assert!(v.starts_with("at t+2s") && v.contains("pod 0: pool holds"), "{v}");
+    }
+}

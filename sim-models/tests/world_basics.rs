@@ -333,3 +333,79 @@ fn pod_groups_add_up_to_the_pool_totals() {
         "{errors:?}"
     );
 }
+
+#[test]
+fn a_pulse_that_outlasts_the_run_leaves_recovery_unjudged() {
+    use sim_models::kpi::{RecoveryConfig, kpi_rows, kpis};
+    // A healthy world with a harmless pulse (latency ×1.01) from 60 s that
+    // would end after the run: nothing to judge, so never "metastable".
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(120);
+    cfg.load.rate = 50.0;
+    let pulse = |duration| TimelineEntry {
+        at: At::Offset(secs(60)),
+        set: None,
+        ramp: None,
+        pulse: Some(PulseAction {
+            param: Param::UpstreamLatencyScale,
+            value: 1.01,
+            duration,
+        }),
+        kill_pod: None,
+        restart_pod: None,
+    };
+    let judge = |cfg: &WorldConfig| {
+        let out = run(cfg, Vec::new()).unwrap_or_else(|e| panic!("{e}"));
+        kpis(
+            &kpi_rows(&out.sink),
+            &out.totals,
+            &out.steps,
+            &RecoveryConfig::default(),
+            cfg.clock.window,
+        )
+    };
+    cfg.timeline.push(pulse(secs(600)));
+    let k = judge(&cfg);
+    assert!(!k.recovery_judged && !k.metastable, "{k:?}");
+    assert_eq!(k.time_to_recover_s, None);
+    // The same pulse ending inside the run is judged: recovered at once.
+    cfg.clock.duration = secs(300);
+    cfg.timeline[0] = pulse(secs(10));
+    let k = judge(&cfg);
+    assert!(k.recovery_judged && !k.metastable, "{k:?}");
+    assert!(k.time_to_recover_s.is_some_and(|t| t < 15.0), "{k:?}");
+}
+
+#[test]
+fn every_attempt_started_is_recorded_as_ended_by_its_outcome() {
+    // Retries on timeouts and 5xx, a breaker-free storm: at a quiet end
+    // every attempt the recorder saw start, it saw end, by outcome.
+    let mut cfg = WorldConfig::default();
+    cfg.seed = 5;
+    cfg.clock.duration = secs(90);
+    cfg.load.rate = 200.0;
+    cfg.upstream.errors.http_500 = 0.2;
+    cfg.client.retry.max_retries = 3;
+    cfg.client.attempt_timeout = Some(ms(300));
+    cfg.timeline.push(TimelineEntry {
+        at: At::Offset(secs(20)),
+        set: None,
+        ramp: None,
+        pulse: Some(PulseAction {
+            param: Param::LoadRate,
+            value: 0.0,
+            duration: secs(70),
+        }),
+        kill_pod: None,
+        restart_pod: None,
+    });
+    let (rows, t) = run_rows(&cfg);
+    let ended: u64 = Count::ENDED.iter().map(|&c| t.count(c)).sum();
+    assert_eq!(ended, t.attempts_ended());
+    assert_eq!(t.attempts(), ended, "nothing in flight after 70 s of silence");
+    assert!(t.count(Count::EndedServerError) > 0 && t.count(Count::EndedSuccess) > 0);
+    // Per bucket the columns add up to the totals.
+    for c in Count::ENDED {
+        assert_eq!(rows.iter().map(|r| r.count(c)).sum::<u64>(), t.count(c));
+    }
+}
