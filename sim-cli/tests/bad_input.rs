@@ -482,8 +482,28 @@ fn valid_experiment() -> String {
     .replace("extends: base.yaml\n", "")
 }
 
+/// Generated files per property: 300 in the test suite; set
+/// `STORMSIM_FUZZ_CASES` for a long fuzz run (`STORMSIM_FUZZ_CASES=100000
+/// cargo test -p sim-cli --test bad_input never_panic`).
+fn fuzz_cases() -> u32 {
+    std::env::var("STORMSIM_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}
+
+/// Everything the commands do with a file before running it: load and
+/// check it, list its cells, analyse its worst case. Must answer, never
+/// panic or hang.
+fn exercise(path: &Path) {
+    if let Ok(exp) = load(path, &InputLimits::default()) {
+        let _ = stormsim::sweep::cells(&exp);
+        let _ = sim_models::policy::analysis::worst_case(&exp.world);
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(ProptestConfig::with_cases(fuzz_cases()))]
 
     /// Random edits of a valid file (characters deleted, inserted or
     /// replaced) never panic the loader: it answers Ok or an error.
@@ -501,7 +521,7 @@ proptest! {
         }
         let text: String = text.into_iter().collect();
         let path = write("mutated.yaml", &text);
-        let _ = load(&path, &InputLimits::default());
+        exercise(&path);
     }
 
     /// Random YAML-ish documents built from config words never panic.
@@ -512,9 +532,15 @@ proptest! {
             Just("{"), Just("}"), Just("["), Just("]"), Just("&a "), Just("*a"), Just("5s"), Just("-1"),
             Just("timeline:"), Just("at: 1m"), Just("sweep:"), Just("axes:"), Just("path: load.rate"),
             Just("values: [1, 2]"), Just("extends: x.yaml"), Just("preset: envoy"), Just("\"14:00:00\""),
+            Just("4294967295"), Just("18446744073709551616"), Just("1e308"), Just(".nan"), Just("-.inf"),
+            Just("0"), Just("1ns"), Just("1000000h"), Just("service:"), Just("pods:"), Just("health:"),
+            Just("period:"), Just("upstream:"), Just("background_rps:"), Just("clock:"), Just("bucket:"),
+            Just("duration:"), Just("log_range: { from: 1e-300, to: 1e300, count: 3 }"), Just("!tag "),
+            Just("range: { from: 1, to: 1000000, step: 1 }"), Just("outputs:"), Just("recovery:"),
+            Just("gateway:"), Just("max_retries:"), Just("backoff:"), Just("linear: { base: 1s, cap: 1ms }"),
         ], 0..40)) {
         let text: String = words.concat();
         let path = write("random.yaml", &text);
-        let _ = load(&path, &InputLimits::default());
+        exercise(&path);
     }
 }
