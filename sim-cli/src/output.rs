@@ -20,8 +20,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use polars::prelude::*;
 use polars::io::parquet::write::BatchedWriter;
+use polars::prelude::*;
 use sim_core::metrics::GaugeBucket;
 use sim_core::time::{SimDuration, WallClock};
 use sim_models::kpi::{KpiRow, Kpis};
@@ -37,11 +37,17 @@ use crate::sweep::{Cell, canonical};
 /// The tables of the dataset.
 pub const TABLES: [&str; 5] = ["summary", "timeseries", "pod_groups", "events", "attempts"];
 
-/// Rows of the bucket tables buffered before they are written out as one
-/// row group: memory stays flat however long the run.
+/// Bucket rows held as structs before they are turned into columns.
 const BUCKET_CHUNK: usize = 256;
-/// Attempt and event records buffered before they are written out.
+/// Attempt and event records held before they are turned into columns.
 const RECORD_CHUNK: usize = 16_384;
+/// Rows of the bucket tables gathered in columns before they are written
+/// out as one row group. A Parquet writer keeps every row group's metadata
+/// until the footer, so row groups stay few; columns cost about 1 kB a
+/// bucket, so memory stays flat however long the run.
+const BUCKET_ROW_GROUP: usize = 1_024;
+/// Rows of the attempts and events tables per row group.
+const RECORD_ROW_GROUP: usize = 131_072;
 
 /// What a cell's tables need to turn rows into columns.
 #[derive(Clone, Debug)]
@@ -66,22 +72,55 @@ struct TableStream {
     path: PathBuf,
     tmp: PathBuf,
     writer: Option<BatchedWriter<fs::File>>,
+    /// Rows gathered for the next row group.
+    pending: Option<DataFrame>,
+    row_group: usize,
 }
 
 impl TableStream {
-    fn new(out: &Path, table: &str, id: &str, writer: &Writer) -> Self {
+    fn new(out: &Path, table: &str, id: &str, writer: &Writer, row_group: usize) -> Self {
         let path = table_path(out, table, id);
         let tmp = writer.temp_path(&path);
         TableStream {
             path,
             tmp,
             writer: None,
+            pending: None,
+            row_group,
         }
     }
 
+    /// Appends `df`'s rows, writing a row group whenever enough gathered.
+    fn write(&mut self, df: DataFrame, meta: &[(String, String)]) -> Result<(), String> {
+        match &mut self.pending {
+            Some(p) => {
+                p.vstack_mut_owned(df)
+                    .map_err(|e| format!("cannot write {}: {e}", self.tmp.display()))?;
+            }
+            None => self.pending = Some(df),
+        }
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.height() >= self.row_group)
+        {
+            self.flush(meta)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the gathered rows as one row group.
+    fn flush(&mut self, meta: &[(String, String)]) -> Result<(), String> {
+        let Some(mut df) = self.pending.take() else {
+            return Ok(());
+        };
+        df.rechunk_mut();
+        self.write_group(&df, meta)
+    }
+
     /// Appends `df` as a row group (creating the file with `df`'s schema
-    /// at the first batch).
-    fn write(&mut self, df: &DataFrame, meta: &[(String, String)]) -> Result<(), String> {
+    /// at the first one).
+    fn write_group(&mut self, df: &DataFrame, meta: &[(String, String)]) -> Result<(), String> {
         if self.writer.is_none() {
             let dir = self.path.parent().ok_or("no parent directory")?;
             create_dir(dir)?;
@@ -104,9 +143,10 @@ impl TableStream {
         meta: &[(String, String)],
         writer: &Writer,
     ) -> Result<(), String> {
+        self.flush(meta)?;
         if self.writer.is_none() {
             let df = empty().map_err(|e| e.to_string())?;
-            self.write(&df, meta)?;
+            self.write_group(&df, meta)?;
         }
         let w = self.writer.take().expect("written above");
         w.finish()
@@ -116,9 +156,16 @@ impl TableStream {
     }
 
     /// Removes the temporary file of a cell that failed.
-    fn abandon(self) {
-        drop(self.writer);
-        let _ = fs::remove_file(&self.tmp);
+    fn abandon(self) {}
+}
+
+impl Drop for TableStream {
+    /// A table dropped before [`TableStream::finish`] moved it into place
+    /// (its run failed) leaves no temporary file behind.
+    fn drop(&mut self) {
+        if self.writer.take().is_some() {
+            let _ = fs::remove_file(&self.tmp);
+        }
     }
 }
 
@@ -147,10 +194,11 @@ impl<'w> CellSink<'w> {
     pub fn new(out: &Path, ctx: CellContext, sample: f64, writer: &'w Writer) -> Self {
         let id = ctx.cell.id.clone();
         CellSink {
-            timeseries: TableStream::new(out, "timeseries", &id, writer),
-            pod_groups: TableStream::new(out, "pod_groups", &id, writer),
-            attempts_table: (sample > 0.0).then(|| TableStream::new(out, "attempts", &id, writer)),
-            events_table: TableStream::new(out, "events", &id, writer),
+            timeseries: TableStream::new(out, "timeseries", &id, writer, BUCKET_ROW_GROUP),
+            pod_groups: TableStream::new(out, "pod_groups", &id, writer, BUCKET_ROW_GROUP),
+            attempts_table: (sample > 0.0)
+                .then(|| TableStream::new(out, "attempts", &id, writer, RECORD_ROW_GROUP)),
+            events_table: TableStream::new(out, "events", &id, writer, RECORD_ROW_GROUP),
             ctx,
             writer,
             kpi_rows: Vec::new(),
@@ -178,12 +226,19 @@ impl<'w> CellSink<'w> {
         let c = &self.ctx;
         let r = timeseries_frame(&c.cell, &c.experiment, &c.kinds, &self.rows, &c.clock)
             .map_err(|e| e.to_string())
-            .and_then(|df| self.timeseries.write(&df, &c.meta))
+            .and_then(|df| self.timeseries.write(df, &c.meta))
             .and_then(|()| {
-                pod_groups_frame(&c.cell, &c.experiment, &c.kinds, &self.rows, &c.clock, &c.spans)
-                    .map_err(|e| e.to_string())
+                pod_groups_frame(
+                    &c.cell,
+                    &c.experiment,
+                    &c.kinds,
+                    &self.rows,
+                    &c.clock,
+                    &c.spans,
+                )
+                .map_err(|e| e.to_string())
             })
-            .and_then(|df| self.pod_groups.write(&df, &c.meta));
+            .and_then(|df| self.pod_groups.write(df, &c.meta));
         self.rows.clear();
         self.keep(r);
     }
@@ -199,7 +254,7 @@ impl<'w> CellSink<'w> {
         let c = &self.ctx;
         let r = attempts_frame(&c.cell, &c.experiment, &self.attempts)
             .map_err(|e| e.to_string())
-            .and_then(|df| table.write(&df, &c.meta));
+            .and_then(|df| table.write(df, &c.meta));
         self.attempts.clear();
         self.keep(r);
     }
@@ -212,7 +267,7 @@ impl<'w> CellSink<'w> {
         let c = &self.ctx;
         let r = events_frame(&c.cell, &c.experiment, &self.events, &c.clock)
             .map_err(|e| e.to_string())
-            .and_then(|df| self.events_table.write(&df, &c.meta));
+            .and_then(|df| self.events_table.write(df, &c.meta));
         self.events.clear();
         self.keep(r);
     }

@@ -313,9 +313,19 @@ fn read_back(out: &Path) -> (usize, u64, Vec<f64>) {
 fn a_bucket_longer_than_the_run_is_flushed_with_its_true_span() {
     let dir = scratch("long-bucket");
     let file = dir.join("long-bucket.yaml");
-    std::fs::write(&file, "clock: { duration: 10s, bucket: 11s }\nload: { rate: 50 }\n").unwrap();
+    std::fs::write(
+        &file,
+        "clock: { duration: 10s, bucket: 11s }\nload: { rate: 50 }\n",
+    )
+    .unwrap();
     let out = dir.join("out");
-    let o = stormsim(&["run", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    let o = stormsim(&[
+        "run",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let (runs, offered, spans) = read_back(&out);
     assert_eq!(runs, 1);
@@ -394,7 +404,17 @@ fn concurrent_shards_into_one_folder_make_the_unsharded_dataset() {
         let children: Vec<_> = (0..8)
             .map(|k| {
                 let shard = format!("{k}/8");
-                spawn(&["sweep", file, "--quiet", "--threads", "1", "--shard", &shard, "--out", &out_s])
+                spawn(&[
+                    "sweep",
+                    file,
+                    "--quiet",
+                    "--threads",
+                    "1",
+                    "--shard",
+                    &shard,
+                    "--out",
+                    &out_s,
+                ])
             })
             .collect();
         for child in children {
@@ -408,7 +428,10 @@ fn concurrent_shards_into_one_folder_make_the_unsharded_dataset() {
         let got = files(&out);
         let missing: Vec<_> = expected.keys().filter(|k| !got.contains_key(*k)).collect();
         assert!(missing.is_empty(), "trial {trial} lost {missing:?}");
-        assert!(got == expected, "trial {trial}: the union differs from the unsharded dataset");
+        assert!(
+            got == expected,
+            "trial {trial}: the union differs from the unsharded dataset"
+        );
     }
 }
 
@@ -424,7 +447,10 @@ fn of_two_experiments_started_at_once_into_one_folder_exactly_one_wins() {
         let out = out.to_str().unwrap();
         let ca = spawn(&["run", a.to_str().unwrap(), "--quiet", "--out", out]);
         let cb = spawn(&["run", b.to_str().unwrap(), "--quiet", "--out", out]);
-        let (oa, ob) = (ca.wait_with_output().unwrap(), cb.wait_with_output().unwrap());
+        let (oa, ob) = (
+            ca.wait_with_output().unwrap(),
+            cb.wait_with_output().unwrap(),
+        );
         let codes = [oa.status.code(), ob.status.code()];
         assert!(
             codes == [Some(0), Some(2)] || codes == [Some(2), Some(0)],
@@ -432,9 +458,16 @@ fn of_two_experiments_started_at_once_into_one_folder_exactly_one_wins() {
         );
         let loser = if codes[0] == Some(2) { &oa } else { &ob };
         let err = String::from_utf8_lossy(&loser.stderr);
-        assert!(err.contains(out) && err.contains("different experiment"), "{err}");
+        assert!(
+            err.contains(out) && err.contains("different experiment"),
+            "{err}"
+        );
         let manifest = std::fs::read_to_string(Path::new(out).join("manifest.json")).unwrap();
-        let winner = if codes[0] == Some(0) { "\"a\"" } else { "\"b\"" };
+        let winner = if codes[0] == Some(0) {
+            "\"a\""
+        } else {
+            "\"b\""
+        };
         assert!(manifest.contains(winner), "{manifest}");
         assert_eq!(read_back(Path::new(out)).0, 1, "one run, not a mix");
     }
@@ -446,7 +479,13 @@ fn a_complete_dataset_in_a_read_only_folder_still_reads_as_complete() {
     let file = dir.join("ro.yaml");
     std::fs::write(&file, "clock: { duration: 5s }\n").unwrap();
     let out = dir.join("out");
-    let args = ["run", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()];
+    let args = [
+        "run",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ];
     stormsim_ok(&args);
     let before = files(&out);
     // Read-only by a mount would refuse root too; a changed manifest or a
@@ -455,7 +494,9 @@ fn a_complete_dataset_in_a_read_only_folder_still_reads_as_complete() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("1 already complete"));
     assert!(files(&out) == before, "a complete dataset was rewritten");
-    let writers = std::fs::read_dir(out.join(".stormsim/writers")).unwrap().count();
+    let writers = std::fs::read_dir(out.join(".stormsim/writers"))
+        .unwrap()
+        .count();
     assert_eq!(writers, 0, "a finished writer left its registration");
 }
 
@@ -464,19 +505,81 @@ fn an_output_that_is_not_a_folder_or_holds_a_broken_manifest_is_named() {
     let dir = scratch("odd-out");
     let file = dir.join("x.yaml");
     std::fs::write(&file, "clock: { duration: 5s }\n").unwrap();
-    let o = stormsim(&["run", file.to_str().unwrap(), "--quiet", "--out", "/dev/null"]);
+    let o = stormsim(&[
+        "run",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        "/dev/null",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("/dev/null is not a directory"), "{err}");
     let out = dir.join("broken");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("manifest.json"), "{ not json").unwrap();
-    let o = stormsim(&["run", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    let o = stormsim(&[
+        "run",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("manifest.json is not a valid stormsim manifest"), "{err}");
+    assert!(
+        err.contains("manifest.json is not a valid stormsim manifest"),
+        "{err}"
+    );
     let o = stormsim(&["report", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("not a valid manifest"), "{err}");
+}
+
+/// The peak memory a run reports, in MiB.
+fn peak_mib(text: &str) -> u64 {
+    let at = text
+        .find("peak memory ")
+        .expect("the run reports its peak memory")
+        + 12;
+    text[at..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn memory_follows_work_in_flight_not_simulated_duration() {
+    let dir = scratch("memory");
+    let run = |name: &str, text: &str| {
+        let file = dir.join(format!("{name}.yaml"));
+        std::fs::write(&file, text).unwrap();
+        let out = dir.join(name);
+        let o = stormsim(&[
+            "run",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        peak_mib(&String::from_utf8_lossy(&o.stdout))
+    };
+    // The same steady world for 10 and for 60 simulated minutes.
+    let short = run("ten", "clock: { duration: 10m }\nload: { rate: 1000 }\n");
+    let long = run("sixty", "clock: { duration: 60m }\nload: { rate: 1000 }\n");
+    assert!(
+        long as f64 <= 1.1 * short as f64,
+        "60 min took {long} MiB, 10 min {short} MiB"
+    );
+    // Millisecond buckets at 1 request/s for 2 minutes (867 MB when every
+    // row was kept).
+    let fine = run(
+        "fine",
+        "clock: { duration: 2m, bucket: 1ms }\nload: { rate: 1 }\n",
+    );
+    assert!(fine < 250, "1 ms buckets took {fine} MiB");
 }

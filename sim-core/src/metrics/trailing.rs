@@ -12,37 +12,46 @@ use super::Histogram;
 #[derive(Clone, Debug)]
 pub struct TrailingHistogram {
     len: usize,
-    window: VecDeque<Histogram>,
+    /// The non-empty histograms of the last `len` pushes, with the number
+    /// of the push that brought each: empty buckets (most of them, with
+    /// millisecond buckets and light load) cost nothing.
+    window: VecDeque<(u64, Histogram)>,
+    pushed: u64,
     union: Histogram,
 }
 
 impl TrailingHistogram {
-    /// A window of `len` buckets (at least one).
+    /// A window over the last `len` histograms pushed (at least 1).
     pub fn new(len: usize) -> Self {
         TrailingHistogram {
             len: len.max(1),
             window: VecDeque::new(),
+            pushed: 0,
             union: Histogram::new(),
         }
     }
 
-    /// Adds the newest bucket's histogram, dropping the oldest if the window
-    /// is full, and returns the union over the window.
+    /// Adds the newest histogram, drops the one `len` pushes old, and
+    /// returns the union of the window.
     pub fn push(&mut self, h: &Histogram) -> &Histogram {
-        self.union.merge(h);
-        self.window.push_back(h.clone());
-        if self.window.len() > self.len
-            && let Some(old) = self.window.pop_front()
-        {
-            let present = self.window.iter().filter(|h| !h.is_empty());
-            let min = present.clone().filter_map(Histogram::min).min();
-            let max = present.filter_map(Histogram::max).max();
+        self.pushed += 1;
+        if !h.is_empty() {
+            self.union.merge(h);
+            self.window.push_back((self.pushed, h.clone()));
+        }
+        let oldest_kept = self.pushed.saturating_sub(self.len as u64 - 1);
+        while self.window.front().is_some_and(|(n, _)| *n < oldest_kept) {
+            let Some((_, old)) = self.window.pop_front() else {
+                break;
+            };
+            let min = self.window.iter().filter_map(|(_, h)| h.min()).min();
+            let max = self.window.iter().filter_map(|(_, h)| h.max()).max();
             self.union.remove(&old, min.unwrap_or(0), max.unwrap_or(0));
         }
         &self.union
     }
 
-    /// The union over the window.
+    /// The union of the window.
     pub fn union(&self) -> &Histogram {
         &self.union
     }
