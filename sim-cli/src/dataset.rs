@@ -66,11 +66,7 @@ fn host_name() -> String {
             }
         })
         .collect();
-    if name.is_empty() {
-        "host".into()
-    } else {
-        name
-    }
+    if name.is_empty() { "host".into() } else { name }
 }
 
 /// This process, registered as a writer of one dataset folder. Dropping it
@@ -156,9 +152,9 @@ impl Writer {
         path: &Path,
         fill: impl FnOnce(&mut File, &Path) -> Result<(), String>,
     ) -> Result<(), String> {
-        let dir = path.parent().ok_or_else(|| {
-            format!("{} has no parent directory", path.display())
-        })?;
+        let dir = path
+            .parent()
+            .ok_or_else(|| format!("{} has no parent directory", path.display()))?;
         create_dir(dir)?;
         let tmp = self.temp_path(path);
         let result = (|| {
@@ -294,7 +290,8 @@ mod tests {
     use super::*;
 
     fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("stormsim-dataset-{name}-{}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("stormsim-dataset-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         d
     }

@@ -362,7 +362,9 @@ pub fn distance(a: &str, b: &str) -> usize {
 /// byte order mark (which YAML allows) is dropped.
 fn read(path: &Path, limits: &InputLimits) -> Result<String, InputErrors> {
     use std::io::Read;
-    let cannot = |e: std::io::Error| InputErrors::one(path, None, None, format!("cannot read the file: {e}"));
+    let cannot = |e: std::io::Error| {
+        InputErrors::one(path, None, None, format!("cannot read the file: {e}"))
+    };
     let file = std::fs::File::open(path).map_err(cannot)?;
     let mut bytes = Vec::new();
     file.take(limits.max_file_bytes.saturating_add(1))
@@ -383,7 +385,12 @@ fn read(path: &Path, limits: &InputLimits) -> Result<String, InputErrors> {
     String::from_utf8(bytes.to_vec()).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-        let column = at - bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) + 1;
+        let column = at
+            - bytes[..at]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1)
+            + 1;
         InputErrors::one(
             path,
             Some((line, column)),
@@ -426,7 +433,9 @@ fn parse_one(path: &Path, text: &str) -> Result<(Doc, Value), InputErrors> {
         ));
     }
     if let Some(at) = first_tag(&value, "") {
-        let loc = Index::build(text).find(&at).map(|(l, _)| (l.line, l.column));
+        let loc = Index::build(text)
+            .find(&at)
+            .map(|(l, _)| (l.line, l.column));
         return Err(InputErrors::one(
             path,
             loc,
@@ -438,7 +447,9 @@ fn parse_one(path: &Path, text: &str) -> Result<(Doc, Value), InputErrors> {
         if let Some(v) = value.get(key)
             && !v.is_string()
         {
-            let loc = Index::build(text).find(key).map(|(l, _)| (l.line, l.column));
+            let loc = Index::build(text)
+                .find(key)
+                .map(|(l, _)| (l.line, l.column));
             return Err(InputErrors::one(
                 path,
                 loc,
@@ -802,7 +813,9 @@ pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, 
             ));
         }
         if users > 0 {
-            parts.push(format!("{users} closed-loop users (counted at 1 request/s each)"));
+            parts.push(format!(
+                "{users} closed-loop users (counted at 1 request/s each)"
+            ));
         }
         return Err((
             "clock.duration".into(),

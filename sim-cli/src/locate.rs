@@ -135,7 +135,14 @@ impl Index {
                     line: l.number,
                     column: l.dashes[0] + 1,
                 });
-                self.walk(lines, start, end, Some(l.indent.saturating_sub(1)), &path, true);
+                self.walk(
+                    lines,
+                    start,
+                    end,
+                    Some(l.indent.saturating_sub(1)),
+                    &path,
+                    true,
+                );
             }
             return;
         }
@@ -188,10 +195,11 @@ impl Index {
                     .next()
                     .unwrap_or("");
                 let needle = format!("{next}:");
-                let inline = self
-                    .lines
-                    .get(loc.line - 1)
-                    .and_then(|l| l.get(loc.column - 1..).and_then(|t| t.find(&needle)).map(|a| a + loc.column - 1));
+                let inline = self.lines.get(loc.line - 1).and_then(|l| {
+                    l.get(loc.column - 1..)
+                        .and_then(|t| t.find(&needle))
+                        .map(|a| a + loc.column - 1)
+                });
                 return Some(match inline {
                     Some(at) if !next.is_empty() && !next.ends_with(']') => (
                         Location {

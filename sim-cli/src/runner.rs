@@ -155,8 +155,14 @@ fn holder(exp: &Experiment, kind: DatasetKind, path: &Path) -> Result<Holder, Fa
     }
     Ok(Holder::Other(if hash == experiment_hash(exp) {
         let (theirs, ours) = match kind {
-            DatasetKind::Base => ("the cells of this experiment's sweep", "a plain run of its base configuration (whose default folder is out/<file name>-base)"),
-            DatasetKind::Sweep => ("a plain run of this experiment's base configuration", "the cells of its sweep (`stormsim run --cell ID` runs one of them)"),
+            DatasetKind::Base => (
+                "the cells of this experiment's sweep",
+                "a plain run of its base configuration (whose default folder is out/<file name>-base)",
+            ),
+            DatasetKind::Sweep => (
+                "a plain run of this experiment's base configuration",
+                "the cells of its sweep (`stormsim run --cell ID` runs one of them)",
+            ),
         };
         format!("{theirs}, and this command writes {ours}")
     } else {
@@ -305,7 +311,12 @@ fn run_cell(
     );
     let pe = |e: polars::prelude::PolarsError| e.to_string();
     let mut sm = summary_frame(cell, &exp.name, kinds, &k, output.events).map_err(pe)?;
-    write_parquet(&table_path(out, "summary", &cell.id), &mut sm, &meta, writer)?;
+    write_parquet(
+        &table_path(out, "summary", &cell.id),
+        &mut sm,
+        &meta,
+        writer,
+    )?;
     Ok((k, output.events))
 }
 

@@ -349,7 +349,11 @@ impl SweepSpec {
                     let at = exp
                         .sweep
                         .as_ref()
-                        .and_then(|s| s.axes.iter().position(|a| cell.params.iter().any(|(cp, _)| cp == &a.path)))
+                        .and_then(|s| {
+                            s.axes
+                                .iter()
+                                .position(|a| cell.params.iter().any(|(cp, _)| cp == &a.path))
+                        })
                         .map_or_else(|| p.clone(), |i| format!("sweep.axes[{i}]"));
                     exp.error_at(&at, format!("with {}: {p}: {m}", describe(&cell.params)))
                 })

@@ -240,7 +240,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "client.retry",
         "did you mean `max_retries`",
     ),
-    ("seed: 18446744073709551616\n", 1, "", "too large: whole numbers go up to 18446744073709551615"),
+    (
+        "seed: 18446744073709551616\n",
+        1,
+        "",
+        "too large: whole numbers go up to 18446744073709551615",
+    ),
     (
         "sweep:\n  axes:\n    - path: load.rate\n      log_range: { from: 1e-300, to: 1e300, count: 3 }\n",
         3,
@@ -281,8 +286,18 @@ const CASES: &[(&str, usize, &str, &str)] = &[
     ("name: 5\n", 1, "name", "must be a string, found a number"),
     ("seed: !big 1\n", 1, "seed", "YAML tags"),
     // Work limits, each naming what raises it.
-    ("service: { pods: 100000000 }\n", 1, "service.pods", "limits.max_pods"),
-    ("clock: { duration: 1000000h }\n", 1, "clock.duration", "limits.max_buckets"),
+    (
+        "service: { pods: 100000000 }\n",
+        1,
+        "service.pods",
+        "limits.max_pods",
+    ),
+    (
+        "clock: { duration: 1000000h }\n",
+        1,
+        "clock.duration",
+        "limits.max_buckets",
+    ),
     (
         "service:\n  health: { period: 1ns }\n",
         2,
@@ -412,7 +427,10 @@ fn seven_axes_of_a_million_values_are_over_the_cell_limit_not_an_overflow() {
     let o = stormsim(&["validate", write("seven.yaml", &text).to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("over the cell limit") && err.contains("--max-cells"), "{err}");
+    assert!(
+        err.contains("over the cell limit") && err.contains("--max-cells"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -427,7 +445,11 @@ fn explain_answers_for_any_retry_count_the_loader_accepts() {
         let text = String::from_utf8_lossy(&o.stdout);
         let attempts = format!("attempts per call: {}", 1 + retries.parse::<u64>().unwrap());
         assert!(text.contains(&attempts), "{text}");
-        assert!(text.lines().count() < 200, "one line per retry: {} lines", text.lines().count());
+        assert!(
+            text.lines().count() < 200,
+            "one line per retry: {} lines",
+            text.lines().count()
+        );
     }
 }
 
@@ -439,7 +461,15 @@ fn flags_out_of_range_are_refused_with_the_flag_named() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--max-requests must be a number above 0"));
     let out = dir().join("threads-out");
-    let o = stormsim(&["run", file, "--quiet", "--threads", "100000", "--out", out.to_str().unwrap()]);
+    let o = stormsim(&[
+        "run",
+        file,
+        "--quiet",
+        "--threads",
+        "100000",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--threads 100000 is more than"));
     // The size limit counts the bytes read: a device that never ends is
@@ -463,7 +493,10 @@ fn locating_errors_is_linear_in_the_file() {
     let errs = errors("many.yaml", &text);
     assert_eq!(errs.0.len(), 20_000);
     assert_eq!(errs.0[19_999].at, Some((40_002, 30)));
-    assert_eq!(errs.0[19_999].path.as_deref(), Some("timeline[19999].set.value"));
+    assert_eq!(
+        errs.0[19_999].path.as_deref(),
+        Some("timeline[19999].set.value")
+    );
 }
 
 fn stormsim(args: &[&str]) -> std::process::Output {

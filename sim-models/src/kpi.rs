@@ -261,8 +261,7 @@ pub fn kpis(
             .find(|r| pred(r))
             .map(|r| r.start.saturating_since(first).as_secs_f64())
     };
-    let storm_visible =
-        onset(&|r| r.attempts as f64 > VISIBLE_AMPLIFICATION * r.offered as f64);
+    let storm_visible = onset(&|r| r.attempts as f64 > VISIBLE_AMPLIFICATION * r.offered as f64);
     let pools_exhausted = onset(&|r| r.pool_waiters_max >= EXHAUSTED_QUEUE);
     let secs = |ns: Option<u64>| ns.map(|v| v as f64 / 1e9);
     let e2e: &Histogram = totals.latency(Latency::EndToEnd);
@@ -273,7 +272,9 @@ pub fn kpis(
     let attempts = totals.attempts();
     let retries = totals.count(Count::AttemptsRetry) + totals.count(Count::AttemptsHedge);
     let trigger_end = last_trigger_end(steps);
-    let run_end = rows.last().map_or(SimTime::ZERO, |r| r.start.saturating_add(r.span));
+    let run_end = rows
+        .last()
+        .map_or(SimTime::ZERO, |r| r.start.saturating_add(r.span));
     // Recovery is judged only when the trigger ends inside the run: a pulse
     // that outlasts the run says nothing about whether the system recovers.
     let judged = trigger_end.is_some_and(|end| end < run_end);
@@ -354,12 +355,7 @@ fn baseline_rows(rows: &[KpiRow], first: SimTime, span: SimDuration) -> Vec<&Kpi
 
 /// Seconds from `end` to the first bucket from which goodput stays within
 /// the tolerance of the pre-trigger baseline for the sustain span.
-fn recovery_time(
-    rows: &[KpiRow],
-    first: SimTime,
-    end: SimTime,
-    c: &RecoveryConfig,
-) -> Option<f64> {
+fn recovery_time(rows: &[KpiRow], first: SimTime, end: SimTime, c: &RecoveryConfig) -> Option<f64> {
     let before = baseline_rows(rows, first, c.baseline);
     if before.is_empty() {
         return None;

@@ -257,7 +257,6 @@ impl Pool {
         self.closed_idle = closed_idle;
     }
 
-    /// Checks the pool's bound; `Err` describes the violation.
     /// Breaks the bound on purpose, for the test that bounds are checked
     /// at every bucket close.
     #[cfg(test)]
@@ -265,6 +264,7 @@ impl Pool {
         self.in_use = self.max + 1;
     }
 
+    /// Checks the pool's bound; `Err` describes the violation.
     pub fn check(&self) -> Result<(), String> {
         if self.total() > self.max {
             return Err(format!(

@@ -710,7 +710,11 @@ impl<S: RowSink> Recorder<S> {
     }
     /// Attempts the recorder saw end, closed buckets and the open one.
     pub fn attempts_ended_so_far(&self) -> u64 {
-        self.totals.attempts_ended() + Count::ENDED.iter().map(|&c| self.counts[c as usize]).sum::<u64>()
+        self.totals.attempts_ended()
+            + Count::ENDED
+                .iter()
+                .map(|&c| self.counts[c as usize])
+                .sum::<u64>()
     }
     /// The open bucket's outcomes.
     pub fn open_outcomes(&self) -> u64 {

@@ -158,7 +158,30 @@ impl Event {
     /// How many kinds of event there are.
     pub const KINDS: usize = 22;
     /// The name of each kind, by [`Event::kind`].
-    pub const NAMES: [&'static str; Event::KINDS] = ["BucketEnded", "RequestArrived", "UserReady", "RequestReachedPod", "UserDeadlinePassed", "UserGaveUp", "CallDeadlinePassed", "ConnectionEstablished", "ConnectionFailed", "PoolWaitTimedOut", "AttemptTimedOut", "RateLimiterWaited", "RetryDelayElapsed", "HedgeDue", "UpstreamReceived", "UpstreamCompleted", "BackgroundRequestArrived", "ResponseReachedPod", "ResponseReachedUser", "HealthProbeDue", "PodCameBack", "TimelineStepDue"];
+    pub const NAMES: [&'static str; Event::KINDS] = [
+        "BucketEnded",
+        "RequestArrived",
+        "UserReady",
+        "RequestReachedPod",
+        "UserDeadlinePassed",
+        "UserGaveUp",
+        "CallDeadlinePassed",
+        "ConnectionEstablished",
+        "ConnectionFailed",
+        "PoolWaitTimedOut",
+        "AttemptTimedOut",
+        "RateLimiterWaited",
+        "RetryDelayElapsed",
+        "HedgeDue",
+        "UpstreamReceived",
+        "UpstreamCompleted",
+        "BackgroundRequestArrived",
+        "ResponseReachedPod",
+        "ResponseReachedUser",
+        "HealthProbeDue",
+        "PodCameBack",
+        "TimelineStepDue",
+    ];
 
     /// This event's kind, an index into [`Event::NAMES`] (for the event
     /// limit's message: which part generated the events).
@@ -335,7 +358,10 @@ impl<S: RowSink> World<S> {
     pub fn start(&mut self, sched: &mut Scheduler<Event>) {
         // A bucket longer than the run closes with the run, its span the
         // run's length: the open bucket is always flushed.
-        let first = sched.now().saturating_add(self.cfg.clock.bucket).min(self.end);
+        let first = sched
+            .now()
+            .saturating_add(self.cfg.clock.bucket)
+            .min(self.end);
         let _ = sched.schedule_at(first, Event::BucketEnded);
         self.schedule_next_arrival(sched);
         self.schedule_next_background(sched);
@@ -656,7 +682,14 @@ mod tests {
         while sim.model().violation.is_none() && sim.now() < SimTime::from_nanos(3_000_000_000) {
             sim.step().unwrap();
         }
-        let v = sim.model().violation.clone().expect("found at the bucket close");
-        assert!(v.starts_with("at t+2s") && v.contains("pod 0: pool holds"), "{v}");
+        let v = sim
+            .model()
+            .violation
+            .clone()
+            .expect("found at the bucket close");
+        assert!(
+            v.starts_with("at t+2s") && v.contains("pod 0: pool holds"),
+            "{v}"
+        );
     }
 }

@@ -402,7 +402,11 @@ fn every_attempt_started_is_recorded_as_ended_by_its_outcome() {
     let (rows, t) = run_rows(&cfg);
     let ended: u64 = Count::ENDED.iter().map(|&c| t.count(c)).sum();
     assert_eq!(ended, t.attempts_ended());
-    assert_eq!(t.attempts(), ended, "nothing in flight after 70 s of silence");
+    assert_eq!(
+        t.attempts(),
+        ended,
+        "nothing in flight after 70 s of silence"
+    );
     assert!(t.count(Count::EndedServerError) > 0 && t.count(Count::EndedSuccess) > 0);
     // Per bucket the columns add up to the totals.
     for c in Count::ENDED {

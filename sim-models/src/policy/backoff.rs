@@ -270,9 +270,10 @@ impl Backoff {
                 multiplier,
                 cap,
             } => (base.as_secs_f64() * multiplier.powi(exponent(n) - 1), cap),
-            BackoffKind::Envoy { base, max } => {
-                (base.as_secs_f64() * (2f64.powi(exponent(n)) - 1.0), Some(max))
-            }
+            BackoffKind::Envoy { base, max } => (
+                base.as_secs_f64() * (2f64.powi(exponent(n)) - 1.0),
+                Some(max),
+            ),
         };
         cap.map_or(v, |c| v.min(c.as_secs_f64()))
     }
