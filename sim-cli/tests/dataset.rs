@@ -498,6 +498,27 @@ fn a_complete_dataset_in_a_read_only_folder_still_reads_as_complete() {
         .unwrap()
         .count();
     assert_eq!(writers, 0, "a finished writer left its registration");
+    // Truly read-only, where this machine lets the test mount (root): a
+    // read-only bind mount of the dataset.
+    let ro = dir.join("ro");
+    std::fs::create_dir_all(&ro).unwrap();
+    let mount = |args: &[&str]| {
+        Command::new("mount")
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let (src, dst) = (out.to_str().unwrap(), ro.to_str().unwrap());
+    if mount(&["--bind", src, dst]) {
+        let mounted_ro = mount(&["-o", "remount,bind,ro", dst]);
+        let o = stormsim(&["run", file.to_str().unwrap(), "--quiet", "--out", dst]);
+        let _ = Command::new("umount").arg(dst).output();
+        assert!(mounted_ro, "could not remount read-only");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("1 already complete"));
+    } else {
+        eprintln!("note: cannot bind-mount here; checked that nothing is written instead");
+    }
 }
 
 #[test]
