@@ -30,6 +30,10 @@ struct Cli {
     /// No progress bar.
     #[arg(long, short, global = true)]
     quiet: bool,
+    /// Check the world's invariants after every event, not only at every
+    /// bucket close and at the end (slower; the test suite turns it on).
+    #[arg(long, global = true, env = "STORMSIM_CHECK_INVARIANTS")]
+    check_invariants: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -150,6 +154,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let flags = Flags {
+        quiet: cli.quiet,
+        check_invariants: cli.check_invariants,
+    };
     let result = match cli.command {
         Command::Run { args, cell } => {
             // A plain run of a file with a sweep is the base configuration
@@ -161,7 +169,7 @@ fn main() -> ExitCode {
             };
             commands::run(
                 &args.file,
-                opts(&args, cli.quiet, suffix),
+                opts(&args, flags, suffix),
                 args.seed,
                 cell,
                 &args.limits.get(),
@@ -184,14 +192,14 @@ fn main() -> ExitCode {
                 (None, None) => Ok(None),
             };
             shard.and_then(|shard| {
-                let mut o = opts(&args, cli.quiet, "");
+                let mut o = opts(&args, flags, "");
                 o.shard = shard;
                 commands::sweep(&args.file, o, args.seed, dry_run, &args.limits.get())
             })
         }
         Command::Replay { args } => commands::replay(
             &args.file,
-            opts(&args, cli.quiet, ""),
+            opts(&args, flags, ""),
             args.seed,
             &args.limits.get(),
         ),
@@ -215,7 +223,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn opts(args: &RunArgs, quiet: bool, suffix: &str) -> stormsim::runner::RunOptions {
+/// The global flags a run takes.
+#[derive(Clone, Copy)]
+struct Flags {
+    quiet: bool,
+    check_invariants: bool,
+}
+
+fn opts(args: &RunArgs, flags: Flags, suffix: &str) -> stormsim::runner::RunOptions {
     let out = args.out.clone().unwrap_or_else(|| {
         let stem = args
             .file
@@ -226,8 +241,9 @@ fn opts(args: &RunArgs, quiet: bool, suffix: &str) -> stormsim::runner::RunOptio
     stormsim::runner::RunOptions {
         out,
         threads: args.threads,
-        quiet,
+        quiet: flags.quiet,
         force: args.force,
+        check_invariants: flags.check_invariants,
         ..Default::default()
     }
 }

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use sim_core::rng::Fnv1a;
 use sim_models::kpi::{Kpis, kpis};
 use sim_models::recorder::pod_group_spans;
-use sim_models::world::run;
+use sim_models::world::{Checks, run_with};
 
 use crate::dataset::{ClaimLock, Writer, create_dir, io_error, remove_stale_temporaries};
 use crate::error::Failure;
@@ -36,6 +36,9 @@ pub struct RunOptions {
     pub quiet: bool,
     /// Replace the results of a different experiment found in `out`.
     pub force: bool,
+    /// Check the world's bounds after every event (the end-of-run audit
+    /// and the checks at every bucket close run always).
+    pub check_invariants: bool,
 }
 
 /// A run that stopped.
@@ -276,6 +279,7 @@ fn run_cell(
     kinds: &[(String, ParamKind)],
     out: &Path,
     writer: &Writer,
+    checks: Checks,
 ) -> Result<(Kpis, u64), String> {
     let world = cell_world(exp, cell).map_err(|e| e.to_string())?;
     let config = serde_json::to_string(&world).map_err(|e| e.to_string())?;
@@ -300,7 +304,7 @@ fn run_cell(
         meta: meta.clone(),
     };
     let sink = CellSink::new(out, ctx, exp.outputs.attempts, writer);
-    let output = run(&world, sink).map_err(|e| e.to_string())?;
+    let output = run_with(&world, sink, checks).map_err(|e| e.to_string())?;
     let rows = output.sink.finish()?;
     let k = kpis(
         &rows,
@@ -380,7 +384,10 @@ pub fn run_cells(exp: &Experiment, opts: &RunOptions) -> Result<Report, Failure>
             let Some(writer) = writer.as_ref() else {
                 return;
             };
-            match run_cell(exp, cell, &kinds, &opts.out, writer) {
+            let checks = Checks {
+                every_event: opts.check_invariants,
+            };
+            match run_cell(exp, cell, &kinds, &opts.out, writer, checks) {
                 Ok((k, n)) => {
                     let total = events.fetch_add(n, Ordering::Relaxed) + n;
                     let secs = bar.elapsed().as_secs_f64().max(1e-3);

@@ -501,6 +501,7 @@ fn locating_errors_is_linear_in_the_file() {
 
 fn stormsim(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_stormsim"))
+        .env("STORMSIM_CHECK_INVARIANTS", "true")
         .args(args)
         .output()
         .unwrap()

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_stormsim");
 
 fn sweep_file() -> PathBuf {
     root().join("experiments/sweeps/retries-x-timeout.yaml")
@@ -82,7 +81,7 @@ fn an_interrupted_sweep_resumes_to_the_same_dataset() {
     let whole = scratch("uninterrupted");
     sweep_into(&whole, &["--threads", "1"]);
     let resumed = scratch("interrupted");
-    let mut child = Command::new(BIN)
+    let mut child = common::command()
         .args([
             "sweep",
             sweep_file().to_str().unwrap(),
@@ -341,13 +340,13 @@ fn a_plain_run_and_a_sweep_of_one_file_never_share_a_dataset() {
     let file = file.to_str().unwrap();
     // The defaults: a plain run of a file with a sweep goes beside the
     // sweep's folder, so run then replay both succeed and read back.
-    let o = Command::new(BIN)
+    let o = common::command()
         .args(["run", file, "--quiet"])
         .current_dir(&dir)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = Command::new(BIN)
+    let o = common::command()
         .args(["replay", file, "--quiet"])
         .current_dir(&dir)
         .output()
@@ -355,7 +354,7 @@ fn a_plain_run_and_a_sweep_of_one_file_never_share_a_dataset() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(read_back(&dir.join("out/llm-api-1402-base")).0, 1);
     assert_eq!(read_back(&dir.join("out/llm-api-1402")).0, 2);
-    let o = Command::new(BIN)
+    let o = common::command()
         .args(["report", "out/llm-api-1402-base"])
         .current_dir(&dir)
         .output()
@@ -379,7 +378,7 @@ fn a_plain_run_and_a_sweep_of_one_file_never_share_a_dataset() {
 
 /// Starts `stormsim ARGS` without waiting.
 fn spawn(args: &[&str]) -> std::process::Child {
-    Command::new(BIN)
+    common::command()
         .args(args)
         .current_dir(root())
         .stdout(Stdio::piped())

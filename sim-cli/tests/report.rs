@@ -162,7 +162,7 @@ fn a_sweep_report_has_a_heatmap_a_vulnerable_map_and_a_ranking() {
     ]);
     let svg = std::fs::read_to_string(out.join("charts/heatmap.svg")).unwrap();
     assert!(svg.contains('±'), "no confidence interval on pooled cells");
-    let bad = Command::new(env!("CARGO_BIN_EXE_stormsim"))
+    let bad = common::command()
         .args(["report", out.to_str().unwrap(), "--kpi", "nope"])
         .output()
         .unwrap();

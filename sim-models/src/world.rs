@@ -608,10 +608,39 @@ pub struct RunOutput<S> {
 /// world at the end (conservation, bounds) and fails with the seed and
 /// simulated time if anything is off.
 pub fn run<S: RowSink>(cfg: &WorldConfig, sink: S) -> Result<RunOutput<S>, WorldError> {
+    run_with(cfg, sink, Checks::default())
+}
+
+/// How closely a run watches itself. The end-of-run audit and the bounds
+/// at every bucket close run always; the bounds after every event only
+/// when asked (they cost a scan of every pool per event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checks {
+    /// Check the bounds after every event.
+    pub every_event: bool,
+}
+
+impl Default for Checks {
+    /// Per-event checks in debug builds (the test suites), as sim-core's
+    /// own default.
+    fn default() -> Self {
+        Checks {
+            every_event: cfg!(debug_assertions),
+        }
+    }
+}
+
+/// [`run`], with the per-event checks chosen by the caller (the CLI's
+/// `--check-invariants`).
+pub fn run_with<S: RowSink>(
+    cfg: &WorldConfig,
+    sink: S,
+    checks: Checks,
+) -> Result<RunOutput<S>, WorldError> {
     let world = World::new(cfg, sink).map_err(WorldError::Config)?;
     let limits = Limits {
         max_events: cfg.limits.max_events,
-        ..Limits::default()
+        check_every_event: checks.every_event,
     };
     let mut sim = Simulation::new(world, limits);
     {

@@ -12,9 +12,17 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The `stormsim` binary as the tests run it: with every invariant
+/// checked after every event (`--check-invariants`).
+pub fn command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stormsim"));
+    c.env("STORMSIM_CHECK_INVARIANTS", "true");
+    c
+}
+
 /// Runs `stormsim ARGS` from the repository root.
 pub fn stormsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stormsim"))
+    command()
         .args(args)
         .current_dir(root())
         .output()
