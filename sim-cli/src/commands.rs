@@ -11,7 +11,7 @@ use crate::load::{Experiment, InputLimits, load};
 use crate::output::table_path;
 use crate::report::optional_floats as float_column;
 use crate::runner::{Report, RunOptions, run_cells, selected_cells};
-use crate::sweep::{cells, describe};
+use crate::sweep::{cells, describe, readable};
 
 pub use crate::error::Failure;
 
@@ -21,6 +21,7 @@ fn load_with_seed(
     limits: &InputLimits,
 ) -> Result<Experiment, Failure> {
     let mut exp = load(file, limits).map_err(|e| Failure::Input(e.to_string()))?;
+    exp.print_warnings();
     if let Some(s) = seed {
         exp.world.seed = s;
         if let yaml_serde::Value::Mapping(m) = &mut exp.world_value {
@@ -43,19 +44,34 @@ fn fmt_opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.digits$}"))
 }
 
+/// How a run's recovery reads: recovered after some time, not within the
+/// horizon (metastable), or not judged (no trigger, or the run ended too
+/// soon after it).
+fn recovery_words(k: &sim_models::kpi::Kpis) -> String {
+    match (k.trigger_end_s, k.recovery_judged, k.time_to_recover_s) {
+        (None, _, _) => "no trigger".into(),
+        (Some(_), false, _) => {
+            "recovery not judged (the run ends too soon after the trigger)".into()
+        }
+        (Some(_), true, _) if k.metastable => "not recovered within the horizon  METASTABLE".into(),
+        (Some(_), true, t) => format!("recovered after {} s", fmt_opt(t, 0)),
+    }
+}
+
 fn print_report(
     exp: &Experiment,
     file: &Path,
     report: &Report,
     out: &Path,
     plain_run: bool,
+    quiet: bool,
 ) -> Result<(), Failure> {
-    for (cell, k) in &report.kpis {
-        println!(
+    for (cell, k) in report.kpis.iter().filter(|_| !quiet) {
+        crate::say!(
             "{}  {}\n  success {:.1} %  degraded {:.1} %  errors {:.1} % (peak {:.1} %)  amplification {:.2} (peak {:.2})  \
-             e2e p99 {} s  wasted {:.1} %  recovered after {} s{}",
+             e2e p99 {} s  wasted {:.1} %  {}",
             cell.id,
-            describe(&cell.params),
+            cell.name(),
             100.0 * k.success_rate,
             100.0 * k.degraded_rate,
             100.0 * k.error_rate,
@@ -64,11 +80,10 @@ fn print_report(
             k.amplification_peak,
             fmt_opt(k.e2e_p99_s, 2),
             100.0 * k.wasted_fraction,
-            fmt_opt(k.time_to_recover_s, 0),
-            if k.metastable { "  METASTABLE" } else { "" },
+            recovery_words(k),
         );
     }
-    println!(
+    crate::say!(
         "{}: {} cell(s): {} run, {} already complete, {} failed; {} events; dataset in {}{}",
         exp.name,
         report.cells,
@@ -92,7 +107,7 @@ fn print_report(
         msg.push_str(&format!(
             "error: cell {} ({}) failed: {}\n  reproduce with: {repro}\n",
             f.cell.id,
-            describe(&f.cell.params),
+            f.cell.name(),
             f.message
         ));
     }
@@ -123,7 +138,7 @@ pub fn run(
     }
     opts.only_cell = cell;
     let report = run_cells(&exp, &opts)?;
-    print_report(&exp, file, &report, &opts.out, plain)
+    print_report(&exp, file, &report, &opts.out, plain, opts.quiet)
 }
 
 /// `stormsim sweep`.
@@ -137,18 +152,25 @@ pub fn sweep(
     let exp = load_with_seed(file, seed, limits)?;
     if dry_run {
         for c in selected_cells(&exp, &opts).map_err(Failure::Input)? {
-            println!(
+            crate::say!(
                 "{}  seed {:>20}  replication {}  {}",
                 c.id,
                 c.seed,
                 c.replication,
-                describe(&c.params)
+                c.name()
             );
         }
         return Ok(());
     }
     let report = run_cells(&exp, &opts)?;
-    print_report(&exp, file, &report, &opts.out, exp.sweep.is_none())
+    print_report(
+        &exp,
+        file,
+        &report,
+        &opts.out,
+        exp.sweep.is_none(),
+        opts.quiet,
+    )
 }
 
 /// Reads the `summary` rows of every cell of `exp` present in `out`.
@@ -181,16 +203,23 @@ pub fn replay(
 ) -> Result<(), Failure> {
     let exp = load_with_seed(file, seed, limits)?;
     let report = run_cells(&exp, &opts)?;
-    let outcome = print_report(&exp, file, &report, &opts.out, exp.sweep.is_none());
+    let outcome = print_report(
+        &exp,
+        file,
+        &report,
+        &opts.out,
+        exp.sweep.is_none(),
+        opts.quiet,
+    );
     let table = read_summaries(&exp, &opts.out).map_err(Failure::Run)?;
-    println!("\n{}", ranked_table(&exp, &table).map_err(Failure::Run)?);
-    println!(
+    crate::say!("\n{}", ranked_table(&exp, &table).map_err(Failure::Run)?);
+    crate::say!(
         "\nincident figures (trailing-window peaks, times after the first trigger):\n{}",
         figures_table(&exp, &table).map_err(Failure::Run)?
     );
     let html = crate::report::report(&opts.out, &crate::report::ReportOptions::default())
         .map_err(Failure::Run)?;
-    println!("\nreport: {}", html.display());
+    crate::say!("\nreport: {}", html.display());
     outcome
 }
 
@@ -209,28 +238,22 @@ fn ranked(exp: &Experiment, summary: &DataFrame) -> Result<(DataFrame, Vec<Strin
             SortMultipleOptions::default().with_nulls_last(true),
         )
         .map_err(|e| e.to_string())?;
-    let labels = (0..sorted.height())
-        .map(|i| {
-            let swept: Vec<String> = params
-                .iter()
-                .filter_map(|p| {
-                    let v = sorted.column(p).ok()?.get(i).ok()?;
-                    Some(format!("{p}={v}"))
-                })
-                .collect();
-            if swept.is_empty() {
-                sorted
-                    .column("run_id")
-                    .ok()
-                    .and_then(|c| c.get(i).ok().map(|v| v.to_string()))
-                    .unwrap_or_default()
-                    .trim_matches('"')
-                    .to_string()
-            } else {
+    let labels = match sorted.column("variant") {
+        // Datasets from before the column: the swept values.
+        Err(_) => (0..sorted.height())
+            .map(|i| {
+                let swept: Vec<String> = params
+                    .iter()
+                    .filter_map(|p| {
+                        let v = sorted.column(p).ok()?.get(i).ok()?;
+                        Some(format!("{p}={v}"))
+                    })
+                    .collect();
                 swept.join(" ")
-            }
-        })
-        .collect();
+            })
+            .collect(),
+        Ok(_) => crate::report::strings(&sorted, "variant")?,
+    };
     Ok((sorted, labels))
 }
 
@@ -323,10 +346,11 @@ pub fn figures_table(exp: &Experiment, summary: &DataFrame) -> Result<String, St
 /// `stormsim validate`.
 pub fn validate(file: &Path, limits: &InputLimits) -> Result<(), Failure> {
     let exp = load(file, limits).map_err(|e| Failure::Input(e.to_string()))?;
+    exp.print_warnings();
     let n = cells(&exp)
         .map_err(|e| Failure::Input(e.to_string()))?
         .len();
-    println!(
+    crate::say!(
         "{}: valid ({} cell{})",
         file.display(),
         n,
@@ -335,33 +359,109 @@ pub fn validate(file: &Path, limits: &InputLimits) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `stormsim explain`.
-pub fn explain(file: &Path, limits: &InputLimits) -> Result<(), Failure> {
+/// Most cells `explain` lists one by one.
+const EXPLAIN_CELLS: usize = 50;
+
+/// `stormsim explain`: the resolved configuration (of the base, or of one
+/// sweep cell with `cell`), its static worst case, and for a sweep its
+/// axes, cell count and each cell's changed fields; the `sweep` and
+/// `outputs` sections as resolved.
+pub fn explain(file: &Path, limits: &InputLimits, cell: Option<&str>) -> Result<(), Failure> {
     let exp = load(file, limits).map_err(|e| Failure::Input(e.to_string()))?;
-    println!("# {} ({})", exp.name, file.display());
+    exp.print_warnings();
+    let all = cells(&exp).map_err(|e| Failure::Input(e.to_string()))?;
+    let (world, what) = match cell {
+        None => (exp.world.clone(), "the base configuration".to_string()),
+        Some(id) => {
+            let c = all.iter().find(|c| c.id == id).ok_or_else(|| {
+                Failure::Input(format!(
+                    "no cell {id} in this experiment (`stormsim explain FILE` or `stormsim sweep --dry-run` lists them)"
+                ))
+            })?;
+            let w = crate::sweep::cell_world(&exp, c).map_err(|e| Failure::Input(e.to_string()))?;
+            (w, format!("cell {id} ({})", c.name()))
+        }
+    };
+    crate::say!("# {} ({})", exp.name, file.display());
     if let Some(d) = &exp.description {
-        println!("# {}", d.trim().replace('\n', "\n# "));
+        crate::say!("# {}", d.trim().replace('\n', "\n# "));
     }
-    let w = analysis::worst_case(&exp.world);
-    println!("\n# Static worst case of the client policy");
-    println!(
+    let w = analysis::worst_case(&world);
+    crate::say!("\n# Static worst case of the client policy, {what}");
+    crate::say!(
         "#   latency of one call: {}",
         w.latency.map_or("unbounded".to_string(), |l| l.to_string())
     );
-    println!(
+    crate::say!(
         "#   attempts per call: {}; upstream attempts per user request: {}",
-        w.attempts_per_call, w.amplification
+        w.attempts_per_call,
+        w.amplification
     );
     for line in &w.derivation {
-        println!("#     {line}");
+        crate::say!("#     {line}");
     }
-    let n = cells(&exp)
-        .map_err(|e| Failure::Input(e.to_string()))?
-        .len();
-    println!("#   cells: {n}\n\n# Resolved configuration (defaults filled in, presets expanded)");
-    print!(
+    crate::say!("#   cells: {}", all.len());
+    if let Some(sweep) = &exp.sweep {
+        crate::say!("\n# Sweep: {} cell(s)", all.len());
+        for a in &sweep.axes {
+            let values = a.labelled_values().unwrap_or_default();
+            let shown: Vec<String> = values
+                .iter()
+                .take(12)
+                .map(|(l, v)| match l {
+                    Some(l) => format!("{l:?} ({})", readable(v)),
+                    None => readable(v),
+                })
+                .collect();
+            let more = values.len().saturating_sub(shown.len());
+            crate::say!(
+                "#   {}: {} value(s): {}{}",
+                a.path,
+                values.len(),
+                shown.join(", "),
+                if more > 0 {
+                    format!(", … {more} more")
+                } else {
+                    String::new()
+                }
+            );
+        }
+        for c in all.iter().take(EXPLAIN_CELLS) {
+            if c.labels.iter().any(Option::is_some) {
+                crate::say!("#   {}  {}  ({})", c.id, c.name(), describe(&c.params));
+            } else {
+                crate::say!("#   {}  {}", c.id, c.name());
+            }
+        }
+        if all.len() > EXPLAIN_CELLS {
+            crate::say!(
+                "#   … {} more (`stormsim sweep FILE --dry-run` lists all)",
+                all.len() - EXPLAIN_CELLS
+            );
+        }
+        crate::say!("#   `stormsim explain FILE --cell ID` prints one cell's whole configuration");
+    }
+    crate::say!("\n# Resolved configuration of {what} (defaults filled in, presets expanded)");
+    crate::say!(
         "{}",
-        crate::load::to_string(&exp.world).map_err(|e| Failure::Run(e.to_string()))?
+        crate::load::to_string(&world)
+            .map_err(|e| Failure::Run(e.to_string()))?
+            .trim_end()
+    );
+    #[derive(serde::Serialize)]
+    struct Rest<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sweep: Option<&'a crate::sweep::SweepSpec>,
+        outputs: &'a crate::load::OutputSpec,
+    }
+    crate::say!(
+        "{}",
+        crate::load::to_string(&Rest {
+            sweep: exp.sweep.as_ref(),
+            outputs: &exp.outputs,
+        })
+        .map_err(|e| Failure::Run(e.to_string()))?
+        .trim_end()
     );
     Ok(())
 }
@@ -385,20 +485,20 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
 pub fn list(dir: &Path) -> Result<(), Failure> {
     let mut files = Vec::new();
     yaml_files(dir, &mut files);
-    println!("Experiments in {}:", dir.display());
+    crate::say!("Experiments in {}:", dir.display());
     if files.is_empty() {
-        println!("  (none found; give --dir)");
+        crate::say!("  (none found; give --dir)");
     }
     for f in files {
         let text = fs::read_to_string(&f).unwrap_or_default();
         let v: yaml_serde::Value = yaml_serde::from_str(&text).unwrap_or(yaml_serde::Value::Null);
         let name = v.get("name").and_then(|n| n.as_str()).unwrap_or("");
-        println!("  {:<52} {name}", f.display());
+        crate::say!("  {:<52} {name}", f.display());
     }
-    println!("\nPolicy presets (client: {{ preset: NAME }}):");
+    crate::say!("\nPolicy presets (client: {{ preset: NAME }}):");
     for name in presets::NAMES {
         let p = presets::get(name).expect("listed presets exist");
-        println!("  {name:<28} {}", p.summary);
+        crate::say!("  {name:<28} {}", p.summary);
     }
     Ok(())
 }
@@ -415,6 +515,6 @@ pub fn report(dir: &Path, opts: crate::report::ReportOptions) -> Result<(), Fail
             Failure::Run(e)
         }
     })?;
-    println!("{}", html.display());
+    crate::say!("{}", html.display());
     Ok(())
 }

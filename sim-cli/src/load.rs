@@ -241,6 +241,8 @@ pub struct Experiment {
     pub sweep: Option<SweepSpec>,
     /// The outputs wanted.
     pub outputs: OutputSpec,
+    /// What is allowed but probably not meant, located.
+    pub warnings: Vec<InputError>,
 }
 
 impl Experiment {
@@ -632,9 +634,28 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
         values.push(value);
         docs.push(doc);
     }
-    // Merge: the root base first, each child over it.
+    // Merge: the root base first, each child over it. A file that names a
+    // `client.preset` starts its client over: the preset on top of what it
+    // inherits, the file's own fields on top of the preset.
     let mut merged = Value::Mapping(Mapping::new());
-    for v in values.into_iter().rev() {
+    let mut replaced: Vec<(String, String)> = Vec::new();
+    let files: Vec<PathBuf> = sources.iter().rev().map(|s| s.path.clone()).collect();
+    for (i, v) in values.into_iter().rev().enumerate() {
+        if i > 0
+            && let Some(name) = v.get("client").and_then(|c| c.get("preset")).and_then(Value::as_str)
+        {
+            let dropped = drop_inherited_client(&mut merged, name);
+            if !dropped.is_empty() {
+                replaced.push((
+                    "client.preset".to_string(),
+                    format!(
+                        "preset {name:?} replaces client fields inherited from {}: {} (the preset applies on top of what a file inherits, the file's own fields on top of the preset; write them in this file to keep them)",
+                        files[..i].iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+                        dropped.join(", ")
+                    ),
+                ));
+            }
+        }
         merge(&mut merged, v);
     }
     let take = |m: &mut Value, key: &str| match m {
@@ -659,6 +680,7 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
         world: WorldConfig::default(),
         sweep: None,
         outputs: OutputSpec::default(),
+        warnings: Vec::new(),
     };
     let world =
         resolve(merged.clone()).map_err(|(p, m)| InputErrors(vec![stub.error_at(&p, m)]))?;
@@ -683,7 +705,76 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
         ..stub
     };
     check(&exp, limits)?;
+    let mut exp = exp;
+    exp.warnings = replaced
+        .into_iter()
+        .map(|(p, m)| exp.error_at(&p, m))
+        .chain(warnings(&exp))
+        .collect();
     Ok(exp)
+}
+
+/// Removes the client fields (and, when the preset owns one, the pool)
+/// `merged` holds before a file that names preset `name` is merged over
+/// it; returns their paths, for the warning.
+fn drop_inherited_client(merged: &mut Value, name: &str) -> Vec<String> {
+    fn leaves(v: &Value, prefix: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Mapping(m) if !m.is_empty() && kind_of(m).is_none() => {
+                for (k, x) in m {
+                    let key = k.as_str().unwrap_or("?");
+                    leaves(x, &format!("{prefix}.{key}"), out);
+                }
+            }
+            _ => out.push(prefix.to_string()),
+        }
+    }
+    let mut dropped = Vec::new();
+    let Value::Mapping(root) = merged else {
+        return dropped;
+    };
+    if let Some(client) = root.remove("client") {
+        leaves(&client, "client", &mut dropped);
+        dropped.retain(|p| p != "client.preset");
+    }
+    if presets::get(name).is_some_and(|p| p.pool.is_some())
+        && let Some(Value::Mapping(service)) = root.get_mut("service")
+        && let Some(pool) = service.remove("pool")
+    {
+        leaves(&pool, "service.pool", &mut dropped);
+    }
+    dropped
+}
+
+/// Settings that are valid but cannot do what they are for.
+fn warnings(exp: &Experiment) -> Vec<InputError> {
+    let mut out = Vec::new();
+    let w = &exp.world;
+    let r = &exp.outputs.recovery;
+    let steps = sim_models::timeline::resolve(w);
+    let run_end = sim_core::time::SimTime::ZERO.saturating_add(w.clock.duration);
+    if let Some(end) = sim_models::timeline::last_trigger_end(&steps)
+        && end.saturating_add(r.horizon).saturating_add(r.sustain) > run_end
+    {
+        let left = run_end.saturating_since(end);
+        out.push(exp.error_at(
+            "outputs.recovery.horizon",
+            format!(
+                "the run ends {left} after the last trigger ends, but judging recovery needs horizon ({}) + sustain ({}) after it: a run not recovered by the end is reported as not judged, never metastable (lengthen clock.duration, or shorten outputs.recovery.horizon or sustain)",
+                r.horizon, r.sustain
+            ),
+        ));
+    }
+    out
+}
+
+impl Experiment {
+    /// Prints the warnings to stderr, each `warning: FILE:LINE:COL: ...`.
+    pub fn print_warnings(&self) {
+        for w in &self.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
 }
 
 /// The typed world of a written value: presets expanded, defaults filled
@@ -957,6 +1048,40 @@ mod tests {
             exp.world.client.retry.backoff.kind,
             sim_models::policy::backoff::BackoffKind::Exponential { .. }
         ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_preset_named_in_a_child_applies_over_what_it_inherits() {
+        let dir = std::env::temp_dir().join(format!("stormsim-preset-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("base.yaml"),
+            "client:\n  attempt_timeout: 3s\n  retry: { max_retries: 9 }\n",
+        )
+        .unwrap();
+        let child = dir.join("child.yaml");
+        std::fs::write(
+            &child,
+            "extends: base.yaml\nclient:\n  preset: grpc-a6\n  total_deadline: 20s\n",
+        )
+        .unwrap();
+        let exp = load(&child, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
+        let preset = presets::get("grpc-a6").unwrap().client;
+        // The preset's fields over the inherited ones, the child's own on top.
+        assert_eq!(exp.world.client.retry.max_retries, preset.retry.max_retries);
+        assert_eq!(exp.world.client.attempt_timeout, preset.attempt_timeout);
+        assert_eq!(
+            exp.world.client.total_deadline,
+            Some(sim_core::time::SimDuration::from_secs(20))
+        );
+        let w: Vec<String> = exp.warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("child.yaml:3:3: client.preset")
+                && w[0].contains("client.attempt_timeout, client.retry.max_retries"),
+            "{w:?}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

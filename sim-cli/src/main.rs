@@ -114,7 +114,9 @@ enum Command {
         #[command(flatten)]
         args: RunArgs,
     },
-    /// Check a file and exit: 0 when it is valid, 2 with every problem.
+    /// Check a file and exit: 0 when it is valid, 2 with its problems (a
+    /// syntax or type error stops the check at that file; the values'
+    /// checks report every problem found).
     Validate {
         /// The experiment file.
         file: PathBuf,
@@ -126,6 +128,10 @@ enum Command {
     Explain {
         /// The experiment file.
         file: PathBuf,
+        /// Explain this sweep cell (an id the listing prints) instead of
+        /// the base configuration.
+        #[arg(long)]
+        cell: Option<String>,
         #[command(flatten)]
         limits: Limits,
     },
@@ -204,7 +210,9 @@ fn main() -> ExitCode {
             &args.limits.get(),
         ),
         Command::Validate { file, limits } => commands::validate(&file, &limits.get()),
-        Command::Explain { file, limits } => commands::explain(&file, &limits.get()),
+        Command::Explain { file, cell, limits } => {
+            commands::explain(&file, &limits.get(), cell.as_deref())
+        }
         Command::Report { dir, kpi, x, y } => {
             commands::report(&dir, stormsim::report::ReportOptions { kpi, x, y })
         }

@@ -400,6 +400,7 @@ fn param_columns(cell: &Cell, kinds: &[(String, ParamKind)], n: usize) -> Vec<Co
 fn id_columns(cell: &Cell, experiment: &str, n: usize) -> Vec<Column> {
     vec![
         Column::new("run_id".into(), vec![cell.id.clone(); n]),
+        Column::new("variant".into(), vec![cell.name(); n]),
         Column::new("experiment".into(), vec![experiment.to_string(); n]),
         Column::new("seed".into(), vec![cell.seed; n]),
         Column::new("replication".into(), vec![cell.replication; n]),

@@ -85,7 +85,7 @@ fn floats(df: &DataFrame, name: &str) -> Result<Vec<f64>, String> {
         .collect())
 }
 
-fn strings(df: &DataFrame, name: &str) -> Result<Vec<String>, String> {
+pub(crate) fn strings(df: &DataFrame, name: &str) -> Result<Vec<String>, String> {
     let c = df
         .column(name)
         .map_err(pe)?
@@ -606,6 +606,9 @@ fn run_sections(
 }
 
 fn cell_names(summary: &DataFrame, axes: &[String]) -> Result<Vec<String>, String> {
+    if has(summary, "variant") {
+        return strings(summary, "variant");
+    }
     let runs = strings(summary, "run_id")?;
     let reps = floats(summary, "replication")?;
     let mut cols = Vec::new();

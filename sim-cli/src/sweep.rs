@@ -17,6 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 use sim_core::rng::{Fnv1a, splitmix64};
+use sim_core::time::SimDuration;
 use sim_models::config::WorldConfig;
 use yaml_serde::{Mapping, Value};
 
@@ -48,16 +49,44 @@ pub enum Seeds {
     Shared,
 }
 
-/// Evenly spaced numbers `from, from+step, ...` up to `to` inclusive.
+/// Evenly spaced values `from, from+step, ...` up to `to` inclusive:
+/// numbers, or durations (`{ from: 500ms, to: 1s, step: 25ms }`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Range {
     /// First value.
-    pub from: f64,
+    pub from: Bound,
     /// Last value (included when the steps land on it).
-    pub to: f64,
+    pub to: Bound,
     /// Step, above 0.
-    pub step: f64,
+    pub step: Bound,
+}
+
+/// A range's bound or step: a number, or a duration with its unit.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Bound {
+    /// A number.
+    Number(f64),
+    /// A duration (`250ms`).
+    Duration(SimDuration),
+}
+
+impl Range {
+    /// The range in numbers (durations in nanoseconds), and whether it is
+    /// one of durations; `Err` when it mixes the two.
+    fn numbers(&self) -> Result<(f64, f64, f64, bool), String> {
+        match (self.from, self.to, self.step) {
+            (Bound::Number(a), Bound::Number(b), Bound::Number(c)) => Ok((a, b, c, false)),
+            (Bound::Duration(a), Bound::Duration(b), Bound::Duration(c)) => Ok((
+                a.as_nanos() as f64,
+                b.as_nanos() as f64,
+                c.as_nanos() as f64,
+                true,
+            )),
+            _ => Err("range needs from, to and step all numbers or all durations".into()),
+        }
+    }
 }
 
 /// `count` numbers from `from` to `to`, evenly spaced in logarithm.
@@ -132,7 +161,10 @@ impl Axis {
             return v.len() as u64;
         }
         if let Some(r) = &self.range {
-            let n = (r.to - r.from) / r.step + 1e-9;
+            let Ok((from, to, step, _)) = r.numbers() else {
+                return 0;
+            };
+            let n = (to - from) / step + 1e-9;
             return if n.is_finite() && n >= 0.0 {
                 (n.floor() as u64).saturating_add(1)
             } else {
@@ -147,8 +179,28 @@ impl Axis {
         self.len() == 0
     }
 
-    /// The axis's values; `Err` says what is wrong with its definition.
+    /// The axis's values, a value written `{ label: NAME, value: V }`
+    /// taken as `V`; `Err` says what is wrong with its definition.
     pub fn values(&self) -> Result<Vec<Value>, String> {
+        Ok(self
+            .labelled_values()?
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect())
+    }
+
+    /// The axis's values with their labels (`{ label: "the fix", value:
+    /// {...} }`), for names in tables, legends and messages. A label never
+    /// changes a cell's id or seed.
+    pub fn labelled_values(&self) -> Result<Vec<(Option<String>, Value)>, String> {
+        let raw = self.raw_values()?;
+        if self.values.is_some() {
+            return raw.iter().map(labelled).collect();
+        }
+        Ok(raw.into_iter().map(|v| (None, v)).collect())
+    }
+
+    fn raw_values(&self) -> Result<Vec<Value>, String> {
         let given = usize::from(self.values.is_some())
             + usize::from(self.range.is_some())
             + usize::from(self.log_range.is_some());
@@ -162,7 +214,8 @@ impl Axis {
             return Ok(v.clone());
         }
         if let Some(r) = &self.range {
-            if !(r.step > 0.0 && r.from.is_finite() && r.to.is_finite()) || r.to < r.from {
+            let (from, to, step, durations) = r.numbers()?;
+            if !(step > 0.0 && from.is_finite() && to.is_finite()) || to < from {
                 return Err(format!(
                     "range needs from ≤ to and a step above 0, found {r:?}"
                 ));
@@ -173,7 +226,16 @@ impl Axis {
                     "range has {n} values, over the limit of {MAX_AXIS_VALUES} per axis"
                 ));
             }
-            return Ok((0..n).map(|i| number(r.from + i as f64 * r.step)).collect());
+            return Ok((0..n)
+                .map(|i| {
+                    let v = from + i as f64 * step;
+                    if durations {
+                        Value::from(SimDuration::from_nanos(v.round() as u64).to_string())
+                    } else {
+                        number(v)
+                    }
+                })
+                .collect());
         }
         let l = self.log_range.as_ref().expect("one given");
         if !(l.from > 0.0 && l.to > 0.0 && l.count >= 2 && l.from.is_finite() && l.to.is_finite()) {
@@ -213,6 +275,26 @@ impl Axis {
     }
 }
 
+/// A value as written on an axis: `V`, or `{ label: NAME, value: V }`.
+fn labelled(v: &Value) -> Result<(Option<String>, Value), String> {
+    let Value::Mapping(m) = v else {
+        return Ok((None, v.clone()));
+    };
+    let (Some(label), Some(value)) = (m.get("label"), m.get("value")) else {
+        return Ok((None, v.clone()));
+    };
+    if m.len() != 2 {
+        return Ok((None, v.clone()));
+    }
+    match label.as_str() {
+        Some(l) if !l.trim().is_empty() => Ok((Some(l.trim().to_string()), value.clone())),
+        _ => Err(format!(
+            "a labelled value's label must be a non-empty string, found {}",
+            canonical(label)
+        )),
+    }
+}
+
 /// One cell of a sweep (a plain run is a sweep of one cell).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cell {
@@ -226,6 +308,79 @@ pub struct Cell {
     pub replication: u32,
     /// The run's seed.
     pub seed: u64,
+    /// Each axis value's label, in axis order (`None`: unlabelled).
+    pub labels: Vec<Option<String>>,
+}
+
+impl Cell {
+    /// The cell's name for people: its labels, or its changed fields in
+    /// short readable form (never JSON), with its replication when there
+    /// are several; "base" for a run of the base configuration.
+    pub fn name(&self) -> String {
+        if self.params.is_empty() {
+            return "base".into();
+        }
+        let parts: Vec<String> = self
+            .params
+            .iter()
+            .zip(self.labels.iter().chain(std::iter::repeat(&None)))
+            .map(|((path, v), label)| match label {
+                Some(l) => l.clone(),
+                None => format!("{} = {}", short_path(path), readable(v)),
+            })
+            .collect();
+        let mut name = parts.join(", ");
+        if self.replication > 0 {
+            name.push_str(&format!(" #{}", self.replication));
+        }
+        name
+    }
+}
+
+/// The last two segments of a field path (`retry.max_retries`).
+fn short_path(path: &str) -> &str {
+    match path.rmatch_indices('.').nth(1) {
+        Some((i, _)) => &path[i + 1..],
+        None => path,
+    }
+}
+
+/// A value in short readable form: scalars as written, mappings and lists
+/// as their leaf fields (`retry.max_retries=3 attempt_timeout=2s`), cut to
+/// a readable length.
+pub fn readable(v: &Value) -> String {
+    fn leaves(v: &Value, prefix: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Mapping(m) => {
+                for (k, x) in m {
+                    let key = canonical(k);
+                    let p = if prefix.is_empty() {
+                        key
+                    } else {
+                        format!("{prefix}.{key}")
+                    };
+                    leaves(x, &p, out);
+                }
+            }
+            Value::Sequence(s) => {
+                let items: Vec<String> = s.iter().map(readable).collect();
+                out.push(format!("{prefix}=[{}]", items.join(", ")));
+            }
+            Value::Tagged(t) => leaves(&t.value, prefix, out),
+            other if prefix.is_empty() => out.push(canonical(other)),
+            other => out.push(format!("{prefix}={}", canonical(other))),
+        }
+    }
+    let mut out = Vec::new();
+    leaves(v, "", &mut out);
+    let text = out.join(" ");
+    const MAX: usize = 60;
+    if text.chars().count() > MAX {
+        let cut: String = text.chars().take(MAX - 1).collect();
+        format!("{cut}…")
+    } else {
+        text
+    }
 }
 
 /// A value in one canonical text form (for ids, seeds and columns).
@@ -385,9 +540,19 @@ pub fn cells(exp: &Experiment) -> Result<Vec<Cell>, InputErrors> {
             params: Vec::new(),
             replication: 0,
             seed: master,
+            labels: Vec::new(),
         }]);
     };
     let values = sweep.axis_values(exp)?;
+    let labels: Vec<Vec<Option<String>>> = sweep
+        .axes
+        .iter()
+        .map(|a| {
+            a.labelled_values()
+                .map(|v| v.into_iter().map(|(l, _)| l).collect())
+                .unwrap_or_default()
+        })
+        .collect();
     let combos: Vec<Vec<usize>> = match sweep.mode {
         _ if values.is_empty() => vec![vec![]],
         Mode::Zip => (0..values[0].len())
@@ -417,6 +582,11 @@ pub fn cells(exp: &Experiment) -> Result<Vec<Cell>, InputErrors> {
             .enumerate()
             .map(|(a, &i)| (sweep.axes[a].path.clone(), values[a][i].clone()))
             .collect();
+        let cell_labels: Vec<Option<String>> = combo
+            .iter()
+            .enumerate()
+            .map(|(a, &i)| labels[a].get(i).cloned().flatten())
+            .collect();
         for r in 0..sweep.replications {
             let key = cell_key(&params, r);
             let h = hash(master, &key);
@@ -431,6 +601,7 @@ pub fn cells(exp: &Experiment) -> Result<Vec<Cell>, InputErrors> {
                 params: params.clone(),
                 replication: r,
                 seed,
+                labels: cell_labels.clone(),
             });
         }
     }
@@ -542,7 +713,7 @@ pub fn describe(params: &[(String, Value)]) -> String {
     }
     params
         .iter()
-        .map(|(p, v)| format!("{p} = {}", canonical(v)))
+        .map(|(p, v)| format!("{p} = {}", readable(v)))
         .collect::<Vec<_>>()
         .join(", ")
 }

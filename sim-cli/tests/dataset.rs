@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-
 fn sweep_file() -> PathBuf {
     root().join("experiments/sweeps/retries-x-timeout.yaml")
 }
@@ -602,4 +601,124 @@ fn memory_follows_work_in_flight_not_simulated_duration() {
         "clock: { duration: 2m, bucket: 1ms }\nload: { rate: 1 }\n",
     );
     assert!(fine < 250, "1 ms buckets took {fine} MiB");
+}
+
+#[test]
+fn labelled_values_name_cells_everywhere_without_changing_their_ids() {
+    use polars::prelude::*;
+    let dir = scratch("labels");
+    let write = |name: &str, values: &str| {
+        let f = dir.join(name);
+        std::fs::write(
+            &f,
+            format!(
+                "clock: {{ duration: 5s }}\nsweep:\n  axes:\n    - path: client\n      values: {values}\n    - path: client.attempt_timeout\n      range: {{ from: 500ms, to: 1s, step: 250ms }}\n"
+            ),
+        )
+        .unwrap();
+        f
+    };
+    let plain = write(
+        "plain.yaml",
+        "[{ retry: { max_retries: 3 } }, { retry: { max_retries: 0 } }]",
+    );
+    let labelled = write(
+        "labelled.yaml",
+        "[{ label: \"three retries\", value: { retry: { max_retries: 3 } } }, { label: none, value: { retry: { max_retries: 0 } } }]",
+    );
+    let ids = |f: &Path| {
+        let o = stormsim(&["sweep", f.to_str().unwrap(), "--dry-run"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let (a, b) = (ids(&plain), ids(&labelled));
+    let first = |t: &str| t.lines().map(|l| l[..16].to_string()).collect::<Vec<_>>();
+    assert_eq!(first(&a), first(&b), "labels changed cell ids");
+    assert_eq!(
+        a.lines().count(),
+        6,
+        "2 clients × 3 timeouts (500ms, 750ms, 1s)"
+    );
+    assert!(
+        b.contains("three retries, client.attempt_timeout = 750ms"),
+        "{b}"
+    );
+    // Unlabelled mappings read as their fields, never as JSON.
+    assert!(
+        a.contains("client = retry.max_retries=3") && !a.contains('{'),
+        "{a}"
+    );
+    // --quiet: one summary line for the whole sweep.
+    let out = dir.join("out");
+    let o = stormsim(&[
+        "sweep",
+        labelled.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
+    // The variant column in every table.
+    for table in ["summary", "timeseries", "events", "pod_groups"] {
+        let mut names = Vec::new();
+        for cell in std::fs::read_dir(out.join(table)).unwrap().flatten() {
+            let f = std::fs::File::open(cell.path().join("part-0.parquet")).unwrap();
+            let df = ParquetReader::new(f).finish().unwrap();
+            let c = df.column("variant").unwrap().str().unwrap().clone();
+            names.extend((0..c.len()).filter_map(|i| c.get(i).map(String::from)));
+        }
+        names.sort();
+        names.dedup();
+        if table == "events" {
+            // No timeline, no events: the column is there all the same.
+            assert!(names.is_empty());
+            continue;
+        }
+        assert_eq!(names.len(), 6, "{table}: {names:?}");
+        assert!(
+            names.contains(&"none, client.attempt_timeout = 1s".to_string()),
+            "{table}: {names:?}"
+        );
+    }
+}
+
+#[test]
+fn explain_shows_a_sweep_its_cells_and_one_cells_configuration() {
+    let file = root().join("experiments/incidents/llm-api-1402.yaml");
+    let file = file.to_str().unwrap();
+    let o = stormsim(&["explain", file]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("# Sweep: 2 cell(s)") && text.contains("client.preset: 2 value(s)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the fix  (client.preset = incident-1402-after)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nsweep:\n") && text.contains("\noutputs:\n"),
+        "{text}"
+    );
+    let id = text
+        .lines()
+        .find(|l| l.contains("the fix  ("))
+        .and_then(|l| l.trim_start_matches("#").split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let o = stormsim(&["explain", file, "--cell", &id]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cell = String::from_utf8_lossy(&o.stdout);
+    assert!(cell.contains(&format!("cell {id} (the fix)")), "{cell}");
+    assert_ne!(text, cell, "the cell's configuration is its own");
+    // A reader that stops reading ends the command quietly.
+    let mut child = common::command()
+        .args(["explain", file])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
 }

@@ -12,8 +12,10 @@
 //! the last trigger ends, the system has recovered at the first bucket
 //! from which goodput stays within `tolerance` of the baseline for
 //! `sustain` (judged as means over `smoothing`-long chunks, so Poisson
-//! noise in one second does not count as a relapse). A run that has not recovered within `horizon` of the
-//! trigger's end is flagged metastable.
+//! noise in one second does not count as a relapse). A run that has not
+//! recovered within `horizon` of the trigger's end is flagged metastable,
+//! but only when it lasted long enough to tell (see `judge_recovery`):
+//! otherwise recovery is "not judged".
 
 use serde::{Deserialize, Serialize};
 use sim_core::metrics::Histogram;
@@ -275,12 +277,9 @@ pub fn kpis(
     let run_end = rows
         .last()
         .map_or(SimTime::ZERO, |r| r.start.saturating_add(r.span));
-    // Recovery is judged only when the trigger ends inside the run: a pulse
-    // that outlasts the run says nothing about whether the system recovers.
-    let judged = trigger_end.is_some_and(|end| end < run_end);
-    let recovered = match (first_trigger, trigger_end) {
-        (Some(first), Some(end)) if judged => recovery_time(rows, first, end, recovery),
-        _ => None,
+    let (recovered, judged) = match (first_trigger, trigger_end) {
+        (Some(first), Some(end)) => judge_recovery(rows, first, end, run_end, recovery),
+        _ => (None, false),
     };
     let metastable = judged && recovered.is_none_or(|t| t > recovery.horizon.as_secs_f64());
     Kpis {
@@ -353,6 +352,33 @@ fn baseline_rows(rows: &[KpiRow], first: SimTime, span: SimDuration) -> Vec<&Kpi
         .collect()
 }
 
+/// Recovery after a trigger that ends at `end`, in a run that ends at
+/// `run_end`: (seconds to recover, whether the run could judge it).
+///
+/// The run judges only what it saw. A recovery it found is judged (late or
+/// not). No recovery is judged, as metastable, only when the run lasted
+/// `horizon + sustain` past the trigger's end, long enough for a recovery
+/// starting within the horizon to have shown; otherwise, and when the
+/// trigger outlasts the run, recovery is not judged (never "metastable").
+fn judge_recovery(
+    rows: &[KpiRow],
+    first: SimTime,
+    end: SimTime,
+    run_end: SimTime,
+    c: &RecoveryConfig,
+) -> (Option<f64>, bool) {
+    if end >= run_end {
+        return (None, false);
+    }
+    match recovery_time(rows, first, end, c) {
+        Some(t) => (Some(t), true),
+        None => {
+            let seen = end.saturating_add(c.horizon).saturating_add(c.sustain);
+            (None, seen <= run_end)
+        }
+    }
+}
+
 /// Seconds from `end` to the first bucket from which goodput stays within
 /// the tolerance of the pre-trigger baseline for the sustain span.
 fn recovery_time(rows: &[KpiRow], first: SimTime, end: SimTime, c: &RecoveryConfig) -> Option<f64> {
@@ -376,4 +402,64 @@ fn recovery_time(rows: &[KpiRow], first: SimTime, end: SimTime, c: &RecoveryConf
     (0..after.len())
         .find(|&i| after.len() - i >= need && holds(&after[i..i + need]))
         .map(|i| after[i].start.saturating_since(end).as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A constructed run: 1 s buckets of `goodput` successes each.
+    fn rows(goodput: &[u64]) -> Vec<KpiRow> {
+        goodput
+            .iter()
+            .enumerate()
+            .map(|(i, &g)| KpiRow {
+                start: SimTime::ZERO.saturating_add(SimDuration::from_secs(i as u64)),
+                span: SimDuration::from_secs(1),
+                offered: g,
+                finished: g,
+                errors: 0,
+                successes: g,
+                attempts: g,
+                e2e_window_p99: None,
+                pool_wait_p99: None,
+                pool_waiters_max: 0,
+                calls_in_flight_mean: 0.0,
+            })
+            .collect()
+    }
+
+    fn judge(goodput: &[u64]) -> (Option<f64>, bool) {
+        let c = RecoveryConfig {
+            baseline: SimDuration::from_secs(10),
+            sustain: SimDuration::from_secs(10),
+            tolerance: 0.05,
+            smoothing: SimDuration::from_secs(5),
+            horizon: SimDuration::from_secs(20),
+        };
+        let r = rows(goodput);
+        let end = r.last().map(|r| r.start.saturating_add(r.span)).unwrap();
+        let at = |s| SimTime::ZERO.saturating_add(SimDuration::from_secs(s));
+        judge_recovery(&r, at(10), at(15), end, &c)
+    }
+
+    #[test]
+    fn recovery_is_judged_only_on_what_the_run_saw() {
+        // 10 s at 100/s, a 5 s collapse, then back at once.
+        let mut g = vec![100; 10];
+        g.extend([0; 5]);
+        g.extend([100; 40]);
+        assert_eq!(judge(&g), (Some(0.0), true));
+        // Still down 40 s after the trigger, horizon 20 s + sustain 10 s
+        // seen: judged, not recovered (metastable).
+        let mut down = vec![100; 10];
+        down.extend([0; 45]);
+        assert_eq!(judge(&down), (None, true));
+        // Down, but the run ends 20 s after the trigger: not judged.
+        let mut short = vec![100; 10];
+        short.extend([0; 25]);
+        assert_eq!(judge(&short), (None, false));
+        // The trigger outlasts the run: not judged.
+        assert_eq!(judge(&[100; 14]), (None, false));
+    }
 }
