@@ -53,8 +53,15 @@ fn recovery_words(k: &sim_models::kpi::Kpis) -> String {
         (Some(_), false, _) => {
             "recovery not judged (the run ends too soon after the trigger)".into()
         }
-        (Some(_), true, _) if k.metastable => "not recovered within the horizon  METASTABLE".into(),
-        (Some(_), true, t) => format!("recovered after {} s", fmt_opt(t, 0)),
+        (Some(_), true, _) if k.metastable => format!(
+            "not recovered within the horizon ({} last)  METASTABLE",
+            k.recovery_held_by.unwrap_or("?")
+        ),
+        (Some(_), true, t) => format!(
+            "recovered after {} s ({} last)",
+            fmt_opt(t, 0),
+            k.recovery_held_by.unwrap_or("?")
+        ),
     }
 }
 

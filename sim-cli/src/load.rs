@@ -642,7 +642,10 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
     let files: Vec<PathBuf> = sources.iter().rev().map(|s| s.path.clone()).collect();
     for (i, v) in values.into_iter().rev().enumerate() {
         if i > 0
-            && let Some(name) = v.get("client").and_then(|c| c.get("preset")).and_then(Value::as_str)
+            && let Some(name) = v
+                .get("client")
+                .and_then(|c| c.get("preset"))
+                .and_then(Value::as_str)
         {
             let dropped = drop_inherited_client(&mut merged, name);
             if !dropped.is_empty() {

@@ -462,6 +462,13 @@ pub fn summary_frame(
         f("retry_share", k.retry_share),
         o("trigger_end_s", k.trigger_end_s),
         o("time_to_recover_s", k.time_to_recover_s),
+        o("recover_goodput_s", k.recover_goodput_s),
+        o("recover_backlog_s", k.recover_backlog_s),
+        o("recover_p99_s", k.recover_p99_s),
+        Column::new(
+            "recovery_held_by".into(),
+            vec![k.recovery_held_by.map(String::from)],
+        ),
         Column::new("recovery_judged".into(), vec![k.recovery_judged]),
         Column::new("metastable".into(), vec![k.metastable]),
         Column::new("events".into(), vec![events]),

@@ -43,8 +43,15 @@ pub struct RecoveryConfig {
     pub baseline: SimDuration,
     /// Goodput must stay near the baseline this long (default 30 s).
     pub sustain: SimDuration,
-    /// "Near": within this fraction below the baseline (default 0.05).
+    /// "Near" for goodput: within this fraction below the baseline
+    /// (default 0.05).
     pub tolerance: f64,
+    /// "Near" for the p99: at most this fraction above its baseline
+    /// (default 0.25).
+    pub p99_tolerance: f64,
+    /// "Near" for the backlog: at most this fraction above its baseline
+    /// mean, plus one request (default 0.5).
+    pub backlog_tolerance: f64,
     /// Goodput is judged in consecutive chunks of this span (default 10 s),
     /// so that per-second noise does not hide a recovery.
     pub smoothing: SimDuration,
@@ -59,6 +66,8 @@ impl Default for RecoveryConfig {
             baseline: SimDuration::from_secs(60),
             sustain: SimDuration::from_secs(30),
             tolerance: 0.05,
+            p99_tolerance: 0.25,
+            backlog_tolerance: 0.5,
             smoothing: SimDuration::from_secs(10),
             horizon: SimDuration::from_secs(120),
         }
@@ -69,6 +78,14 @@ impl RecoveryConfig {
     /// Checks the settings; each problem as (field, message).
     pub fn validate(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
+        for (field, t) in [
+            ("p99_tolerance", self.p99_tolerance),
+            ("backlog_tolerance", self.backlog_tolerance),
+        ] {
+            if !(t.is_finite() && t >= 0.0) {
+                out.push((field, format!("must be a fraction of 0 or more, found {t}")));
+            }
+        }
         if !(0.0..1.0).contains(&self.tolerance) {
             out.push((
                 "tolerance",
@@ -143,6 +160,16 @@ pub struct Kpis {
     /// Seconds from the trigger's end to sustained recovery; `None` when it
     /// never recovered within the run.
     pub time_to_recover_s: Option<f64>,
+    /// Seconds from the trigger's end until goodput alone held near its
+    /// baseline for the sustain span.
+    pub recover_goodput_s: Option<f64>,
+    /// Likewise for the backlog.
+    pub recover_backlog_s: Option<f64>,
+    /// Likewise for the end-to-end p99.
+    pub recover_p99_s: Option<f64>,
+    /// The criterion that recovered last (or never): `goodput`, `backlog`
+    /// or `p99`; `None` when recovery was not judged.
+    pub recovery_held_by: Option<&'static str>,
     /// Whether recovery could be judged: there was a trigger and it ended
     /// inside the run. When false, `time_to_recover_s` is `None` and the run
     /// is never called metastable.
@@ -172,12 +199,18 @@ pub struct KpiRow {
     pub attempts: u64,
     /// End-to-end p99 over the trailing window, ns.
     pub e2e_window_p99: Option<u64>,
+    /// End-to-end p99 of the bucket alone, ns.
+    pub e2e_p99: Option<u64>,
     /// Pool wait p99 in the bucket, ns.
     pub pool_wait_p99: Option<u64>,
     /// Most calls queued for a pool connection.
     pub pool_waiters_max: i64,
     /// Time-weighted mean of calls in flight.
     pub calls_in_flight_mean: f64,
+    /// The backlog: requests whose users wait (queued for connections or
+    /// workers, or in service) plus work queued at the dependency, as
+    /// time-weighted means.
+    pub backlog: f64,
 }
 
 impl KpiRow {
@@ -192,9 +225,11 @@ impl KpiRow {
             successes: r.outcome(Reason::Success),
             attempts: r.attempts(),
             e2e_window_p99: r.e2e_window.p99,
+            e2e_p99: r.latency(Latency::EndToEnd).p99,
             pool_wait_p99: r.latency(Latency::PoolWait).p99,
             pool_waiters_max: r.level(Level::PoolWaiters).max,
             calls_in_flight_mean: r.level(Level::CallsInFlight).mean,
+            backlog: r.level(Level::UsersWaiting).mean + r.level(Level::UpstreamQueued).mean,
         }
     }
 
@@ -277,10 +312,15 @@ pub fn kpis(
     let run_end = rows
         .last()
         .map_or(SimTime::ZERO, |r| r.start.saturating_add(r.span));
-    let (recovered, judged) = match (first_trigger, trigger_end) {
-        (Some(first), Some(end)) => judge_recovery(rows, first, end, run_end, recovery),
-        _ => (None, false),
+    let criteria = match (first_trigger, trigger_end) {
+        (Some(first), Some(end)) => recover(rows, first, end, recovery),
+        _ => Recovery::default(),
     };
+    let (recovered, judged) = match trigger_end {
+        Some(end) => judge_recovery(criteria.all, end, run_end, recovery),
+        None => (None, false),
+    };
+    let held_by = judged.then(|| criteria.held_by()).flatten();
     let metastable = judged && recovered.is_none_or(|t| t > recovery.horizon.as_secs_f64());
     Kpis {
         offered: totals.count(Count::Offered),
@@ -307,6 +347,10 @@ pub fn kpis(
         retry_share: ratio(retries, attempts),
         trigger_end_s: trigger_end.map(SimTime::as_secs_f64),
         time_to_recover_s: recovered,
+        recover_goodput_s: criteria.goodput,
+        recover_backlog_s: criteria.backlog,
+        recover_p99_s: criteria.p99,
+        recovery_held_by: held_by,
         recovery_judged: judged,
         metastable,
     }
@@ -352,8 +396,8 @@ fn baseline_rows(rows: &[KpiRow], first: SimTime, span: SimDuration) -> Vec<&Kpi
         .collect()
 }
 
-/// Recovery after a trigger that ends at `end`, in a run that ends at
-/// `run_end`: (seconds to recover, whether the run could judge it).
+/// Whether a run that recovered after `recovered` seconds (or not) from a
+/// trigger ending at `end`, in a run ending at `run_end`, can be judged.
 ///
 /// The run judges only what it saw. A recovery it found is judged (late or
 /// not). No recovery is judged, as metastable, only when the run lasted
@@ -361,8 +405,7 @@ fn baseline_rows(rows: &[KpiRow], first: SimTime, span: SimDuration) -> Vec<&Kpi
 /// starting within the horizon to have shown; otherwise, and when the
 /// trigger outlasts the run, recovery is not judged (never "metastable").
 fn judge_recovery(
-    rows: &[KpiRow],
-    first: SimTime,
+    recovered: Option<f64>,
     end: SimTime,
     run_end: SimTime,
     c: &RecoveryConfig,
@@ -370,7 +413,7 @@ fn judge_recovery(
     if end >= run_end {
         return (None, false);
     }
-    match recovery_time(rows, first, end, c) {
+    match recovered {
         Some(t) => (Some(t), true),
         None => {
             let seen = end.saturating_add(c.horizon).saturating_add(c.sustain);
@@ -379,87 +422,217 @@ fn judge_recovery(
     }
 }
 
-/// Seconds from `end` to the first bucket from which goodput stays within
-/// the tolerance of the pre-trigger baseline for the sustain span.
-fn recovery_time(rows: &[KpiRow], first: SimTime, end: SimTime, c: &RecoveryConfig) -> Option<f64> {
+/// Seconds from the trigger's end to recovery, per criterion and all
+/// together.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Recovery {
+    goodput: Option<f64>,
+    backlog: Option<f64>,
+    p99: Option<f64>,
+    all: Option<f64>,
+}
+
+impl Recovery {
+    /// The criterion that recovered last, or one that never did.
+    fn held_by(&self) -> Option<&'static str> {
+        let each = [
+            ("goodput", self.goodput),
+            ("backlog", self.backlog),
+            ("p99", self.p99),
+        ];
+        if let Some((name, _)) = each.iter().find(|(_, t)| t.is_none()) {
+            return Some(name);
+        }
+        // The latest; on a tie, the first listed.
+        let mut last: Option<(&'static str, f64)> = None;
+        for (name, t) in each {
+            let t = t.unwrap_or(0.0);
+            if last.is_none_or(|(_, l)| t > l) {
+                last = Some((name, t));
+            }
+        }
+        last.map(|(name, _)| name)
+    }
+}
+
+/// When the system recovered from a trigger that ended at `end`: the first
+/// bucket from which what users feel is back near the pre-trigger baseline
+/// and stays there for `sustain`, judged on `smoothing`-long chunks so one
+/// noisy second is no relapse. Three criteria, each against its own
+/// baseline over `baseline` before the first trigger:
+/// - goodput (successes per second) at least `1 − tolerance` of its mean;
+/// - backlog (users waiting, dependency queue) at most `1 +
+///   backlog_tolerance` of its mean, plus one request;
+/// - p99 (end to end, each chunk's mean of its buckets' p99, so the
+///   dashboard window's lag is not counted against a recovery) at most
+///   `1 + p99_tolerance` of its baseline mean.
+///
+/// A draining backlog or a p99 still high is not a recovery; a relapse
+/// inside the sustain span restarts the count.
+fn recover(rows: &[KpiRow], first: SimTime, end: SimTime, c: &RecoveryConfig) -> Recovery {
     let before = baseline_rows(rows, first, c.baseline);
     if before.is_empty() {
-        return None;
+        return Recovery::default();
     }
-    let baseline = before.iter().map(|r| r.goodput()).sum::<f64>() / before.len() as f64;
-    let floor = baseline * (1.0 - c.tolerance);
+    let n = before.len() as f64;
+    let goodput_floor = before.iter().map(|r| r.goodput()).sum::<f64>() / n * (1.0 - c.tolerance);
+    let backlog_ceiling =
+        before.iter().map(|r| r.backlog).sum::<f64>() / n * (1.0 + c.backlog_tolerance) + 1.0;
+    let p99s: Vec<f64> = before
+        .iter()
+        .filter_map(|r| r.e2e_p99)
+        .map(|p| p as f64)
+        .collect();
+    let p99_ceiling = (!p99s.is_empty())
+        .then(|| p99s.iter().sum::<f64>() / p99s.len() as f64 * (1.0 + c.p99_tolerance));
     let full = |r: &KpiRow| r.span >= rows[0].span;
     let after: Vec<&KpiRow> = rows.iter().filter(|r| r.start >= end && full(r)).collect();
     let width = rows[0].span.as_nanos().max(1);
     let need = c.sustain.as_nanos().div_ceil(width).max(1) as usize;
     let chunk = (c.smoothing.as_nanos() / width).clamp(1, need as u64) as usize;
-    let holds = |window: &[&KpiRow]| {
-        window.chunks(chunk).all(|part| {
-            let mean = part.iter().map(|r| r.goodput()).sum::<f64>() / part.len() as f64;
-            mean >= floor
-        })
+    let mean = |part: &[&KpiRow], f: &dyn Fn(&KpiRow) -> Option<f64>| {
+        let v: Vec<f64> = part.iter().filter_map(|r| f(r)).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     };
-    (0..after.len())
-        .find(|&i| after.len() - i >= need && holds(&after[i..i + need]))
-        .map(|i| after[i].start.saturating_since(end).as_secs_f64())
+    let goodput =
+        |part: &[&KpiRow]| mean(part, &|r| Some(r.goodput())).is_some_and(|m| m >= goodput_floor);
+    let backlog =
+        |part: &[&KpiRow]| mean(part, &|r| Some(r.backlog)).is_some_and(|m| m <= backlog_ceiling);
+    // No p99 before the trigger (no answers yet): nothing to hold it to.
+    let p99 = |part: &[&KpiRow]| match p99_ceiling {
+        Some(ceiling) => mean(part, &|r| r.e2e_p99.map(|p| p as f64)).is_none_or(|m| m <= ceiling),
+        None => true,
+    };
+    let first_holding = |holds: &dyn Fn(&[&KpiRow]) -> bool| {
+        (0..after.len())
+            .find(|&i| after.len() - i >= need && after[i..i + need].chunks(chunk).all(holds))
+            .map(|i| after[i].start.saturating_since(end).as_secs_f64())
+    };
+    Recovery {
+        goodput: first_holding(&goodput),
+        backlog: first_holding(&backlog),
+        p99: first_holding(&p99),
+        all: first_holding(&|part| goodput(part) && backlog(part) && p99(part)),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A constructed run: 1 s buckets of `goodput` successes each.
-    fn rows(goodput: &[u64]) -> Vec<KpiRow> {
-        goodput
-            .iter()
-            .enumerate()
-            .map(|(i, &g)| KpiRow {
-                start: SimTime::ZERO.saturating_add(SimDuration::from_secs(i as u64)),
-                span: SimDuration::from_secs(1),
-                offered: g,
-                finished: g,
-                errors: 0,
-                successes: g,
-                attempts: g,
-                e2e_window_p99: None,
-                pool_wait_p99: None,
-                pool_waiters_max: 0,
-                calls_in_flight_mean: 0.0,
+    /// One constructed 1 s bucket: goodput, backlog, windowed p99 (s).
+    fn row(i: usize, goodput: u64, backlog: f64, p99: f64) -> KpiRow {
+        KpiRow {
+            start: SimTime::ZERO.saturating_add(SimDuration::from_secs(i as u64)),
+            span: SimDuration::from_secs(1),
+            offered: goodput,
+            finished: goodput,
+            errors: 0,
+            successes: goodput,
+            attempts: goodput,
+            e2e_window_p99: Some(SimDuration::from_secs_f64(p99).as_nanos()),
+            e2e_p99: Some(SimDuration::from_secs_f64(p99).as_nanos()),
+            pool_wait_p99: None,
+            pool_waiters_max: 0,
+            calls_in_flight_mean: 0.0,
+            backlog,
+        }
+    }
+
+    /// A timeline: 10 s healthy (100/s, backlog 20, p99 1 s), a trigger
+    /// from 10 s to 15 s, then `after(t)` for each second after it.
+    fn timeline(len: usize, after: impl Fn(usize) -> (u64, f64, f64)) -> Vec<KpiRow> {
+        (0..len)
+            .map(|i| match i {
+                0..10 => row(i, 100, 20.0, 1.0),
+                10..15 => row(i, 0, 500.0, 10.0),
+                _ => {
+                    let (g, b, p) = after(i - 15);
+                    row(i, g, b, p)
+                }
             })
             .collect()
     }
 
-    fn judge(goodput: &[u64]) -> (Option<f64>, bool) {
-        let c = RecoveryConfig {
+    fn config() -> RecoveryConfig {
+        RecoveryConfig {
             baseline: SimDuration::from_secs(10),
             sustain: SimDuration::from_secs(10),
-            tolerance: 0.05,
             smoothing: SimDuration::from_secs(5),
             horizon: SimDuration::from_secs(20),
-        };
-        let r = rows(goodput);
-        let end = r.last().map(|r| r.start.saturating_add(r.span)).unwrap();
-        let at = |s| SimTime::ZERO.saturating_add(SimDuration::from_secs(s));
-        judge_recovery(&r, at(10), at(15), end, &c)
+            ..RecoveryConfig::default()
+        }
+    }
+
+    fn at(s: u64) -> SimTime {
+        SimTime::ZERO.saturating_add(SimDuration::from_secs(s))
+    }
+
+    /// (time to recover, judged, criterion that held it back last).
+    fn judge(rows: &[KpiRow]) -> (Option<f64>, bool, Option<&'static str>) {
+        let c = config();
+        let r = recover(rows, at(10), at(15), &c);
+        let end = rows.last().map(|r| r.start.saturating_add(r.span)).unwrap();
+        let (t, judged) = judge_recovery(r.all, at(15), end, &c);
+        (t, judged, judged.then(|| r.held_by()).flatten())
+    }
+
+    #[test]
+    fn a_true_recovery_is_judged_at_once() {
+        let rows = timeline(60, |_| (100, 20.0, 1.0));
+        assert_eq!(judge(&rows), (Some(0.0), true, Some("goodput")));
+    }
+
+    #[test]
+    fn a_draining_backlog_is_not_a_recovery() {
+        // Goodput back at once, the backlog drains 20 per second from 500.
+        let rows = timeline(70, |t| (100, (500.0 - 20.0 * t as f64).max(20.0), 1.0));
+        let (t, judged, held) = judge(&rows);
+        // Backlog at most 31 (20 × 1.5 + 1) from about 24 s on.
+        assert!(
+            judged && t.is_some_and(|t| (20.0..=25.0).contains(&t)),
+            "{t:?}"
+        );
+        assert_eq!(held, Some("backlog"));
+    }
+
+    #[test]
+    fn a_p99_still_high_is_not_a_recovery() {
+        // The p99 stays at 10 s for 30 s after the trigger.
+        let rows = timeline(80, |t| (100, 20.0, if t < 30 { 10.0 } else { 1.0 }));
+        let (t, judged, held) = judge(&rows);
+        assert!(
+            judged && t.is_some_and(|t| (25.0..=30.0).contains(&t)),
+            "{t:?}"
+        );
+        assert_eq!(held, Some("p99"));
+    }
+
+    #[test]
+    fn a_relapse_restarts_the_count() {
+        // Back for 8 s, down again for 6 s, then back for good.
+        let rows = timeline(70, |t| match t {
+            0..8 => (100, 20.0, 1.0),
+            8..14 => (10, 300.0, 8.0),
+            _ => (100, 20.0, 1.0),
+        });
+        let (t, judged, _) = judge(&rows);
+        assert!(judged && t.is_some_and(|t| t >= 10.0), "{t:?}");
     }
 
     #[test]
     fn recovery_is_judged_only_on_what_the_run_saw() {
-        // 10 s at 100/s, a 5 s collapse, then back at once.
-        let mut g = vec![100; 10];
-        g.extend([0; 5]);
-        g.extend([100; 40]);
-        assert_eq!(judge(&g), (Some(0.0), true));
         // Still down 40 s after the trigger, horizon 20 s + sustain 10 s
         // seen: judged, not recovered (metastable).
-        let mut down = vec![100; 10];
-        down.extend([0; 45]);
-        assert_eq!(judge(&down), (None, true));
+        let down = timeline(55, |_| (0, 500.0, 10.0));
+        assert_eq!(judge(&down), (None, true, Some("goodput")));
         // Down, but the run ends 20 s after the trigger: not judged.
-        let mut short = vec![100; 10];
-        short.extend([0; 25]);
-        assert_eq!(judge(&short), (None, false));
+        let short = timeline(35, |_| (0, 500.0, 10.0));
+        assert_eq!(judge(&short), (None, false, None));
         // The trigger outlasts the run: not judged.
-        assert_eq!(judge(&[100; 14]), (None, false));
+        assert_eq!(
+            judge(&timeline(14, |_| (100, 20.0, 1.0))),
+            (None, false, None)
+        );
     }
 }
