@@ -230,78 +230,92 @@ pub fn replay(
     outcome
 }
 
-/// The summary in ranking order (lowest peak error rate first, then
-/// degraded rate, then user p99), with each row's label: its swept values,
-/// or its run id when nothing was swept.
-fn ranked(exp: &Experiment, summary: &DataFrame) -> Result<(DataFrame, Vec<String>), String> {
-    let params: Vec<String> = exp
-        .sweep
-        .iter()
-        .flat_map(|s| s.axes.iter().map(|a| a.path.clone()))
-        .collect();
-    let sorted = summary
-        .sort(
-            ["peak_error_rate", "degraded_rate", "peak_e2e_p99_s"],
-            SortMultipleOptions::default().with_nulls_last(true),
-        )
-        .map_err(|e| e.to_string())?;
-    let labels = match sorted.column("variant") {
-        // Datasets from before the column: the swept values.
-        Err(_) => (0..sorted.height())
-            .map(|i| {
-                let swept: Vec<String> = params
-                    .iter()
-                    .filter_map(|p| {
-                        let v = sorted.column(p).ok()?.get(i).ok()?;
-                        Some(format!("{p}={v}"))
-                    })
-                    .collect();
-                swept.join(" ")
-            })
-            .collect(),
-        Ok(_) => crate::report::strings(&sorted, "variant")?,
+/// The summary in ranking order (the experiment's objective, see
+/// `verdict.rs`), with each row's name, the criterion that decided its
+/// place and its flags.
+fn ranked(
+    exp: &Experiment,
+    summary: &DataFrame,
+) -> Result<(DataFrame, Vec<String>, crate::verdict::Ranking), String> {
+    let objective = exp.objective.clone().unwrap_or_default();
+    let ranking = crate::verdict::rank(summary, &objective)?;
+    let idx = IdxCa::from_vec(
+        "order".into(),
+        ranking.order.iter().map(|&i| i as IdxSize).collect(),
+    );
+    let sorted = summary.take(&idx).map_err(|e| e.to_string())?;
+    let labels = if sorted.column("variant").is_ok() {
+        crate::report::strings(&sorted, "variant")?
+    } else {
+        crate::report::strings(&sorted, "run_id")?
     };
-    Ok((sorted, labels))
+    Ok((sorted, labels, ranking))
 }
 
-/// The cells ranked: lowest peak error rate first, then degraded rate,
-/// then user p99.
+/// The cells ranked by the objective: the SLO-violation time that scores
+/// them, the figures beside it, the criterion that decided each place and
+/// what the ranking must not hide.
 pub fn ranked_table(exp: &Experiment, summary: &DataFrame) -> Result<String, String> {
-    let (sorted, labels) = ranked(exp, summary)?;
+    let (sorted, labels, ranking) = ranked(exp, summary)?;
     let col = |name: &str| float_column(&sorted, name);
-    let (peak_err, degraded, amp, wasted, p99, recover) = (
+    let (slo, peak_err, degraded, amp, p99) = (
+        col("slo_violation_s")?,
         col("peak_error_rate")?,
         col("degraded_rate")?,
         col("amplification_peak")?,
-        col("wasted_fraction")?,
         col("peak_e2e_p99_s")?,
-        col("time_to_recover_s")?,
     );
-    let meta: Vec<bool> = float_column(&sorted, "metastable")?
-        .iter()
-        .map(|b| b.is_some_and(|v| v > 0.5))
-        .collect();
-    let mut lines = vec![format!(
-        "{:<4} {:>10} {:>9} {:>9} {:>8} {:>10} {:>12}  {}",
-        "rank", "peak err", "degraded", "peak amp", "wasted", "user p99", "recovered", "cell"
-    )];
-    for (i, label) in labels.iter().enumerate() {
-        let pct = |v: &[Option<f64>]| 100.0 * v[i].unwrap_or(0.0);
+    let objective = exp.objective.clone().unwrap_or_default();
+    let mut lines = vec![
+        format!("{}:", crate::verdict::describe(&objective)),
+        format!(
+            "{:<4} {:>10} {:>9} {:>9} {:>9} {:>10} {:>28}  {:<15} cell",
+            "rank",
+            "SLO breach",
+            "peak err",
+            "degraded",
+            "peak amp",
+            "user p99",
+            "recovery",
+            "decided by"
+        ),
+    ];
+    let (trigger, judged, recover, meta) = (
+        col("trigger_end_s")?,
+        col("recovery_judged")?,
+        col("time_to_recover_s")?,
+        col("metastable")?,
+    );
+    let yes = |v: Option<f64>| v.is_some_and(|v| v > 0.5);
+    for (rank, label) in labels.iter().enumerate() {
+        let i = ranking.order[rank];
+        let pct = |v: &[Option<f64>]| 100.0 * v[rank].unwrap_or(0.0);
+        let recovery = if trigger[rank].is_none() {
+            "no trigger".to_string()
+        } else if !yes(judged[rank]) {
+            "not judged".to_string()
+        } else if yes(meta[rank]) {
+            "never (metastable)".to_string()
+        } else {
+            format!("{} s", fmt_opt(recover[rank], 0))
+        };
+        let flags = &ranking.flags[i];
         lines.push(format!(
-            "{:<4} {:>9.1}% {:>8.1}% {:>9.2} {:>7.1}% {:>9}s {:>12}  {} {}",
-            i + 1,
+            "{:<4} {:>9}s {:>8.1}% {:>8.1}% {:>9.2} {:>9}s {:>28}  {:<15} {}{}",
+            rank + 1,
+            fmt_opt(slo[rank], 0),
             pct(&peak_err),
             pct(&degraded),
-            amp[i].unwrap_or(0.0),
-            pct(&wasted),
-            fmt_opt(p99[i], 1),
-            if meta[i] {
-                "never".to_string()
-            } else {
-                fmt_opt(recover[i], 0) + " s"
-            },
+            amp[rank].unwrap_or(0.0),
+            fmt_opt(p99[rank], 1),
+            recovery,
+            ranking.decided_by[rank].unwrap_or("-"),
             label,
-            if meta[i] { "(metastable)" } else { "" }
+            if flags.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", flags.join("; "))
+            }
         ));
     }
     Ok(lines.join("\n"))
@@ -313,7 +327,7 @@ pub fn ranked_table(exp: &Experiment, summary: &DataFrame) -> Result<String, Str
 /// first trigger, the peak attempt rate, calls in flight and pool wait, and
 /// how long after the first trigger the storm showed and the pools ran dry.
 pub fn figures_table(exp: &Experiment, summary: &DataFrame) -> Result<String, String> {
-    let (sorted, labels) = ranked(exp, summary)?;
+    let (sorted, labels, _) = ranked(exp, summary)?;
     let cols = crate::output::FIGURE_COLUMNS.map(|c| float_column(&sorted, c));
     let mut lines = vec![format!(
         "{:>9} {:>8} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}  {}",

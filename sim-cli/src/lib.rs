@@ -15,3 +15,4 @@ pub mod output;
 pub mod report;
 pub mod runner;
 pub mod sweep;
+pub mod verdict;

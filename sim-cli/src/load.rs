@@ -21,7 +21,7 @@ use sim_models::config::{
     ClientConfig, ClockConfig, GatewayConfig, LoadConfig, NetworkConfig, ServiceConfig,
     UpstreamConfig, WorldConfig, WorldLimits,
 };
-use sim_models::kpi::RecoveryConfig;
+use sim_models::kpi::{Objective, RecoveryConfig};
 use sim_models::policy::presets;
 use sim_models::timeline::TimelineEntry;
 use yaml_serde::{Mapping, Value};
@@ -134,6 +134,7 @@ struct Doc {
     extends: Option<String>,
     sweep: Option<SweepSpec>,
     outputs: Option<OutputSpec>,
+    objective: Option<Objective>,
     seed: Option<u64>,
     clock: Option<ClockConfig>,
     load: Option<LoadConfig>,
@@ -147,7 +148,14 @@ struct Doc {
 }
 
 /// Top-level keys that are the experiment's, not the world's.
-const EXPERIMENT_KEYS: [&str; 5] = ["name", "description", "extends", "sweep", "outputs"];
+const EXPERIMENT_KEYS: [&str; 6] = [
+    "name",
+    "description",
+    "extends",
+    "sweep",
+    "outputs",
+    "objective",
+];
 
 /// An input problem, located.
 #[derive(Clone, Debug, PartialEq)]
@@ -241,6 +249,8 @@ pub struct Experiment {
     pub sweep: Option<SweepSpec>,
     /// The outputs wanted.
     pub outputs: OutputSpec,
+    /// What good means: SLO targets and the ranking's order.
+    pub objective: Option<Objective>,
     /// What is allowed but probably not meant, located.
     pub warnings: Vec<InputError>,
 }
@@ -670,6 +680,7 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
     take(&mut merged, "extends");
     let sweep_value = take(&mut merged, "sweep");
     let outputs_value = take(&mut merged, "outputs");
+    let objective_value = take(&mut merged, "objective");
     debug_assert!(EXPERIMENT_KEYS.iter().all(|k| merged.get(*k).is_none()));
     let stub = Experiment {
         path: path.to_path_buf(),
@@ -683,6 +694,7 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
         world: WorldConfig::default(),
         sweep: None,
         outputs: OutputSpec::default(),
+        objective: None,
         warnings: Vec::new(),
     };
     let world =
@@ -700,11 +712,19 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
         }
         None => OutputSpec::default(),
     };
+    let objective: Option<Objective> = match objective_value {
+        Some(v) => Some(
+            from_value(v)
+                .map_err(|e| InputErrors(vec![stub.error_at("objective", e.to_string())]))?,
+        ),
+        None => None,
+    };
     let exp = Experiment {
         world_value,
         world,
         sweep,
         outputs,
+        objective,
         ..stub
     };
     check(&exp, limits)?;
@@ -866,6 +886,14 @@ fn check(exp: &Experiment, limits: &InputLimits) -> Result<(), InputErrors> {
     }
     for (field, m) in exp.outputs.recovery.validate() {
         errors.push(exp.error_at(&format!("outputs.recovery.{field}"), m));
+    }
+    for (field, m) in exp
+        .objective
+        .as_ref()
+        .map(Objective::validate)
+        .unwrap_or_default()
+    {
+        errors.push(exp.error_at(&format!("objective.{field}"), m));
     }
     if !errors.is_empty() {
         return Err(InputErrors(errors));

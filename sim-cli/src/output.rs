@@ -471,6 +471,9 @@ pub fn summary_frame(
         ),
         Column::new("recovery_judged".into(), vec![k.recovery_judged]),
         Column::new("metastable".into(), vec![k.metastable]),
+        f("slo_violation_s", k.slo_violation_s),
+        f("slo_error_rate", k.slo_error_rate),
+        o("slo_p99_s", k.slo_p99_s),
         Column::new("events".into(), vec![events]),
     ]);
     DataFrame::new(1, cols)

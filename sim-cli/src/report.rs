@@ -16,6 +16,7 @@ use sim_core::time::{SimDuration, SimTime, TimeOfDay, WallClock};
 
 use crate::charts::{self, Marker, Series};
 use crate::dataset::Writer;
+use sim_models::kpi::Objective;
 
 /// What to put on a sweep's heatmap.
 #[derive(Clone, Debug, Default)]
@@ -189,6 +190,10 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             ));
         }
     };
+    let objective: Objective = serde_json::from_value(manifest["objective"].clone())
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     let name = manifest["experiment"]
         .as_str()
         .unwrap_or("experiment")
@@ -220,8 +225,8 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             &label,
         )?);
     } else {
-        sections.push(ranked_section(&summary, &axes)?);
-        sections.push(figures_section(&summary, &axes)?);
+        sections.push(ranked_section(&summary, &axes, &objective)?);
+        sections.push(figures_section(&summary, &axes, &objective)?);
         if runs.len() <= 12 {
             sections.push(overlay_section(&timeseries, &summary, &axes, &label)?);
         }
@@ -636,26 +641,18 @@ fn cell_names(summary: &DataFrame, axes: &[String]) -> Result<Vec<String>, Strin
         .collect())
 }
 
-/// Rows in ranking order: lowest peak error rate, then degraded rate, then
-/// user p99 (the order `stormsim replay` prints).
-fn rank_order(summary: &DataFrame) -> Result<Vec<usize>, String> {
-    let (err, degraded, p99) = (
-        floats(summary, "peak_error_rate")?,
-        floats(summary, "degraded_rate")?,
-        floats(summary, "peak_e2e_p99_s")?,
-    );
-    let mut order: Vec<usize> = (0..err.len()).collect();
-    order.sort_by(|&a, &b| {
-        err[a]
-            .total_cmp(&err[b])
-            .then(degraded[a].total_cmp(&degraded[b]))
-            .then(p99[a].total_cmp(&p99[b]))
-    });
-    Ok(order)
+/// Rows in ranking order, the order `stormsim replay` prints
+/// (`verdict.rs`).
+fn rank_order(summary: &DataFrame, objective: &Objective) -> Result<Vec<usize>, String> {
+    Ok(crate::verdict::rank(summary, objective)?.order)
 }
 
 /// The incident figures of each run side by side, in ranking order.
-fn figures_section(summary: &DataFrame, axes: &[String]) -> Result<Section, String> {
+fn figures_section(
+    summary: &DataFrame,
+    axes: &[String],
+    objective: &Objective,
+) -> Result<Section, String> {
     let names = cell_names(summary, axes)?;
     let data: Vec<Vec<f64>> = crate::output::FIGURE_COLUMNS
         .iter()
@@ -668,7 +665,7 @@ fn figures_section(summary: &DataFrame, axes: &[String]) -> Result<Section, Stri
             format!("{} s", num(v, d))
         }
     };
-    let rows: Vec<Vec<String>> = rank_order(summary)?
+    let rows: Vec<Vec<String>> = rank_order(summary, objective)?
         .into_iter()
         .map(|i| {
             vec![
@@ -712,9 +709,14 @@ fn figures_section(summary: &DataFrame, axes: &[String]) -> Result<Section, Stri
     })
 }
 
-fn ranked_section(summary: &DataFrame, axes: &[String]) -> Result<Section, String> {
+fn ranked_section(
+    summary: &DataFrame,
+    axes: &[String],
+    objective: &Objective,
+) -> Result<Section, String> {
     let names = cell_names(summary, axes)?;
     let cols = [
+        "slo_violation_s",
         "peak_error_rate",
         "degraded_rate",
         "amplification_peak",
@@ -724,53 +726,77 @@ fn ranked_section(summary: &DataFrame, axes: &[String]) -> Result<Section, Strin
     ];
     let data: Vec<Vec<f64>> = cols
         .iter()
-        .map(|c| floats(summary, c))
+        .map(|c| {
+            if has(summary, c) {
+                floats(summary, c)
+            } else {
+                Ok(vec![f64::NAN; summary.height()])
+            }
+        })
         .collect::<Result<_, _>>()?;
-    let meta: Vec<bool> = floats(summary, "metastable")?
-        .iter()
-        .map(|v| *v > 0.5)
-        .collect();
-    let order = rank_order(summary)?;
-    let rows: Vec<Vec<String>> = order
+    let flag = |name: &str| -> Result<Vec<bool>, String> {
+        if !has(summary, name) {
+            return Ok(vec![true; summary.height()]);
+        }
+        Ok(floats(summary, name)?.iter().map(|v| *v > 0.5).collect())
+    };
+    let meta = flag("metastable")?;
+    let judged = flag("recovery_judged")?;
+    let ranking = crate::verdict::rank(summary, objective)?;
+    let rows: Vec<Vec<String>> = ranking
+        .order
         .iter()
         .enumerate()
         .map(|(rank, &i)| {
             vec![
                 (rank + 1).to_string(),
                 names[i].clone(),
-                pct(data[0][i]),
+                format!("{} s", num(data[0][i], 0)),
                 pct(data[1][i]),
-                num(data[2][i], 2),
-                pct(data[3][i]),
-                format!("{} s", num(data[4][i], 1)),
+                pct(data[2][i]),
+                num(data[3][i], 2),
+                pct(data[4][i]),
+                format!("{} s", num(data[5][i], 1)),
                 if meta[i] {
                     "never (metastable)".into()
-                } else if data[5][i].is_nan() {
+                } else if !judged[i] {
+                    "not judged".into()
+                } else if data[6][i].is_nan() {
                     "-".into()
                 } else {
-                    format!("{:.0} s", data[5][i])
+                    format!("{:.0} s", data[6][i])
                 },
+                ranking.decided_by[rank].unwrap_or("-").to_string(),
+                ranking.flags[i].join("; "),
             ]
         })
         .collect();
-    let best = order.first().map(|&i| names[i].clone()).unwrap_or_default();
+    let best = ranking
+        .order
+        .first()
+        .map(|&i| names[i].clone())
+        .unwrap_or_default();
     Ok(Section {
         title: "Ranking".into(),
         text: format!(
-            "{} runs ranked by peak error rate, then degraded rate, then user p99. Best: {best}.",
-            names.len()
+            "{} runs {}. Best: {best}. \"Decided by\" names the first criterion on which a run and the next differ; flags say what the ranking must not hide.",
+            names.len(),
+            crate::verdict::describe(objective)
         ),
         charts: Vec::new(),
         table: Some(table_html(
             &[
                 "rank",
                 "run",
+                "SLO breach",
                 "peak errors",
                 "degraded",
                 "peak amplification",
                 "wasted",
                 "user p99 (peak)",
                 "recovered",
+                "decided by",
+                "flags",
             ],
             &rows,
         )),

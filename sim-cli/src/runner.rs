@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use sim_core::rng::Fnv1a;
-use sim_models::kpi::{Kpis, kpis};
+use sim_models::kpi::{Kpis, kpis_for};
 use sim_models::recorder::pod_group_spans;
 use sim_models::world::{Checks, run_with};
 
@@ -76,7 +76,10 @@ pub fn hash_of<T: serde::Serialize>(v: &T) -> String {
 
 /// The experiment's identity: everything that shapes its results.
 pub fn experiment_hash(exp: &Experiment) -> String {
-    hash_of(&(&exp.world_value, &exp.sweep, &exp.outputs))
+    match &exp.objective {
+        None => hash_of(&(&exp.world_value, &exp.sweep, &exp.outputs)),
+        Some(o) => hash_of(&(&exp.world_value, &exp.sweep, &exp.outputs, o)),
+    }
 }
 
 /// What a dataset folder holds: the base configuration run alone (`run`,
@@ -122,6 +125,7 @@ fn manifest(exp: &Experiment, cells: &[Cell], kind: DatasetKind) -> String {
         "cells": cells.len(),
         "axes": if kind == DatasetKind::Sweep { axes } else { Vec::new() },
         "tables": crate::output::TABLES,
+        "objective": exp.objective,
     }))
     .expect("manifest serialises")
         + "\n"
@@ -306,12 +310,13 @@ fn run_cell(
     let sink = CellSink::new(out, ctx, exp.outputs.attempts, writer);
     let output = run_with(&world, sink, checks).map_err(|e| e.to_string())?;
     let rows = output.sink.finish()?;
-    let k = kpis(
+    let k = kpis_for(
         &rows,
         &output.totals,
         &output.steps,
         &exp.outputs.recovery,
         world.clock.window,
+        &exp.objective.clone().unwrap_or_default(),
     );
     let pe = |e: polars::prelude::PolarsError| e.to_string();
     let mut sm = summary_frame(cell, &exp.name, kinds, &k, output.events).map_err(pe)?;

@@ -323,6 +323,18 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "--max-requests",
     ),
     (
+        "objective:\n  success: 2\n",
+        2,
+        "objective.success",
+        "between 0 and 1",
+    ),
+    (
+        "objective:\n  order: [speed]\n",
+        2,
+        "objective.order[0]",
+        "unknown variant `speed`",
+    ),
+    (
         "clock: { bucket: 1ms, window: 10m }\n",
         1,
         "clock.window",

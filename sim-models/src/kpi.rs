@@ -109,6 +109,149 @@ impl RecoveryConfig {
     }
 }
 
+/// What good means for an experiment (`objective:`): SLO targets, and the
+/// order in which they rank cells. Absent, the SLO is the baseline's own
+/// (see [`Slo::of`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Objective {
+    /// Success rate over the trailing window at least this (for example
+    /// 0.99).
+    pub success: Option<f64>,
+    /// Windowed end-to-end p99 at most this.
+    pub p99: Option<SimDuration>,
+    /// Peak amplification (attempts ÷ offered) at most this.
+    pub amplification: Option<f64>,
+    /// Time to recover at most this.
+    pub recovery: Option<SimDuration>,
+    /// The ranking's priority order; default `[targets, slo_violation,
+    /// p99, amplification]` (targets: how many declared amplification and
+    /// recovery targets a cell misses).
+    pub order: Vec<Criterion>,
+}
+
+/// A ranking criterion, lower is better for each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Criterion {
+    /// Declared amplification and recovery targets missed.
+    Targets,
+    /// Seconds in which the trailing error rate or the windowed p99 broke
+    /// the SLO.
+    SloViolation,
+    /// Peak windowed user p99.
+    P99,
+    /// Peak amplification.
+    Amplification,
+    /// Peak error rate.
+    Errors,
+    /// Time to recover (never recovered last).
+    Recovery,
+}
+
+impl Criterion {
+    /// The criterion's name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Criterion::Targets => "targets",
+            Criterion::SloViolation => "slo_violation",
+            Criterion::P99 => "p99",
+            Criterion::Amplification => "amplification",
+            Criterion::Errors => "errors",
+            Criterion::Recovery => "recovery",
+        }
+    }
+}
+
+impl Objective {
+    /// The ranking order in force.
+    pub fn order(&self) -> Vec<Criterion> {
+        if self.order.is_empty() {
+            vec![
+                Criterion::Targets,
+                Criterion::SloViolation,
+                Criterion::P99,
+                Criterion::Amplification,
+            ]
+        } else {
+            self.order.clone()
+        }
+    }
+
+    /// Checks the targets; each problem as (field, message).
+    pub fn validate(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(s) = self.success
+            && !(0.0..=1.0).contains(&s)
+        {
+            out.push((
+                "success",
+                format!("must be a fraction between 0 and 1, found {s}"),
+            ));
+        }
+        if let Some(a) = self.amplification
+            && !(a.is_finite() && a >= 1.0)
+        {
+            out.push(("amplification", format!("must be at least 1, found {a}")));
+        }
+        if self.p99.is_some_and(|d| d.is_zero()) {
+            out.push(("p99", "must be longer than 0s".into()));
+        }
+        out
+    }
+}
+
+/// The error rate the default SLO allows.
+const DEFAULT_ERROR_SLO: f64 = 0.01;
+
+/// The SLO a run is judged against: the declared one, or else success at
+/// least 99 % (the same for every run, so a policy failing from the start
+/// is not excused by its own baseline) and p99 at most twice the run's
+/// baseline.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Slo {
+    /// Highest trailing error rate that meets it.
+    pub error_rate: f64,
+    /// Highest windowed p99 that meets it, seconds (`None`: no p99 target).
+    pub p99_s: Option<f64>,
+}
+
+impl Slo {
+    /// The SLO for a run whose baseline p99 is `baseline_p99` seconds.
+    pub fn of(objective: &Objective, baseline_p99: Option<f64>) -> Slo {
+        Slo {
+            error_rate: objective.success.map_or(DEFAULT_ERROR_SLO, |s| 1.0 - s),
+            p99_s: objective
+                .p99
+                .map(|d| d.as_secs_f64())
+                .or(baseline_p99.map(|p| 2.0 * p)),
+        }
+    }
+}
+
+/// Seconds of the run in which the trailing error rate (over `n` buckets)
+/// or the windowed p99 broke `slo`.
+fn slo_violation(rows: &[KpiRow], n: usize, slo: &Slo) -> f64 {
+    let (mut errors, mut finished, mut total) = (0u64, 0u64, 0.0);
+    for (i, r) in rows.iter().enumerate() {
+        errors += r.errors;
+        finished += r.finished;
+        if i >= n {
+            errors -= rows[i - n].errors;
+            finished -= rows[i - n].finished;
+        }
+        let error_broken = finished > 0 && errors as f64 / finished as f64 > slo.error_rate;
+        let p99_broken = slo
+            .p99_s
+            .zip(r.e2e_window_p99)
+            .is_some_and(|(t, p)| p as f64 / 1e9 > t);
+        if error_broken || p99_broken {
+            total += r.span.as_secs_f64();
+        }
+    }
+    total
+}
+
 /// The figures a summary row holds.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Kpis {
@@ -176,6 +319,13 @@ pub struct Kpis {
     pub recovery_judged: bool,
     /// Not recovered within the horizon.
     pub metastable: bool,
+    /// Seconds in which the trailing error rate or the windowed p99 broke
+    /// the SLO (the objective's, or the baseline's own).
+    pub slo_violation_s: f64,
+    /// The SLO's error-rate bound.
+    pub slo_error_rate: f64,
+    /// The SLO's p99 bound, seconds.
+    pub slo_p99_s: Option<f64>,
 }
 
 /// What the key figures need of one bucket: a few numbers, so a run keeps
@@ -259,6 +409,18 @@ pub fn kpis(
     recovery: &RecoveryConfig,
     window: SimDuration,
 ) -> Kpis {
+    kpis_for(rows, totals, steps, recovery, window, &Objective::default())
+}
+
+/// [`kpis`], with the SLO of a declared objective.
+pub fn kpis_for(
+    rows: &[KpiRow],
+    totals: &RunTotals,
+    steps: &[Step],
+    recovery: &RecoveryConfig,
+    window: SimDuration,
+    objective: &Objective,
+) -> Kpis {
     let finished = totals.finished();
     let errors: u64 = Reason::ALL
         .iter()
@@ -322,6 +484,7 @@ pub fn kpis(
     };
     let held_by = judged.then(|| criteria.held_by()).flatten();
     let metastable = judged && recovered.is_none_or(|t| t > recovery.horizon.as_secs_f64());
+    let slo = Slo::of(objective, secs(baseline_p99));
     Kpis {
         offered: totals.count(Count::Offered),
         finished,
@@ -353,6 +516,9 @@ pub fn kpis(
         recovery_held_by: held_by,
         recovery_judged: judged,
         metastable,
+        slo_violation_s: slo_violation(rows, buckets(window), &slo),
+        slo_error_rate: slo.error_rate,
+        slo_p99_s: slo.p99_s,
     }
 }
 
