@@ -85,14 +85,57 @@ fn time_chart<'a, 'b>(
     Ok((chart, y1))
 }
 
-fn legend<'a, 'b: 'a>(chart: &mut TimeChart<'a, 'b>) -> Result<(), String> {
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(GREY_500)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(|e| e.to_string())
+/// Width of the legend panel right of the plotting area: legends never sit
+/// on the data.
+const LEGEND_WIDTH: u32 = 190;
+
+/// The plotting area and the legend panel of a chart of `size`.
+fn with_legend_panel<'b>(
+    root: DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    entries: usize,
+) -> (
+    DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    Option<DrawingArea<SVGBackend<'b>, plotters::coord::Shift>>,
+) {
+    if entries == 0 {
+        return (root, None);
+    }
+    let (w, _) = root.dim_in_pixel();
+    let (plot, panel) = root.split_horizontally(w.saturating_sub(LEGEND_WIDTH));
+    (plot, Some(panel))
+}
+
+/// Draws the legend in its panel: a swatch and the series' name per line,
+/// names cut to fit.
+fn side_legend(
+    panel: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    entries: &[(String, RGBColor, bool)],
+) -> Result<(), String> {
+    panel.fill(&WHITE).map_err(|e| e.to_string())?;
+    for (i, (name, colour, filled)) in entries.iter().enumerate() {
+        let y = 40 + 18 * i as i32;
+        if *filled {
+            panel
+                .draw(&Rectangle::new([(6, y - 5), (20, y + 5)], colour.filled()))
+                .map_err(|e| e.to_string())?;
+        } else {
+            panel
+                .draw(&PathElement::new(
+                    vec![(4, y), (22, y)],
+                    colour.stroke_width(2),
+                ))
+                .map_err(|e| e.to_string())?;
+        }
+        let text: String = if name.chars().count() > 26 {
+            name.chars().take(25).collect::<String>() + "…"
+        } else {
+            name.clone()
+        };
+        panel
+            .draw(&Text::new(text, (28, y - 6), ("sans-serif", 12)))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// A line chart over time; `x_label_of` turns an x value into its axis
@@ -106,7 +149,9 @@ pub fn lines(
 ) -> Result<String, String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let full = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        full.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (root, panel) = with_legend_panel(full.clone(), series.len());
         let (mut chart, y1) = time_chart(&root, title, y_desc, series, x_label_of)?;
         for m in markers {
             chart
@@ -130,14 +175,17 @@ pub fn lines(
                     s.points.iter().copied().filter(|p| p.1.is_finite()),
                     colour.stroke_width(2),
                 ))
-                .map_err(|e| e.to_string())?
-                .label(s.name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-                });
+                .map_err(|e| e.to_string())?;
         }
-        legend(&mut chart)?;
-        root.present().map_err(|e| e.to_string())?;
+        if let Some(panel) = &panel {
+            let entries: Vec<(String, RGBColor, bool)> = series
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.name.clone(), COLOURS[i % COLOURS.len()], false))
+                .collect();
+            side_legend(panel, &entries)?;
+        }
+        full.present().map_err(|e| e.to_string())?;
     }
     Ok(svg)
 }
@@ -170,7 +218,9 @@ pub fn stacked(
     }
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let full = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        full.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (root, panel) = with_legend_panel(full.clone(), cumulative.len());
         let (mut chart, _) = time_chart(&root, title, y_desc, &cumulative, x_label_of)?;
         // Top layer first so lower layers paint over it.
         for (i, s) in cumulative.iter().enumerate().rev() {
@@ -180,14 +230,17 @@ pub fn stacked(
                     AreaSeries::new(s.points.iter().copied(), 0.0, colour.mix(0.6))
                         .border_style(colour),
                 )
-                .map_err(|e| e.to_string())?
-                .label(s.name.clone())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], colour.filled())
-                });
+                .map_err(|e| e.to_string())?;
         }
-        legend(&mut chart)?;
-        root.present().map_err(|e| e.to_string())?;
+        if let Some(panel) = &panel {
+            let entries: Vec<(String, RGBColor, bool)> = cumulative
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.name.clone(), COLOURS[i % COLOURS.len()], true))
+                .collect();
+            side_legend(panel, &entries)?;
+        }
+        full.present().map_err(|e| e.to_string())?;
     }
     Ok(svg)
 }

@@ -324,13 +324,14 @@ pub fn ranked_table(exp: &Experiment, summary: &DataFrame) -> Result<String, Str
 /// The incident figures of each cell, in ranking order, read the way an
 /// incident write-up reads its dashboards (see `sim_models::kpi`): p99 and
 /// error rate over the trailing window at their peak and just before the
-/// first trigger, the peak attempt rate, calls in flight and pool wait, and
-/// how long after the first trigger the storm showed and the pools ran dry.
+/// first trigger, the peak attempt rate, calls in flight and pool wait, how
+/// long after the first trigger the storm showed and the pools ran dry, the
+/// peak backlog, 429s, retry share and retries per request.
 pub fn figures_table(exp: &Experiment, summary: &DataFrame) -> Result<String, String> {
     let (sorted, labels, _) = ranked(exp, summary)?;
     let cols = crate::output::FIGURE_COLUMNS.map(|c| float_column(&sorted, c));
     let mut lines = vec![format!(
-        "{:>9} {:>8} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}  {}",
+        "{:>9} {:>8} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9} {:>8} {:>7} {:>7} {:>8}  {}",
         "p99 peak",
         "before",
         "err peak",
@@ -340,6 +341,10 @@ pub fn figures_table(exp: &Experiment, summary: &DataFrame) -> Result<String, St
         "pool wait",
         "visible",
         "exhausted",
+        "backlog",
+        "429s",
+        "retry %",
+        "retry/req",
         "cell"
     )];
     let cols: Vec<Vec<Option<f64>>> = cols.into_iter().collect::<Result<_, _>>()?;
@@ -348,7 +353,7 @@ pub fn figures_table(exp: &Experiment, summary: &DataFrame) -> Result<String, St
         let pct = |c: usize| v(c).map_or("-".into(), |x| format!("{:.1}%", 100.0 * x));
         let secs = |c: usize, d: usize| v(c).map_or("-".into(), |x| format!("{x:.d$}s"));
         lines.push(format!(
-            "{:>9} {:>8} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}  {}",
+            "{:>9} {:>8} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9} {:>8} {:>7} {:>7} {:>8}  {}",
             secs(0, 1),
             secs(1, 1),
             pct(2),
@@ -358,6 +363,10 @@ pub fn figures_table(exp: &Experiment, summary: &DataFrame) -> Result<String, St
             secs(6, 1),
             secs(7, 0),
             secs(8, 0),
+            fmt_opt(v(9), 0),
+            fmt_opt(v(10), 0),
+            pct(11),
+            fmt_opt(v(12), 2),
             label
         ));
     }

@@ -414,9 +414,10 @@ fn secs(ns: Option<u64>) -> Option<f64> {
 /// The summary columns that hold a run's incident figures, in the order
 /// `stormsim replay` prints them and the report tabulates them: p99 and
 /// error rate at their trailing-window peak and just before the first
-/// trigger, the peak attempt rate, calls in flight and pool wait, and the
-/// storm's onset times.
-pub const FIGURE_COLUMNS: [&str; 9] = [
+/// trigger, the peak attempt rate, calls in flight and pool wait, the
+/// storm's onset times, the peak backlog, 429s, retry share and retries per
+/// request.
+pub const FIGURE_COLUMNS: [&str; 13] = [
     "peak_e2e_p99_s",
     "baseline_e2e_p99_s",
     "peak_error_rate",
@@ -426,6 +427,10 @@ pub const FIGURE_COLUMNS: [&str; 9] = [
     "peak_pool_wait_p99_s",
     "storm_visible_s",
     "pools_exhausted_s",
+    "peak_backlog",
+    "rate_limited",
+    "retry_share",
+    "retries_per_request",
 ];
 
 /// The `summary` table: one row.
@@ -471,6 +476,9 @@ pub fn summary_frame(
         ),
         Column::new("recovery_judged".into(), vec![k.recovery_judged]),
         Column::new("metastable".into(), vec![k.metastable]),
+        f("peak_backlog", k.peak_backlog),
+        Column::new("rate_limited".into(), vec![k.rate_limited]),
+        f("retries_per_request", k.retries_per_request),
         f("slo_violation_s", k.slo_violation_s),
         f("slo_error_rate", k.slo_error_rate),
         o("slo_p99_s", k.slo_p99_s),

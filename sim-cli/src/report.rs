@@ -225,12 +225,36 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             &label,
         )?);
     } else {
+        // A sweep over parameters gets its maps only when two axes have two
+        // values or more each; anything else (a before/after, alternatives)
+        // is a comparison of variants, told as one story.
+        let varied: Vec<String> = axes
+            .iter()
+            .filter(|a| has(&summary, a))
+            .filter(|a| {
+                let mut v = strings(&summary, a).unwrap_or_default();
+                v.sort();
+                v.dedup();
+                v.len() >= 2
+            })
+            .cloned()
+            .collect();
+        let marks = markers(events.as_ref())?;
+        if varied.len() < 2 {
+            sections.push(story_section(&summary, &axes, &objective, &marks, &label)?);
+        }
         sections.push(ranked_section(&summary, &axes, &objective)?);
         sections.push(figures_section(&summary, &axes, &objective)?);
         if runs.len() <= 12 {
-            sections.push(overlay_section(&timeseries, &summary, &axes, &label)?);
+            sections.push(overlay_section(
+                &timeseries,
+                &summary,
+                &axes,
+                &marks,
+                &label,
+            )?);
         }
-        if !axes.is_empty() {
+        if varied.len() >= 2 || opts.x.is_some() {
             sections.extend(sweep_sections(&summary, &axes, opts)?);
         }
     }
@@ -283,18 +307,25 @@ fn markers(events: Option<&DataFrame>) -> Result<Vec<Marker>, String> {
         strings(ev, "kind")?,
         strings(ev, "detail")?,
     );
+    // Several runs carry the same timeline: each action once, in time order.
+    let mut actions: Vec<(f64, String)> = (0..t.len())
+        .filter(|&i| kind[i] == "timeline")
+        .map(|i| {
+            let label = detail[i]
+                .split("] ")
+                .nth(1)
+                .unwrap_or(&detail[i])
+                .to_string();
+            (t[i], label)
+        })
+        .collect();
+    actions.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    actions.dedup();
     let mut out: Vec<Marker> = Vec::new();
-    for i in 0..t.len() {
+    for (x, label) in actions {
         // Ramps apply in many small steps: mark the first of a run only.
-        if kind[i] == "timeline" && out.last().is_none_or(|m| t[i] - m.x > 5.0) {
-            out.push(Marker {
-                x: t[i],
-                label: detail[i]
-                    .split("] ")
-                    .nth(1)
-                    .unwrap_or(&detail[i])
-                    .to_string(),
-            });
+        if out.last().is_none_or(|m| x - m.x > 5.0) {
+            out.push(Marker { x, label });
         }
     }
     Ok(out)
@@ -656,7 +687,13 @@ fn figures_section(
     let names = cell_names(summary, axes)?;
     let data: Vec<Vec<f64>> = crate::output::FIGURE_COLUMNS
         .iter()
-        .map(|c| floats(summary, c))
+        .map(|c| {
+            if has(summary, c) {
+                floats(summary, c)
+            } else {
+                Ok(vec![f64::NAN; summary.height()])
+            }
+        })
         .collect::<Result<_, _>>()?;
     let secs = |v: f64, d: usize| {
         if v.is_nan() {
@@ -679,6 +716,10 @@ fn figures_section(
                 secs(data[6][i], 1),
                 secs(data[7][i], 0),
                 secs(data[8][i], 0),
+                num(data[9][i], 0),
+                num(data[10][i], 0),
+                pct(data[11][i]),
+                num(data[12][i], 2),
             ]
         })
         .collect();
@@ -688,7 +729,9 @@ fn figures_section(
                the trailing window at their peak and just before the first trigger, the peak \
                attempt rate (10 s mean), calls in flight and pool wait, and how long after the \
                first trigger the storm showed (attempts above 1.5 × offered) and the pools ran \
-               dry (100 calls queued)."
+               dry (100 calls queued); the peak backlog (users waiting plus the dependency's \
+               queue), the dependency's 429 answers, the share of attempts that were retries or \
+               hedges, and retries per user request."
             .into(),
         charts: Vec::new(),
         table: Some(table_html(
@@ -703,6 +746,10 @@ fn figures_section(
                 "pool wait p99",
                 "storm visible",
                 "pools exhausted",
+                "backlog (peak)",
+                "429s",
+                "retry share",
+                "retries per request",
             ],
             &rows,
         )),
@@ -803,10 +850,84 @@ fn ranked_section(
     })
 }
 
+/// The story of a comparison (a before/after, a replay against its
+/// alternatives): what happened, which variant the objective prefers and
+/// by how much, in words.
+fn story_section(
+    summary: &DataFrame,
+    axes: &[String],
+    objective: &Objective,
+    marks: &[Marker],
+    label: &dyn Fn(f64) -> String,
+) -> Result<Section, String> {
+    let names = cell_names(summary, axes)?;
+    let ranking = crate::verdict::rank(summary, objective)?;
+    let col = |c: &str| -> Result<Vec<f64>, String> {
+        if has(summary, c) {
+            floats(summary, c)
+        } else {
+            Ok(vec![f64::NAN; summary.height()])
+        }
+    };
+    let (err, p99, amp, slo, rec, meta) = (
+        col("peak_error_rate")?,
+        col("peak_e2e_p99_s")?,
+        col("amplification_peak")?,
+        col("slo_violation_s")?,
+        col("time_to_recover_s")?,
+        col("metastable")?,
+    );
+    let about = |i: usize| {
+        let recovery = if meta[i] > 0.5 {
+            "never recovered (metastable)".to_string()
+        } else if rec[i].is_nan() {
+            "recovery not judged".to_string()
+        } else {
+            format!("recovered {:.0} s after the trigger ended", rec[i])
+        };
+        format!(
+            "{}: peak errors {}, user p99 up to {} s, {:.2} attempts per request at the peak, the SLO broken for {} s, {recovery}{}",
+            names[i],
+            pct(err[i]),
+            num(p99[i], 1),
+            amp[i],
+            num(slo[i], 0),
+            if ranking.flags[i].is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", ranking.flags[i].join("; "))
+            }
+        )
+    };
+    let trigger = marks
+        .first()
+        .map(|m| format!("At {} the timeline {}. ", label(m.x), m.label))
+        .unwrap_or_default();
+    let mut text = format!(
+        "{trigger}{} variants were compared and {}. ",
+        names.len(),
+        crate::verdict::describe(objective)
+    );
+    if let (Some(&best), Some(&worst)) = (ranking.order.first(), ranking.order.last()) {
+        text.push_str(&format!(
+            "Best — {}. Worst — {}.",
+            about(best),
+            about(worst)
+        ));
+    }
+    Ok(Section {
+        title: "The story".into(),
+        text,
+        charts: Vec::new(),
+        table: None,
+    })
+}
+
 fn overlay_section(
     ts: &DataFrame,
     summary: &DataFrame,
     axes: &[String],
+    marks: &[Marker],
     label: &dyn Fn(f64) -> String,
 ) -> Result<Section, String> {
     let names = cell_names(summary, axes)?;
@@ -853,12 +974,12 @@ fn overlay_section(
             .collect();
         charts_out.push((
             file.to_string(),
-            charts::lines(title, unit, &series, &[], label)?,
+            charts::lines(title, unit, &series, marks, label)?,
         ));
     }
     Ok(Section {
         title: "Runs compared".into(),
-        text: "The key curves of every run, overlaid.".into(),
+        text: "The key curves of every run, overlaid, with the timeline's actions marked.".into(),
         charts: charts_out,
         table: None,
     })

@@ -319,8 +319,15 @@ pub struct Kpis {
     pub recovery_judged: bool,
     /// Not recovered within the horizon.
     pub metastable: bool,
+    /// Highest backlog (users waiting plus the dependency's queue, a
+    /// bucket's time-weighted mean).
+    pub peak_backlog: f64,
+    /// Requests the dependency answered 429 over the run.
+    pub rate_limited: u64,
+    /// Retries (not hedges) per user request.
+    pub retries_per_request: f64,
     /// Seconds in which the trailing error rate or the windowed p99 broke
-    /// the SLO (the objective's, or the baseline's own).
+    /// the SLO (the objective's, or the default).
     pub slo_violation_s: f64,
     /// The SLO's error-rate bound.
     pub slo_error_rate: f64,
@@ -516,6 +523,12 @@ pub fn kpis_for(
         recovery_held_by: held_by,
         recovery_judged: judged,
         metastable,
+        peak_backlog: rows.iter().map(|r| r.backlog).fold(0.0, f64::max),
+        rate_limited: totals.count(Count::UpstreamRateLimited),
+        retries_per_request: ratio(
+            totals.count(Count::AttemptsRetry),
+            totals.count(Count::Offered),
+        ),
         slo_violation_s: slo_violation(rows, buckets(window), &slo),
         slo_error_rate: slo.error_rate,
         slo_p99_s: slo.p99_s,
