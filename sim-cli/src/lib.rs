@@ -9,6 +9,7 @@ pub mod charts;
 pub mod commands;
 pub mod dataset;
 pub mod error;
+pub mod golden;
 pub mod load;
 pub mod locate;
 pub mod output;
