@@ -218,14 +218,22 @@ fn main() -> ExitCode {
         }
         Command::List { dir } => commands::list(&dir),
     };
+    // Every problem starts `error:`, as every warning starts `warning:`.
+    let shout = |message: &str| {
+        if message.starts_with("error:") {
+            eprintln!("{message}");
+        } else {
+            eprintln!("error: {message}");
+        }
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Input(message)) => {
-            eprintln!("{message}");
+            shout(&message);
             ExitCode::from(2)
         }
         Err(Failure::Run(message)) => {
-            eprintln!("{message}");
+            shout(&message);
             ExitCode::from(1)
         }
     }
