@@ -397,13 +397,30 @@ fn param_columns(cell: &Cell, kinds: &[(String, ParamKind)], n: usize) -> Vec<Co
         .collect()
 }
 
+/// The columns that name the run, the same on every row: scalar columns,
+/// so a million attempt rows do not allocate a million copies of each.
 fn id_columns(cell: &Cell, experiment: &str, n: usize) -> Vec<Column> {
+    let text = |name: &str, v: String| {
+        Column::new_scalar(
+            name.into(),
+            Scalar::new(DataType::String, AnyValue::StringOwned(v.into())),
+            n,
+        )
+    };
     vec![
-        Column::new("run_id".into(), vec![cell.id.clone(); n]),
-        Column::new("variant".into(), vec![cell.name(); n]),
-        Column::new("experiment".into(), vec![experiment.to_string(); n]),
-        Column::new("seed".into(), vec![cell.seed; n]),
-        Column::new("replication".into(), vec![cell.replication; n]),
+        text("run_id", cell.id.clone()),
+        text("variant", cell.name()),
+        text("experiment", experiment.to_string()),
+        Column::new_scalar(
+            "seed".into(),
+            Scalar::new(DataType::UInt64, AnyValue::UInt64(cell.seed)),
+            n,
+        ),
+        Column::new_scalar(
+            "replication".into(),
+            Scalar::new(DataType::UInt32, AnyValue::UInt32(cell.replication)),
+            n,
+        ),
     ]
 }
 
