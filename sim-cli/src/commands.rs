@@ -121,12 +121,6 @@ fn print_report(
     Err(Failure::Run(msg.trim_end().to_string()))
 }
 
-/// Whether `file` loads and has a sweep (for the default folder of a plain
-/// run; a file that does not load is reported by the command itself).
-pub fn has_sweep(file: &Path, limits: &InputLimits) -> bool {
-    load(file, limits).is_ok_and(|e| e.sweep.is_some())
-}
-
 /// `stormsim run`.
 pub fn run(
     file: &Path,
@@ -141,6 +135,12 @@ pub fn run(
         opts.no_sweep = true;
         if exp.sweep.is_some() {
             eprintln!("note: running the base configuration; `stormsim sweep` runs the sweep");
+            // Its own folder, beside the sweep's (out/<file name>-base).
+            if opts.default_out {
+                let mut name = opts.out.file_name().unwrap_or_default().to_os_string();
+                name.push("-base");
+                opts.out.set_file_name(name);
+            }
         }
     }
     opts.only_cell = cell;

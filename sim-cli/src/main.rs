@@ -165,22 +165,13 @@ fn main() -> ExitCode {
         check_invariants: cli.check_invariants,
     };
     let result = match cli.command {
-        Command::Run { args, cell } => {
-            // A plain run of a file with a sweep is the base configuration
-            // alone: its own folder, beside the sweep's.
-            let suffix = if cell.is_none() && commands::has_sweep(&args.file, &args.limits.get()) {
-                "-base"
-            } else {
-                ""
-            };
-            commands::run(
-                &args.file,
-                opts(&args, flags, suffix),
-                args.seed,
-                cell,
-                &args.limits.get(),
-            )
-        }
+        Command::Run { args, cell } => commands::run(
+            &args.file,
+            opts(&args, flags),
+            args.seed,
+            cell,
+            &args.limits.get(),
+        ),
         Command::Sweep {
             args,
             shard,
@@ -198,14 +189,14 @@ fn main() -> ExitCode {
                 (None, None) => Ok(None),
             };
             shard.and_then(|shard| {
-                let mut o = opts(&args, flags, "");
+                let mut o = opts(&args, flags);
                 o.shard = shard;
                 commands::sweep(&args.file, o, args.seed, dry_run, &args.limits.get())
             })
         }
         Command::Replay { args } => commands::replay(
             &args.file,
-            opts(&args, flags, ""),
+            opts(&args, flags),
             args.seed,
             &args.limits.get(),
         ),
@@ -246,13 +237,14 @@ struct Flags {
     check_invariants: bool,
 }
 
-fn opts(args: &RunArgs, flags: Flags, suffix: &str) -> stormsim::runner::RunOptions {
+fn opts(args: &RunArgs, flags: Flags) -> stormsim::runner::RunOptions {
+    let default_out = args.out.is_none();
     let out = args.out.clone().unwrap_or_else(|| {
         let stem = args
             .file
             .file_stem()
             .map_or("experiment".into(), |s| s.to_string_lossy().into_owned());
-        PathBuf::from("out").join(format!("{stem}{suffix}"))
+        PathBuf::from("out").join(stem)
     });
     stormsim::runner::RunOptions {
         out,
@@ -260,6 +252,7 @@ fn opts(args: &RunArgs, flags: Flags, suffix: &str) -> stormsim::runner::RunOpti
         quiet: flags.quiet,
         force: args.force,
         check_invariants: flags.check_invariants,
+        default_out,
         ..Default::default()
     }
 }

@@ -39,6 +39,9 @@ pub struct RunOptions {
     /// Check the world's bounds after every event (the end-of-run audit
     /// and the checks at every bucket close run always).
     pub check_invariants: bool,
+    /// `out` is the default (`out/<file name>`), not one the user named: a
+    /// plain run of a file with a sweep then writes beside it.
+    pub default_out: bool,
 }
 
 /// A run that stopped.
