@@ -1,8 +1,8 @@
 //! Golden summaries: a small text of each bundled experiment's key figures
 //! and ranking, checked into `experiments/golden/`, so that a change in
-//! figures shows in review as a diff. `sim-cli/tests/golden.rs` re-runs
-//! every bundled experiment and compares; `STORMSIM_BLESS=1 cargo test -p
-//! sim-cli --test golden` rewrites them.
+//! figures shows in review as a diff. `sim-cli/tests/suite/golden.rs`
+//! re-runs every bundled experiment and compares; `STORMSIM_BLESS=1 cargo
+//! test -p sim-cli --test suite golden` rewrites them.
 
 use polars::prelude::DataFrame;
 

@@ -5,7 +5,7 @@
 //! cargo run --release -p sim-core --example mmc
 //! ```
 
-#[path = "../tests/support/mmc_model.rs"]
+#[path = "../tests/suite/mmc_model.rs"]
 mod mmc_model;
 
 use mmc_model::{MmcParams, run};

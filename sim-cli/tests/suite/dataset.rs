@@ -2,9 +2,9 @@
 //! across thread counts and shards, resumable after a kill, failures exit
 //! 1 with a command that reproduces them.
 
-mod common;
+use crate::common;
 
-use common::{root, stormsim, stormsim_ok};
+use crate::common::{root, stormsim, stormsim_ok};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,8 +1,7 @@
 //! Each part of the world doing what its documentation says.
 
-mod common;
 
-use common::{go, ms, secs, share};
+use crate::common::{go, ms, secs, share};
 use sim_core::dist::DistSpec;
 use sim_core::time::SimDuration;
 use sim_models::config::{ClosedLoopConfig, LoadLaw, OverflowAction, RateLimitConfig, WorldConfig};

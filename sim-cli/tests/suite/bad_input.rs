@@ -530,7 +530,7 @@ fn valid_experiment() -> String {
 
 /// Generated files per property: 300 in the test suite; set
 /// `STORMSIM_FUZZ_CASES` for a long fuzz run (`STORMSIM_FUZZ_CASES=100000
-/// cargo test -p sim-cli --test bad_input never_panic`).
+/// cargo test -p sim-cli --test suite never_panic`).
 fn fuzz_cases() -> u32 {
     std::env::var("STORMSIM_FUZZ_CASES")
         .ok()

@@ -1,8 +1,7 @@
 //! The policy catalogue inside the world.
 
-mod common;
 
-use common::{go, ms, secs, share};
+use crate::common::{go, ms, secs, share};
 use sim_core::dist::DistSpec;
 use sim_core::time::SimDuration;
 use sim_models::config::{

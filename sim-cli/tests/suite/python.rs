@@ -6,9 +6,8 @@
 //! this test makes a virtual environment under the build directory and
 //! installs `notebooks/requirements.txt` into it, once.
 
-mod common;
 
-use common::{root, stormsim_ok};
+use crate::common::{root, stormsim_ok};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -1,9 +1,9 @@
 //! Every bundled experiment against its golden summary
 //! (`experiments/golden/`): a change in figures or ranking fails here with
 //! the changed lines, and shows in review as a diff. Regenerate with
-//! `STORMSIM_BLESS=1 cargo test -p sim-cli --test golden`.
+//! `STORMSIM_BLESS=1 cargo test -p sim-cli --test suite golden`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
@@ -97,7 +97,7 @@ fn every_bundled_experiment_matches_its_golden_summary() {
         .collect();
     assert!(
         changed.is_empty(),
-        "figures changed (regenerate with STORMSIM_BLESS=1 cargo test -p sim-cli --test golden if meant):\n{}",
+        "figures changed (regenerate with STORMSIM_BLESS=1 cargo test -p sim-cli --test suite golden if meant):\n{}",
         changed.join("\n")
     );
 }

@@ -22,7 +22,7 @@ use sim_models::kpi::{Kpis, kpi_rows, kpis};
 use sim_models::world::run;
 use stormsim::load::{InputLimits, load};
 
-mod common;
+use crate::common;
 
 /// One reported figure: its name, how to read it from a run, and the
 /// accepted range.

@@ -3,9 +3,9 @@
 //! is installed; always in CI) the page renders with no error and every
 //! chart has a size.
 
-mod common;
+use crate::common;
 
-use common::stormsim_ok;
+use crate::common::stormsim_ok;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -12,7 +12,7 @@ use sim_models::world::run;
 use stormsim::load::{InputLimits, load};
 use stormsim::sweep::{canonical, cell_world, cells};
 
-mod common;
+use crate::common;
 
 /// Metastable or not, by (magnitude, duration) as written in the file.
 fn map(file: &str) -> BTreeMap<(String, String), bool> {

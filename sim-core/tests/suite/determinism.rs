@@ -1,9 +1,7 @@
 //! Same seed, same run: byte for byte, on any thread.
 
-#[path = "support/mmc_model.rs"]
-mod mmc_model;
 
-use mmc_model::{MmcParams, run};
+use crate::mmc_model::{MmcParams, run};
 use proptest::prelude::*;
 
 fn params(servers: u32, load: f64, room: Option<usize>, seed: u64) -> MmcParams {

@@ -1,5 +1,4 @@
 //! Helpers the CLI test binaries share.
-#![allow(dead_code)] // each test binary uses a part
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

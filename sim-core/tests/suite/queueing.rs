@@ -8,10 +8,8 @@
 //! (below 2 % of the theoretical value), and so within 8 % at the very
 //! worst; in practice the errors are well under 2 %.
 
-#[path = "support/mmc_model.rs"]
-mod mmc_model;
 
-use mmc_model::{MmcParams, run};
+use crate::mmc_model::{MmcParams, run};
 use sim_core::theory::{erlang_b, erlang_c, mmc_mean_wait};
 
 fn assert_matches(what: &str, est: f64, se: f64, theory: f64) {

@@ -1,5 +1,4 @@
 //! Helpers the world test binaries share.
-#![allow(dead_code)] // each test binary uses a part
 
 use sim_core::time::SimDuration;
 use sim_models::config::WorldConfig;

@@ -1,0 +1,10 @@
+//! The crate's integration tests, one binary (one link) for all of them.
+
+mod common;
+mod bad_input;
+mod dataset;
+mod golden;
+mod maps;
+mod python;
+mod replay_1402;
+mod report;

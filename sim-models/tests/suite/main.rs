@@ -1,0 +1,8 @@
+//! The crate's integration tests, one binary (one link) for all of them.
+
+mod common;
+mod fidelity;
+mod parts;
+mod policies;
+mod storm_1402;
+mod world_basics;
