@@ -23,7 +23,7 @@ use crate::pool::{Acquire, Waiter};
 use crate::recorder::{AttemptRecord, Count, Latency, Level, RowSink, WorldEvent};
 use crate::request::{AttRef, AttemptPhase, Phase, ReqRef};
 use crate::upstream::{Admission, JobRef, Owner, Status};
-use crate::world::{Event, World};
+use crate::world::{Event, Leg, World};
 
 fn is_active(phase: AttemptPhase) -> bool {
     phase != AttemptPhase::Done
@@ -464,12 +464,8 @@ impl<S: RowSink> World<S> {
         if arm_now && let Some(t) = timeout {
             a.timer = Some(sched.schedule_in(t, Event::AttemptTimedOut { att }));
         }
-        match self.net.delay(|n| &n.pod_to_upstream) {
-            Some(d) => {
-                sched.schedule_in(d, Event::UpstreamReceived { att });
-            }
-            None => self.on_upstream_received(att, sched),
-        }
+        let d = self.net.delay(Leg::PodToUpstream);
+        sched.schedule_in(d, Event::UpstreamReceived { att });
     }
 
     /// The deadline an attempt carries to the upstream, when propagated:
@@ -517,12 +513,8 @@ impl<S: RowSink> World<S> {
     }
 
     fn respond_to_pod(&mut self, att: AttRef, status: Status, sched: &mut Scheduler<Event>) {
-        match self.net.delay(|n| &n.upstream_to_pod) {
-            Some(d) => {
-                sched.schedule_in(d, Event::ResponseReachedPod { att, status });
-            }
-            None => self.on_response_reached_pod(att, status, sched),
-        }
+        let d = self.net.delay(Leg::UpstreamToPod);
+        sched.schedule_in(d, Event::ResponseReachedPod { att, status });
     }
 
     pub(crate) fn on_upstream_completed(&mut self, job: JobRef, sched: &mut Scheduler<Event>) {
@@ -1030,11 +1022,11 @@ impl<S: RowSink> World<S> {
             self.dispatch(req, sched);
             return;
         }
-        match self.net.delay(|n| &n.pod_to_gateway) {
-            Some(d) if reason != Reason::PodRestarted => {
-                sched.schedule_in(d, Event::ResponseReachedUser { req, reason });
-            }
-            _ => self.user_outcome(req, reason, sched),
-        }
+        // A restarted pod's connections reset: the gateway learns at once.
+        let d = match reason {
+            Reason::PodRestarted => SimDuration::ZERO,
+            _ => self.net.delay(Leg::PodToGateway),
+        };
+        sched.schedule_in(d, Event::ResponseReachedUser { req, reason });
     }
 }

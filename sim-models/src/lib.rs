@@ -7,6 +7,19 @@
 //! Built on `sim-core`: one typed event enum ([`world::Event`]), one model
 //! ([`world::World`]), one entry point ([`world::run`]).
 //!
+//! ## The ordering rule
+//!
+//! Every step of a request that happens "later", however soon, is an event
+//! through the scheduler: each network leg (gateway → pod, pod → upstream,
+//! upstream → pod, pod → gateway) is scheduled whether its delay is drawn
+//! from a distribution, `constant: 0s`, or not configured at all. So the
+//! engine's guarantee holds for the whole world: events run in ascending
+//! time, and events due at the same time run in the order they were
+//! scheduled (FIFO), whichever part scheduled them. A handler never calls
+//! another part's handler for something that crossed a leg; the same
+//! physics always runs in the same order. (Zero-delay events cost O(1):
+//! the scheduler keeps them in a FIFO lane beside its heap.)
+//!
 //! Code map (one file per part of the world):
 //!
 //! | file | part |

@@ -11,7 +11,7 @@ use crate::outcome::Reason;
 use crate::recorder::{Count, Latency, Level, RowSink};
 use crate::request::ReqRef;
 use crate::upstream::{Admission, Owner};
-use crate::world::{Event, World};
+use crate::world::{Event, Leg, World};
 
 /// Exponential gap with mean `1/rate`, drawn as `-ln(1−U)/rate`.
 fn exp_gap(rng: &mut sim_core::rng::SimRng, rate: f64) -> SimDuration {
@@ -152,12 +152,8 @@ impl<S: RowSink> World<S> {
         q.call_deadline = None;
         self.lb.outstanding_changed(pod, 1);
         self.rec.level_add(Level::ServiceInFlight, now, 1);
-        match self.net.delay(|n| &n.gateway_to_pod) {
-            Some(d) => {
-                sched.schedule_in(d, Event::RequestReachedPod { req });
-            }
-            None => self.on_request_reached_pod(req, sched),
-        }
+        let d = self.net.delay(Leg::GatewayToPod);
+        sched.schedule_in(d, Event::RequestReachedPod { req });
     }
 
     pub(crate) fn on_user_deadline(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {

@@ -213,6 +213,15 @@ impl Event {
     }
 }
 
+/// A network leg between tiers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Leg {
+    GatewayToPod,
+    PodToGateway,
+    PodToUpstream,
+    UpstreamToPod,
+}
+
 /// Optional network delays between tiers.
 pub(crate) struct Network {
     pub(crate) gateway_to_pod: Option<Dist>,
@@ -223,10 +232,19 @@ pub(crate) struct Network {
 }
 
 impl Network {
-    /// A delay draw for a leg, or `None` when the leg is instantaneous.
-    pub(crate) fn delay(&mut self, leg: fn(&Network) -> &Option<Dist>) -> Option<SimDuration> {
-        let d = leg(self).clone()?;
-        Some(d.sample(&mut self.rng))
+    /// A delay draw for a leg; zero (and no draw) when the leg has no
+    /// delay configured. The leg is scheduled either way: one ordering rule.
+    pub(crate) fn delay(&mut self, leg: Leg) -> SimDuration {
+        let dist = match leg {
+            Leg::GatewayToPod => &self.gateway_to_pod,
+            Leg::PodToGateway => &self.pod_to_gateway,
+            Leg::PodToUpstream => &self.pod_to_upstream,
+            Leg::UpstreamToPod => &self.upstream_to_pod,
+        };
+        match dist {
+            Some(d) => d.sample(&mut self.rng),
+            None => SimDuration::ZERO,
+        }
     }
 }
 
