@@ -4,7 +4,7 @@
 //! held against the most live timers.
 //!
 //! ```text
-//! cargo run --release -p sim-core --example queue_footprint
+//! cargo run --release -p sim-core --features queue-variants --example queue_footprint
 //! ```
 
 use std::cmp::Reverse;

@@ -12,6 +12,9 @@
 //! * [`rng`]: one ChaCha8 stream per component, derived from
 //!   (master seed, stable key).
 //! * [`dist`]: delay distributions, validated from config.
+//! * [`slab`]: records addressed by typed, generation-checked references
+//!   (stale events find nothing, never someone else's record).
+//! * [`waitline`]: a FIFO line of waiters that skips those who left.
 //! * [`metrics`]: log-linear histograms and time-bucketed series.
 //! * [`theory`]: Erlang B/C, to check models against.
 //!
@@ -96,5 +99,7 @@ pub mod metrics;
 pub mod queue;
 pub mod rng;
 pub mod sim;
+pub mod slab;
 pub mod theory;
 pub mod time;
+pub mod waitline;

@@ -290,9 +290,12 @@ impl<S: RowSink> World<S> {
             }
             Acquire::Wait => {
                 self.set_phase(att, AttemptPhase::WaitingPool);
-                self.pods[pod as usize]
-                    .pool
-                    .wait(Waiter { att, since: now });
+                let reqs = &self.reqs;
+                let p = &mut self.pods[pod as usize];
+                let epoch = p.epoch;
+                p.pool.wait(Waiter { att, since: now }, |w| {
+                    waiter_is_live(reqs, pod, epoch, w)
+                });
                 if let Some(t) = self.cfg.service.pool.acquire_timeout {
                     let timer = sched.schedule_in(t, Event::PoolWaitTimedOut { att });
                     if let Some(a) = self.reqs.att_mut(att) {
@@ -995,10 +998,16 @@ impl<S: RowSink> World<S> {
         {
             sched.cancel(t);
         }
+        let was_in_line = q.phase == Phase::WaitingWorker;
         q.phase = Phase::Finished;
         q.service_done = true;
         let (pod, epoch, had_worker, user_done, dispatches) =
             (q.pod, q.pod_epoch, q.has_worker, q.user_done, q.dispatches);
+        // A request leaving its pod's worker line early (a restart empties
+        // the line itself, under a new epoch).
+        if was_in_line && self.pods[pod as usize].epoch == epoch {
+            self.pods[pod as usize].worker_queue.left();
+        }
         q.has_worker = false;
         if had_worker
             && self.pods[pod as usize].epoch == epoch

@@ -7,7 +7,7 @@
 //! restarts: every request on it fails with `pod_restarted`, it leaves
 //! rotation for the restart time, and comes back with an empty pool.
 
-use std::collections::VecDeque;
+use sim_core::waitline::WaitLine;
 
 use sim_core::rng::{RngStreams, SimRng};
 use sim_core::sim::Scheduler;
@@ -46,7 +46,7 @@ pub struct Pod {
     /// Workers busy.
     pub busy: u32,
     /// Requests waiting for a worker, with when they started waiting.
-    pub worker_queue: VecDeque<(ReqRef, SimTime)>,
+    pub worker_queue: WaitLine<(ReqRef, SimTime)>,
     /// Consecutive failed probes.
     pub probe_failures: u32,
     /// In rotation as far as readiness goes (an up pod failing its
@@ -72,7 +72,7 @@ impl Pod {
             workers: cfg.workers,
             worker_queue_limit: cfg.worker_queue,
             busy: 0,
-            worker_queue: VecDeque::new(),
+            worker_queue: WaitLine::new(),
             probe_failures: 0,
             ready: true,
             connect_rng: streams.stream(("pod/connect", u64::from(index))),
@@ -83,6 +83,14 @@ impl Pod {
 
     fn has_free_worker(&self) -> bool {
         self.workers.is_none_or(|n| self.busy < n)
+    }
+}
+
+/// A request in a worker line is live while it still waits there.
+pub(crate) fn worker_waiter_is_live(reqs: &Requests) -> impl Fn(&(ReqRef, SimTime)) -> bool + '_ {
+    |&(r, _)| {
+        reqs.get(r)
+            .is_some_and(|q| !q.service_done && q.phase == Phase::WaitingWorker)
     }
 }
 
@@ -113,7 +121,11 @@ impl<S: RowSink> World<S> {
             p.busy += 1;
             self.begin_call(req, sched);
         } else if (p.worker_queue.len() as u32) < p.worker_queue_limit {
-            p.worker_queue.push_back((req, now));
+            if let Some(q) = self.reqs.get_mut(req) {
+                q.phase = Phase::WaitingWorker;
+            }
+            p.worker_queue
+                .push((req, now), worker_waiter_is_live(&self.reqs));
         } else {
             self.complete_request(req, Reason::PodOverloaded, sched);
         }
@@ -127,16 +139,12 @@ impl<S: RowSink> World<S> {
         if p.state != PodState::Up {
             return;
         }
-        while let Some((next, _)) = self.pods[pod as usize].worker_queue.pop_front() {
-            let live = self
-                .reqs
-                .get(next)
-                .is_some_and(|q| !q.service_done && q.phase == Phase::Queued);
-            if live {
-                self.pods[pod as usize].busy += 1;
-                self.begin_call(next, sched);
-                return;
-            }
+        let next = self.pods[pod as usize]
+            .worker_queue
+            .pop(worker_waiter_is_live(&self.reqs));
+        if let Some((next, _)) = next {
+            self.pods[pod as usize].busy += 1;
+            self.begin_call(next, sched);
         }
     }
 
@@ -169,18 +177,9 @@ impl<S: RowSink> World<S> {
             .pool
             .oldest_wait(now, |w| waiter_is_live(reqs, pod, epoch, w));
         let p = &mut self.pods[pod as usize];
-        while let Some(&(r, _)) = p.worker_queue.front() {
-            if reqs
-                .get(r)
-                .is_some_and(|q| !q.service_done && q.phase == Phase::Queued)
-            {
-                break;
-            }
-            p.worker_queue.pop_front();
-        }
         let worker_wait = p
             .worker_queue
-            .front()
+            .front(worker_waiter_is_live(reqs))
             .map(|&(_, since)| now.saturating_since(since));
         let saturated =
             pool_wait.is_some_and(|w| w > h.timeout) || worker_wait.is_some_and(|w| w > h.timeout);

@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 
 use sim_core::time::{SimDuration, SimTime};
+use sim_core::waitline::WaitLine;
 
 use crate::request::AttRef;
 
@@ -48,10 +49,8 @@ pub struct Pool {
     /// Idle connections by the time they became idle (oldest first); the
     /// most recently used is reused first, as Go and HttpClient do.
     idle: VecDeque<SimTime>,
-    waiters: VecDeque<Waiter>,
-    /// Waiters still waiting (the line may hold stale entries, dropped when
-    /// they reach the front).
-    live_waiters: u32,
+    /// Attempts waiting for a connection (stale entries are skipped).
+    waiters: WaitLine<Waiter>,
     /// Idle connections closed by the idle timeout, total.
     pub closed_idle: u64,
 }
@@ -68,8 +67,7 @@ impl Pool {
             refused: 0,
             leaked: 0,
             idle: VecDeque::new(),
-            waiters: VecDeque::new(),
-            live_waiters: 0,
+            waiters: WaitLine::new(),
             closed_idle: 0,
         }
     }
@@ -107,7 +105,7 @@ impl Pool {
     }
     /// Attempts waiting for a connection.
     pub fn waiters(&self) -> u32 {
-        self.live_waiters
+        self.waiters.len() as u32
     }
 
     /// Closes idle connections older than the idle timeout.
@@ -138,43 +136,33 @@ impl Pool {
         }
     }
 
-    /// Puts an attempt in line.
-    pub fn wait(&mut self, w: Waiter) {
-        self.waiters.push_back(w);
-        self.live_waiters += 1;
+    /// Puts an attempt in line (`is_live` tells the waiters still waiting,
+    /// for the sweep of stale entries).
+    pub fn wait(&mut self, w: Waiter, is_live: impl FnMut(&Waiter) -> bool) {
+        self.waiters.push(w, is_live);
     }
 
     /// A waiter left the line (timed out, deadline, restart); its entry is
     /// dropped lazily.
     pub fn waiter_left(&mut self) {
-        self.live_waiters -= 1;
+        self.waiters.left();
     }
 
     /// The next waiter still waiting, per `is_live`; stale entries in front
     /// of it are dropped.
-    pub fn next_waiter(&mut self, mut is_live: impl FnMut(&Waiter) -> bool) -> Option<Waiter> {
-        while let Some(w) = self.waiters.pop_front() {
-            if is_live(&w) {
-                self.live_waiters -= 1;
-                return Some(w);
-            }
-        }
-        None
+    pub fn next_waiter(&mut self, is_live: impl FnMut(&Waiter) -> bool) -> Option<Waiter> {
+        self.waiters.pop(is_live)
     }
 
     /// How long the oldest live waiter has waited.
     pub fn oldest_wait(
         &mut self,
         now: SimTime,
-        mut is_live: impl FnMut(&Waiter) -> bool,
+        is_live: impl FnMut(&Waiter) -> bool,
     ) -> Option<SimDuration> {
-        while let Some(w) = self.waiters.front() {
-            if is_live(w) {
-                return Some(now.saturating_since(w.since));
-            }
-            self.waiters.pop_front();
-        }
-        None
+        self.waiters
+            .front(is_live)
+            .map(|w| now.saturating_since(w.since))
     }
 
     /// A dial finished (either way): it no longer counts as dialling. On

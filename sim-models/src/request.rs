@@ -7,24 +7,17 @@
 //! other); with hedging several run at once.
 
 use sim_core::queue::EventId;
+use sim_core::slab::{Ref, Slab};
 use sim_core::time::SimTime;
 
 use crate::outcome::AttemptOutcome;
 use crate::policy::backoff::BackoffState;
 
-/// A reference to a request slot, valid while the generation matches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ReqRef {
-    slot: u32,
-    generation: u32,
-}
+/// A reference to a request: stale once the request is gone.
+pub type ReqRef = Ref<Request>;
 
-/// A reference to an attempt slot, valid while the generation matches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct AttRef {
-    slot: u32,
-    generation: u32,
-}
+/// A reference to an attempt: stale once the attempt is over.
+pub type AttRef = Ref<Attempt>;
 
 /// Most attempts of one call in progress at once (gRPC clamps hedging's
 /// `maxAttempts` to 5).
@@ -62,8 +55,10 @@ impl Request {
 /// Where a request stands in the service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
-    /// On its way to a pod, or waiting for a worker there.
+    /// On its way to a pod.
     Queued,
+    /// On its pod, in line for a worker.
+    WaitingWorker,
     /// Its call is running: at least one attempt is live.
     Calling,
     /// Waiting out the delay before the next attempt.
@@ -90,7 +85,6 @@ pub enum AttemptPhase {
 /// One request from one user.
 #[derive(Clone, Debug)]
 pub struct Request {
-    generation: u32,
     /// Sequential id, for traces.
     pub id: u64,
     /// When the user sent it.
@@ -144,7 +138,6 @@ pub struct Request {
 /// One attempt of a call.
 #[derive(Clone, Debug)]
 pub struct Attempt {
-    generation: u32,
     /// Its request.
     pub req: ReqRef,
     /// Its number within the call (1 is the first attempt).
@@ -175,51 +168,6 @@ pub struct Attempt {
     pub late: bool,
 }
 
-/// A slab with generation-checked slots.
-#[derive(Debug)]
-struct Slab<T> {
-    items: Vec<Option<T>>,
-    generations: Vec<u32>,
-    free: Vec<u32>,
-    live: usize,
-}
-
-impl<T> Default for Slab<T> {
-    fn default() -> Self {
-        Slab {
-            items: Vec::new(),
-            generations: Vec::new(),
-            free: Vec::new(),
-            live: 0,
-        }
-    }
-}
-
-impl<T> Slab<T> {
-    fn insert(&mut self, make: impl FnOnce(u32) -> T) -> (u32, u32) {
-        let slot = match self.free.pop() {
-            Some(s) => s,
-            None => {
-                self.items.push(None);
-                self.generations.push(0);
-                (self.items.len() - 1) as u32
-            }
-        };
-        let generation = self.generations[slot as usize];
-        self.items[slot as usize] = Some(make(generation));
-        self.live += 1;
-        (slot, generation)
-    }
-
-    fn remove(&mut self, slot: u32) {
-        if self.items[slot as usize].take().is_some() {
-            self.generations[slot as usize] = self.generations[slot as usize].wrapping_add(1);
-            self.free.push(slot);
-            self.live -= 1;
-        }
-    }
-}
-
 /// The live requests and attempts.
 #[derive(Debug, Default)]
 pub struct Requests {
@@ -233,8 +181,7 @@ impl Requests {
     pub fn create(&mut self, now: SimTime, user: Option<u32>, idempotent: bool) -> ReqRef {
         let id = self.next_id;
         self.next_id += 1;
-        let (slot, generation) = self.reqs.insert(|generation| Request {
-            generation,
+        self.reqs.insert(Request {
             id,
             arrived: now,
             pod: 0,
@@ -258,35 +205,26 @@ impl Requests {
             aux_timer: None,
             backoff: BackoffState::default(),
             last_outcome: None,
-        });
-        ReqRef { slot, generation }
+        })
     }
 
     /// The request, if `r` still refers to it.
     #[inline]
     pub fn get(&self, r: ReqRef) -> Option<&Request> {
-        self.reqs
-            .items
-            .get(r.slot as usize)?
-            .as_ref()
-            .filter(|q| q.generation == r.generation)
+        self.reqs.get(r)
     }
 
     /// The request, mutably, if `r` still refers to it.
     #[inline]
     pub fn get_mut(&mut self, r: ReqRef) -> Option<&mut Request> {
-        self.reqs
-            .items
-            .get_mut(r.slot as usize)?
-            .as_mut()
-            .filter(|q| q.generation == r.generation)
+        self.reqs.get_mut(r)
     }
 
     /// Frees the request's slot once both the user and the service are
     /// done with it.
     pub fn release_if_done(&mut self, r: ReqRef) {
         if self.get(r).is_some_and(|q| q.user_done && q.service_done) {
-            self.reqs.remove(r.slot);
+            self.reqs.remove(r);
         }
     }
 
@@ -300,8 +238,7 @@ impl Requests {
         pod_epoch: u32,
         now: SimTime,
     ) -> AttRef {
-        let (slot, generation) = self.atts.insert(|generation| Attempt {
-            generation,
+        self.atts.insert(Attempt {
             req,
             number,
             hedge,
@@ -316,76 +253,45 @@ impl Requests {
             retry_cost: 0,
             pool_wait: sim_core::time::SimDuration::ZERO,
             late: false,
-        });
-        AttRef { slot, generation }
+        })
     }
 
     /// The attempt, if `a` still refers to it.
     #[inline]
     pub fn att(&self, a: AttRef) -> Option<&Attempt> {
-        self.atts
-            .items
-            .get(a.slot as usize)?
-            .as_ref()
-            .filter(|x| x.generation == a.generation)
+        self.atts.get(a)
     }
 
     /// The attempt, mutably, if `a` still refers to it.
     #[inline]
     pub fn att_mut(&mut self, a: AttRef) -> Option<&mut Attempt> {
-        self.atts
-            .items
-            .get_mut(a.slot as usize)?
-            .as_mut()
-            .filter(|x| x.generation == a.generation)
+        self.atts.get_mut(a)
     }
 
     /// Forgets a finished attempt.
     pub fn remove_attempt(&mut self, a: AttRef) {
-        if self.att(a).is_some() {
-            self.atts.remove(a.slot);
-        }
+        self.atts.remove(a);
     }
 
     /// Requests held (users' and orphaned work).
     pub fn live(&self) -> usize {
-        self.reqs.live
+        self.reqs.len()
     }
 
     /// Attempts held.
     pub fn live_attempts(&self) -> usize {
-        self.atts.live
+        self.atts.len()
     }
 
     /// References to every live request (for restarts and audits), in
     /// slot order.
     pub fn refs(&self) -> Vec<ReqRef> {
-        self.reqs
-            .items
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
-                s.as_ref().map(|q| ReqRef {
-                    slot: i as u32,
-                    generation: q.generation,
-                })
-            })
-            .collect()
+        self.reqs.refs()
     }
 
     /// References to every live attempt, in slot order.
     pub fn all_attempts(&self) -> Vec<AttRef> {
-        self.atts
-            .items
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
-                s.as_ref().map(|a| AttRef {
-                    slot: i as u32,
-                    generation: a.generation,
-                })
-            })
-            .collect()
+        self.atts.refs()
     }
 
     /// Requests created so far.

@@ -4,26 +4,22 @@
 //! limit, injected errors, other tenants' load, and no idea that a caller
 //! gave up unless cancellation is propagated.
 
-use std::collections::VecDeque;
-
 use rand::RngExt;
 use sim_core::dist::Dist;
 use sim_core::queue::EventId;
 use sim_core::rng::SimRng;
 use sim_core::sim::Scheduler;
+use sim_core::slab::{Ref, Slab};
 use sim_core::time::{SimDuration, SimTime};
+use sim_core::waitline::WaitLine;
 
 use crate::config::{LoadLaw, OverflowAction, PushbackConfig, Shedding, UpstreamConfig};
 use crate::outcome::Pushback;
 use crate::request::AttRef;
 use crate::world::Event;
 
-/// A reference to an upstream job, valid while the generation matches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct JobRef {
-    slot: u32,
-    generation: u32,
-}
+/// A reference to an upstream job: stale once the job is gone.
+pub type JobRef = Ref<Job>;
 
 /// Whose request a job is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,9 +43,9 @@ pub enum Status {
     TooManyRequests(u64),
 }
 
+/// A request the upstream holds, in service or queued.
 #[derive(Clone, Debug)]
-struct Job {
-    generation: u32,
+pub struct Job {
     owner: Owner,
     /// The caller gave up on it.
     abandoned: bool,
@@ -122,11 +118,8 @@ pub struct Upstream {
     retry_after: SimDuration,
     tokens: f64,
     tokens_at: SimTime,
-    jobs: Vec<Option<Job>>,
-    generations: Vec<u32>,
-    free: Vec<u32>,
-    queue: VecDeque<JobRef>,
-    queued_live: u32,
+    jobs: Slab<Job>,
+    queue: WaitLine<JobRef>,
     in_service: u32,
     shedding: Option<Shedding>,
     latency_rng: SimRng,
@@ -171,11 +164,8 @@ impl Upstream {
             retry_after: rl.map_or(SimDuration::from_secs(1), |r| r.retry_after),
             tokens: burst,
             tokens_at: SimTime::ZERO,
-            jobs: Vec::new(),
-            generations: Vec::new(),
-            free: Vec::new(),
-            queue: VecDeque::new(),
-            queued_live: 0,
+            jobs: Slab::new(),
+            queue: WaitLine::new(),
             in_service: 0,
             shedding: cfg.shedding,
             latency_rng,
@@ -190,49 +180,34 @@ impl Upstream {
     }
     /// Requests waiting for a slot.
     pub fn queued(&self) -> u32 {
-        self.queued_live
+        self.queue.len() as u32
     }
     /// Jobs held (in service, queued, or cancelled but not yet swept).
     pub fn jobs_held(&self) -> usize {
-        self.jobs.len() - self.free.len()
+        self.jobs.len()
     }
 
     fn alloc(&mut self, owner: Owner, deadline: Option<SimTime>) -> JobRef {
-        let slot = match self.free.pop() {
-            Some(s) => s,
-            None => {
-                self.jobs.push(None);
-                self.generations.push(0);
-                (self.jobs.len() - 1) as u32
-            }
-        };
-        let generation = self.generations[slot as usize];
-        self.jobs[slot as usize] = Some(Job {
-            generation,
+        self.jobs.insert(Job {
             owner,
             abandoned: false,
             queued: false,
             timer: None,
             deadline,
-        });
-        JobRef { slot, generation }
+        })
     }
 
     fn job_mut(&mut self, j: JobRef) -> Option<&mut Job> {
-        self.jobs
-            .get_mut(j.slot as usize)?
-            .as_mut()
-            .filter(|x| x.generation == j.generation)
+        self.jobs.get_mut(j)
     }
 
     fn free_job(&mut self, j: JobRef) -> Option<Job> {
-        let job = self
-            .jobs
-            .get_mut(j.slot as usize)?
-            .take_if(|x| x.generation == j.generation)?;
-        self.generations[j.slot as usize] = self.generations[j.slot as usize].wrapping_add(1);
-        self.free.push(j.slot);
-        Some(job)
+        self.jobs.remove(j)
+    }
+
+    /// A queued job is live while it is held and still queued.
+    fn queued_is_live(jobs: &Slab<Job>) -> impl Fn(&JobRef) -> bool + '_ {
+        |j| jobs.get(*j).is_some_and(|job| job.queued)
     }
 
     /// The service time of a request starting now, with `n` in service
@@ -296,18 +271,17 @@ impl Upstream {
                 return self.overflow_answer();
             }
         }
-        if self.in_service < self.params.capacity && self.queued_live == 0 {
+        if self.in_service < self.params.capacity && self.queue.is_empty() {
             let j = self.alloc(owner, deadline);
             self.start(j, sched);
             return (Some(j), Admission::Started);
         }
-        if self.queued_live < self.queue_limit {
+        if (self.queue.len() as u32) < self.queue_limit {
             let j = self.alloc(owner, deadline);
             if let Some(job) = self.job_mut(j) {
                 job.queued = true;
             }
-            self.queue.push_back(j);
-            self.queued_live += 1;
+            self.queue.push(j, Self::queued_is_live(&self.jobs));
             return (Some(j), Admission::Queued);
         }
         self.overflow_answer()
@@ -327,16 +301,16 @@ impl Upstream {
     pub fn fill_slots(&mut self, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         while self.in_service < self.params.capacity {
-            let Some(j) = self.queue.pop_front() else {
+            let Some(j) = self.queue.pop(Self::queued_is_live(&self.jobs)) else {
                 return;
             };
             let honor = self.honor_deadlines;
-            let Some(job) = self.job_mut(j) else { continue };
-            if !job.queued {
-                continue;
-            }
-            let expired = honor && job.deadline.is_some_and(|d| d <= now);
-            self.queued_live -= 1;
+            let expired = honor
+                && self
+                    .jobs
+                    .get(j)
+                    .and_then(|job| job.deadline)
+                    .is_some_and(|d| d <= now);
             if expired {
                 self.free_job(j);
                 self.expired += 1;
@@ -385,7 +359,7 @@ impl Upstream {
         let (queued, timer) = (job.queued, job.timer);
         self.free_job(j);
         if queued {
-            self.queued_live -= 1;
+            self.queue.left();
         } else {
             if let Some(t) = timer {
                 sched.cancel(t);

@@ -1,7 +1,7 @@
 //! The crate's integration tests, one binary (one link) for all of them.
 
-mod common;
 mod bad_input;
+mod common;
 mod dataset;
 mod golden;
 mod maps;

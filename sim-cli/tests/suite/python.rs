@@ -6,7 +6,6 @@
 //! this test makes a virtual environment under the build directory and
 //! installs `notebooks/requirements.txt` into it, once.
 
-
 use crate::common::{root, stormsim_ok};
 use std::path::{Path, PathBuf};
 use std::process::Command;

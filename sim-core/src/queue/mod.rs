@@ -7,7 +7,10 @@
 //! cancelled) is a harmless no-op that returns `false`.
 //!
 //! Several structures are kept side by side because the right one was chosen
-//! by measurement (`sim-core/benches/README.md` has the figures):
+//! by measurement (`sim-core/benches/README.md` has the figures). Only
+//! [`LazyHeap`] is part of the library; the others exist for the crate's
+//! tests and, with the `queue-variants` feature, its benchmarks
+//! (`cargo bench -p sim-core --features queue-variants`):
 //!
 //! * [`LazyHeap`]: `std::collections::BinaryHeap` with lazy cancellation
 //!   (a cancelled entry stays as a tombstone until it surfaces) and
@@ -26,15 +29,23 @@
 //!   removes cancelled entries at once (true removal).
 //! * [`PqQueue`]: the `priority-queue` crate's indexed priority queue.
 
+// The measured alternatives are not part of the library: only the crate's
+// own tests and, with the `queue-variants` feature, its benchmarks see them.
+#[cfg(any(test, feature = "queue-variants"))]
 mod indexed;
+#[cfg(any(test, feature = "queue-variants"))]
 mod lanes;
 mod lazy;
+#[cfg(any(test, feature = "queue-variants"))]
 mod pq;
 mod slots;
 
+#[cfg(any(test, feature = "queue-variants"))]
 pub use indexed::IndexedHeap;
+#[cfg(any(test, feature = "queue-variants"))]
 pub use lanes::TimerLanes;
 pub use lazy::LazyHeap;
+#[cfg(any(test, feature = "queue-variants"))]
 pub use pq::PqQueue;
 
 use crate::time::{SimDuration, SimTime};

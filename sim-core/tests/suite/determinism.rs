@@ -1,6 +1,5 @@
 //! Same seed, same run: byte for byte, on any thread.
 
-
 use crate::mmc_model::{MmcParams, run};
 use proptest::prelude::*;
 

@@ -1,6 +1,6 @@
 //! The crate's integration tests, one binary (one link) for all of them.
 
-mod mmc_model;
 mod determinism;
 mod distributions;
+mod mmc_model;
 mod queueing;

@@ -8,7 +8,6 @@
 //! (below 2 % of the theoretical value), and so within 8 % at the very
 //! worst; in practice the errors are well under 2 %.
 
-
 use crate::mmc_model::{MmcParams, run};
 use sim_core::theory::{erlang_b, erlang_c, mmc_mean_wait};
 

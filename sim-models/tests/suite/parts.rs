@@ -1,6 +1,5 @@
 //! Each part of the world doing what its documentation says.
 
-
 use crate::common::{go, ms, secs, share};
 use sim_core::dist::DistSpec;
 use sim_core::time::SimDuration;

@@ -1,6 +1,5 @@
 //! The policy catalogue inside the world.
 
-
 use crate::common::{go, ms, secs, share};
 use sim_core::dist::DistSpec;
 use sim_core::time::SimDuration;

@@ -1,0 +1,214 @@
+//! A slab of values addressed by typed, generation-checked references.
+//!
+//! Models keep their live records (requests, attempts, jobs) here and put
+//! references to them in events. A record's slot is reused once it is
+//! removed, but its generation moves on, so an event that still carries
+//! an old reference finds nothing instead of someone else's record: stale
+//! events are recognised, never misapplied. Memory follows the records
+//! alive at once, never the number ever created.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::marker::PhantomData;
+
+/// A reference to a value of type `T` in a [`Slab`]; valid while the value
+/// it was handed out for is there.
+pub struct Ref<T> {
+    slot: u32,
+    generation: u32,
+    _of: PhantomData<fn() -> T>,
+}
+
+impl<T> Ref<T> {
+    /// The slot index (for traces and stable ordering).
+    pub fn slot(self) -> u32 {
+        self.slot
+    }
+}
+
+// Written out: derives would demand the same traits of `T`.
+impl<T> Clone for Ref<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Ref<T> {}
+impl<T> PartialEq for Ref<T> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.slot, self.generation) == (other.slot, other.generation)
+    }
+}
+impl<T> Eq for Ref<T> {}
+impl<T> Hash for Ref<T> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self.slot, self.generation).hash(state);
+    }
+}
+impl<T> fmt::Debug for Ref<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}.{}", self.slot, self.generation)
+    }
+}
+
+struct Slot<T> {
+    generation: u32,
+    value: Option<T>,
+}
+
+/// Values in reusable slots, each addressed by a [`Ref`].
+pub struct Slab<T> {
+    slots: Vec<Slot<T>>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab {
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+        }
+    }
+}
+
+impl<T> fmt::Debug for Slab<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Slab({} live of {})", self.live, self.slots.len())
+    }
+}
+
+impl<T> Slab<T> {
+    /// An empty slab.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Stores `value`, reusing a free slot when there is one.
+    pub fn insert(&mut self, value: T) -> Ref<T> {
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                // Bounded far below by the models' in-flight limits.
+                let slot = u32::try_from(self.slots.len()).expect("more than 2^32 live values");
+                self.slots.push(Slot {
+                    generation: 0,
+                    value: None,
+                });
+                slot
+            }
+        };
+        let s = &mut self.slots[slot as usize];
+        debug_assert!(s.value.is_none(), "a free slot holds a value");
+        s.value = Some(value);
+        self.live += 1;
+        Ref {
+            slot,
+            generation: s.generation,
+            _of: PhantomData,
+        }
+    }
+
+    /// The value behind `r`, if it is still there.
+    #[inline]
+    pub fn get(&self, r: Ref<T>) -> Option<&T> {
+        let s = self.slots.get(r.slot as usize)?;
+        if s.generation == r.generation {
+            s.value.as_ref()
+        } else {
+            None
+        }
+    }
+
+    /// The value behind `r`, mutably, if it is still there.
+    #[inline]
+    pub fn get_mut(&mut self, r: Ref<T>) -> Option<&mut T> {
+        let s = self.slots.get_mut(r.slot as usize)?;
+        if s.generation == r.generation {
+            s.value.as_mut()
+        } else {
+            None
+        }
+    }
+
+    /// Whether `r` still refers to a value.
+    #[inline]
+    pub fn contains(&self, r: Ref<T>) -> bool {
+        self.get(r).is_some()
+    }
+
+    /// Removes the value behind `r` and returns it; `None`, harmlessly,
+    /// when it is already gone. Every reference to it is stale from now on.
+    pub fn remove(&mut self, r: Ref<T>) -> Option<T> {
+        let s = self.slots.get_mut(r.slot as usize)?;
+        if s.generation != r.generation {
+            return None;
+        }
+        let value = s.value.take()?;
+        s.generation = s.generation.wrapping_add(1);
+        self.free.push(r.slot);
+        self.live -= 1;
+        Some(value)
+    }
+
+    /// Values held.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Whether no value is held.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// The values held with their references, in slot order (stable for a
+    /// given history, so scans are deterministic).
+    pub fn iter(&self) -> impl Iterator<Item = (Ref<T>, &T)> + '_ {
+        self.slots.iter().enumerate().filter_map(|(i, s)| {
+            s.value.as_ref().map(|v| {
+                (
+                    Ref {
+                        slot: i as u32,
+                        generation: s.generation,
+                        _of: PhantomData,
+                    },
+                    v,
+                )
+            })
+        })
+    }
+
+    /// References to every value held, in slot order.
+    pub fn refs(&self) -> Vec<Ref<T>> {
+        self.iter().map(|(r, _)| r).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reused_slot_does_not_answer_to_an_old_reference() {
+        let mut slab = Slab::new();
+        let a = slab.insert("a");
+        assert_eq!(slab.remove(a), Some("a"));
+        let b = slab.insert("b");
+        assert_eq!(a.slot(), b.slot(), "the slot is reused");
+        assert_eq!(slab.get(a), None);
+        assert_eq!(slab.remove(a), None, "removing twice is harmless");
+        assert_eq!(slab.get(b), Some(&"b"));
+        assert_eq!(slab.len(), 1);
+    }
+
+    #[test]
+    fn iteration_is_in_slot_order_and_skips_the_removed() {
+        let mut slab = Slab::new();
+        let refs: Vec<_> = (0..5).map(|i| slab.insert(i)).collect();
+        slab.remove(refs[1]);
+        slab.remove(refs[3]);
+        let seen: Vec<i32> = slab.iter().map(|(_, v)| *v).collect();
+        assert_eq!(seen, [0, 2, 4]);
+        assert_eq!(slab.refs(), [refs[0], refs[2], refs[4]]);
+    }
+}
