@@ -15,6 +15,7 @@ use sim_core::sim::Scheduler;
 use sim_core::time::{SimDuration, SimTime};
 
 use crate::config::{RetryAfterMode, TimeoutStart};
+use crate::load::LoadEvent;
 use crate::outcome::{AttemptOutcome, Pushback, Reason};
 use crate::pods::{PodState, waiter_is_live};
 use crate::policy::breaker::BreakerState;
@@ -22,8 +23,75 @@ use crate::policy::budget::{AttemptReport, RetryCause};
 use crate::pool::{Acquire, Waiter};
 use crate::recorder::{AttemptRecord, Count, Latency, Level, RowSink, WorldEvent};
 use crate::request::{AttRef, AttemptPhase, Phase, ReqRef};
-use crate::upstream::{Admission, JobRef, Owner, Status};
+use crate::upstream::{DependencyEvent, Status};
 use crate::world::{Event, Leg, World};
+
+crate::part_events! {
+    /// What happens to a client's calls and attempts.
+    pub enum ClientEvent {
+        /// The call's total deadline across attempts passed.
+        CallDeadlinePassed {
+            /// The request.
+            req: ReqRef,
+        },
+        /// A new connection finished setting up.
+        ConnectionEstablished {
+            /// The pod.
+            pod: u32,
+            /// The pod's incarnation when dialling began.
+            epoch: u32,
+            /// The attempt it was dialled for.
+            att: AttRef,
+        },
+        /// A new connection was refused or its connect timeout passed.
+        ConnectionFailed {
+            /// The pod.
+            pod: u32,
+            /// The pod's incarnation when dialling began.
+            epoch: u32,
+            /// The attempt it was dialled for.
+            att: AttRef,
+            /// The far end refused it (else the connect timeout passed).
+            refused: bool,
+        },
+        /// The pool's acquire timeout passed for a waiting attempt.
+        PoolWaitTimedOut {
+            /// The attempt.
+            att: AttRef,
+        },
+        /// The per-attempt timeout passed.
+        AttemptTimedOut {
+            /// The attempt.
+            att: AttRef,
+        },
+        /// An attempt's wait for the client's own rate limiter is over.
+        RateLimiterWaited {
+            /// The attempt.
+            att: AttRef,
+        },
+        /// The delay before a retry is over.
+        RetryDelayElapsed {
+            /// The request.
+            req: ReqRef,
+            /// The number of the attempt that just failed.
+            attempt: u32,
+        },
+        /// Time to send the next hedge.
+        HedgeDue {
+            /// The request.
+            req: ReqRef,
+            /// The number the hedge will have.
+            number: u32,
+        },
+        /// The upstream's answer crossed the network back to the pod.
+        ResponseReachedPod {
+            /// The attempt.
+            att: AttRef,
+            /// The answer.
+            status: Status,
+        },
+    }
+}
 
 fn is_active(phase: AttemptPhase) -> bool {
     phase != AttemptPhase::Done
@@ -62,6 +130,32 @@ struct Closed {
 }
 
 impl<S: RowSink> World<S> {
+    /// Routes the client's events to their handlers.
+    pub(crate) fn on_client_event(&mut self, e: ClientEvent, sched: &mut Scheduler<Event>) {
+        match e {
+            ClientEvent::CallDeadlinePassed { req } => self.on_call_deadline(req, sched),
+            ClientEvent::ConnectionEstablished { pod, epoch, att } => {
+                self.on_connection_established(pod, epoch, att, sched)
+            }
+            ClientEvent::ConnectionFailed {
+                pod,
+                epoch,
+                att,
+                refused,
+            } => self.on_connection_failed(pod, epoch, att, refused, sched),
+            ClientEvent::PoolWaitTimedOut { att } => self.on_pool_wait_timed_out(att, sched),
+            ClientEvent::AttemptTimedOut { att } => self.on_attempt_timed_out(att, sched),
+            ClientEvent::RateLimiterWaited { att } => self.on_rate_limiter_waited(att, sched),
+            ClientEvent::RetryDelayElapsed { req, attempt } => {
+                self.on_retry_delay_elapsed(req, attempt, sched)
+            }
+            ClientEvent::HedgeDue { req, number } => self.on_hedge_due(req, number, sched),
+            ClientEvent::ResponseReachedPod { att, status } => {
+                self.on_response_reached_pod(att, status, sched)
+            }
+        }
+    }
+
     /// The worker starts the call: arms the total deadline, tells the
     /// budget, starts the first attempt (and schedules hedges).
     pub(crate) fn begin_call(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
@@ -74,7 +168,8 @@ impl<S: RowSink> World<S> {
         q.phase = Phase::Calling;
         if let Some(d) = deadline {
             q.call_deadline = Some(now.saturating_add(d));
-            q.call_timer = Some(sched.schedule_in(d, Event::CallDeadlinePassed { req }));
+            q.call_timer =
+                Some(sched.schedule_in(d, ClientEvent::CallDeadlinePassed { req }.into()));
         }
         let pod = q.pod;
         if let Some(b) = self.policy(pod).budget.as_mut() {
@@ -103,7 +198,8 @@ impl<S: RowSink> World<S> {
             self.start_attempt(req, true, sched);
             self.schedule_hedge(req, sched);
         } else {
-            q.aux_timer = Some(sched.schedule_in(h.delay, Event::HedgeDue { req, number }));
+            q.aux_timer =
+                Some(sched.schedule_in(h.delay, ClientEvent::HedgeDue { req, number }.into()));
         }
     }
 
@@ -210,11 +306,12 @@ impl<S: RowSink> World<S> {
         };
         a.retry_cost = cost;
         if arm_now && let Some(t) = timeout {
-            a.timer = Some(sched.schedule_in(t, Event::AttemptTimedOut { att }));
+            a.timer = Some(sched.schedule_in(t, ClientEvent::AttemptTimedOut { att }.into()));
         }
         if !wait.is_zero() {
             a.phase = AttemptPhase::RateLimited;
-            a.aux_timer = Some(sched.schedule_in(wait, Event::RateLimiterWaited { att }));
+            a.aux_timer =
+                Some(sched.schedule_in(wait, ClientEvent::RateLimiterWaited { att }.into()));
             self.rec.count(Count::RateLimiterWaits, 1);
             return;
         }
@@ -297,7 +394,7 @@ impl<S: RowSink> World<S> {
                     waiter_is_live(reqs, pod, epoch, w)
                 });
                 if let Some(t) = self.cfg.service.pool.acquire_timeout {
-                    let timer = sched.schedule_in(t, Event::PoolWaitTimedOut { att });
+                    let timer = sched.schedule_in(t, ClientEvent::PoolWaitTimedOut { att }.into());
                     if let Some(a) = self.reqs.att_mut(att) {
                         a.aux_timer = Some(timer);
                     }
@@ -331,13 +428,14 @@ impl<S: RowSink> World<S> {
             timeout.filter(|&t| setup > t)
         };
         let event = match failed_at {
-            Some(_) => Event::ConnectionFailed {
+            Some(_) => ClientEvent::ConnectionFailed {
                 pod,
                 epoch,
                 att,
                 refused,
-            },
-            None => Event::ConnectionEstablished { pod, epoch, att },
+            }
+            .into(),
+            None => ClientEvent::ConnectionEstablished { pod, epoch, att }.into(),
         };
         sched.schedule_in(failed_at.unwrap_or(setup), event);
     }
@@ -357,7 +455,7 @@ impl<S: RowSink> World<S> {
         open > limit
     }
 
-    fn att_is(&self, att: AttRef, phase: AttemptPhase) -> bool {
+    pub(crate) fn att_is(&self, att: AttRef, phase: AttemptPhase) -> bool {
         self.reqs.att(att).is_some_and(|a| a.phase == phase)
     }
 
@@ -465,15 +563,15 @@ impl<S: RowSink> World<S> {
         };
         a.phase = AttemptPhase::InFlight;
         if arm_now && let Some(t) = timeout {
-            a.timer = Some(sched.schedule_in(t, Event::AttemptTimedOut { att }));
+            a.timer = Some(sched.schedule_in(t, ClientEvent::AttemptTimedOut { att }.into()));
         }
         let d = self.net.delay(Leg::PodToUpstream);
-        sched.schedule_in(d, Event::UpstreamReceived { att });
+        sched.schedule_in(d, DependencyEvent::Received { att }.into());
     }
 
     /// The deadline an attempt carries to the upstream, when propagated:
     /// the earlier of the call's deadline and the attempt's own timeout.
-    fn propagated_deadline(&self, att: AttRef) -> Option<SimTime> {
+    pub(crate) fn propagated_deadline(&self, att: AttRef) -> Option<SimTime> {
         if !self.cfg.client.propagate_deadline {
             return None;
         }
@@ -487,68 +585,6 @@ impl<S: RowSink> World<S> {
         match (call, own) {
             (Some(c), Some(o)) => Some(c.min(o)),
             (c, o) => c.or(o),
-        }
-    }
-
-    pub(crate) fn on_upstream_received(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
-        let now = sched.now();
-        let deadline = self.propagated_deadline(att);
-        let (job, admission) = self
-            .upstream
-            .arrive(Owner::Client(att), deadline, now, sched);
-        self.count_admission(admission);
-        let live = self.att_is(att, AttemptPhase::InFlight);
-        match (admission, job) {
-            (Admission::Started | Admission::Queued, Some(job)) => {
-                if live {
-                    if let Some(a) = self.reqs.att_mut(att) {
-                        a.job = Some(job);
-                    }
-                } else if self.upstream.abandon(job, sched) {
-                    // The caller gave up while the request was on the wire.
-                    self.rec.count(Count::UpstreamCancelled, 1);
-                }
-            }
-            (Admission::Answered(status), _) => self.respond_to_pod(att, status, sched),
-            _ => {} // dropped: the caller will time out
-        }
-        self.sync_upstream_levels(now);
-    }
-
-    fn respond_to_pod(&mut self, att: AttRef, status: Status, sched: &mut Scheduler<Event>) {
-        let d = self.net.delay(Leg::UpstreamToPod);
-        sched.schedule_in(d, Event::ResponseReachedPod { att, status });
-    }
-
-    pub(crate) fn on_upstream_completed(&mut self, job: JobRef, sched: &mut Scheduler<Event>) {
-        let now = sched.now();
-        let Some(done) = self.upstream.complete(job, sched) else {
-            return;
-        };
-        self.report_expired();
-        self.sync_upstream_levels(now);
-        match done.owner {
-            Owner::Background => self.rec.count(Count::BackgroundCompleted, 1),
-            Owner::Client(att) => {
-                if done.abandoned {
-                    // Finished for nobody: the caller had already given up.
-                    self.rec.count(Count::UpstreamWasted, 1);
-                    self.rec.count(Count::LateResponses, 1);
-                } else {
-                    if done.status == Status::Ok {
-                        self.rec.count(Count::UpstreamGoodput, 1);
-                    }
-                    self.respond_to_pod(att, done.status, sched);
-                }
-            }
-        }
-    }
-
-    /// Counts queued upstream work dropped for a passed deadline.
-    pub(crate) fn report_expired(&mut self) {
-        let n = std::mem::take(&mut self.upstream.expired);
-        if n > 0 {
-            self.rec.count(Count::UpstreamExpired, n);
         }
     }
 
@@ -918,7 +954,10 @@ impl<S: RowSink> World<S> {
         } else {
             let attempt = q.attempts;
             q.phase = Phase::Backoff;
-            q.aux_timer = Some(sched.schedule_in(delay, Event::RetryDelayElapsed { req, attempt }));
+            q.aux_timer = Some(sched.schedule_in(
+                delay,
+                ClientEvent::RetryDelayElapsed { req, attempt }.into(),
+            ));
         }
     }
 
@@ -1036,6 +1075,6 @@ impl<S: RowSink> World<S> {
             Reason::PodRestarted => SimDuration::ZERO,
             _ => self.net.delay(Leg::PodToGateway),
         };
-        sched.schedule_in(d, Event::ResponseReachedUser { req, reason });
+        sched.schedule_in(d, LoadEvent::ResponseReachedUser { req, reason }.into());
     }
 }

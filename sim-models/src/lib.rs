@@ -4,7 +4,10 @@
 //! each pod calls an overload-sensitive upstream through its own
 //! connection pool, with timeouts and retries; health checks restart
 //! saturated pods; an incident timeline changes the world at given times.
-//! Built on `sim-core`: one typed event enum ([`world::Event`]), one model
+//! Built on `sim-core`: one typed event enum ([`world::Event`]) whose
+//! variants are the parts' own event types ([`load::LoadEvent`],
+//! [`pods::ServiceEvent`], [`client::ClientEvent`],
+//! [`upstream::DependencyEvent`]), each declared next to its code, one model
 //! ([`world::World`]), one entry point ([`world::run`]).
 //!
 //! ## The ordering rule
@@ -31,15 +34,17 @@
 //! | `pool.rs` | connection pool: bounded, FIFO waiters, dial, idle timeout, leaks |
 //! | `client.rs` | the call to the upstream: attempts, timeouts, retries, hedges, and the policies around them |
 //! | `policy/` | the resilience-policy catalogue: backoff and jitter, budgets, breakers, throttles, presets, static analysis |
-//! | `upstream.rs` | the overload-sensitive upstream |
+//! | `upstream.rs` | the overload-sensitive upstream's state machine, and its events |
+//! | `dependency.rs` | the dependency's side of the world: requests reaching it, answers leaving it, other tenants |
 //! | `timeline.rs`, `incidents.rs` | incident timeline: data, then effects |
 //! | `recorder.rs` | per-bucket rows (streamed), attempt records, world events, run totals |
 //! | `kpi.rs` | key figures of a run: rates, amplification, wasted work, recovery, metastability |
 //! | `request.rs`, `outcome.rs` | requests, attempts, how they end |
-//! | `world.rs` | the event enum, wiring, invariants, `run` |
+//! | `world.rs` | the event enum (the world's own events and one variant per part), routing, wiring, invariants, `run` |
 
 pub mod client;
 pub mod config;
+pub mod dependency;
 pub mod incidents;
 pub mod kpi;
 pub mod lb;

@@ -8,18 +8,61 @@ use sim_core::time::SimDuration;
 
 use crate::config::ArrivalProcess;
 use crate::outcome::Reason;
+use crate::pods::ServiceEvent;
 use crate::recorder::{Count, Latency, Level, RowSink};
 use crate::request::ReqRef;
-use crate::upstream::{Admission, Owner};
 use crate::world::{Event, Leg, World};
 
+crate::part_events! {
+    /// What happens on the users' side.
+    pub enum LoadEvent {
+        /// An open-loop user sent a request.
+        RequestArrived,
+        /// A closed-loop user finished thinking and sends a request.
+        UserReady {
+            /// Which user.
+            user: u32,
+        },
+        /// The gateway's end-to-end deadline passed.
+        UserDeadlinePassed {
+            /// The request.
+            req: ReqRef,
+        },
+        /// The user's patience ran out.
+        UserGaveUp {
+            /// The request.
+            req: ReqRef,
+        },
+        /// The service's answer crossed the network back to the gateway.
+        ResponseReachedUser {
+            /// The request.
+            req: ReqRef,
+            /// How it ended.
+            reason: Reason,
+        },
+    }
+}
+
 /// Exponential gap with mean `1/rate`, drawn as `-ln(1−U)/rate`.
-fn exp_gap(rng: &mut sim_core::rng::SimRng, rate: f64) -> SimDuration {
+pub(crate) fn exp_gap(rng: &mut sim_core::rng::SimRng, rate: f64) -> SimDuration {
     let u: f64 = rng.random();
     SimDuration::from_secs_f64(-(1.0 - u).ln() / rate)
 }
 
 impl<S: RowSink> World<S> {
+    /// Routes the users' side's events to their handlers.
+    pub(crate) fn on_load_event(&mut self, e: LoadEvent, sched: &mut Scheduler<Event>) {
+        match e {
+            LoadEvent::RequestArrived => self.on_request_arrived(sched),
+            LoadEvent::UserReady { user } => self.on_user_ready(user, sched),
+            LoadEvent::UserDeadlinePassed { req } => self.on_user_deadline(req, sched),
+            LoadEvent::UserGaveUp { req } => self.on_user_gave_up(req, sched),
+            LoadEvent::ResponseReachedUser { req, reason } => {
+                self.on_response_reached_user(req, reason, sched)
+            }
+        }
+    }
+
     /// (Re)schedules the next open-loop arrival at the current rate. Poisson
     /// arrivals are memoryless, so a rate change simply redraws the gap
     /// from now; constant spacing restarts its period.
@@ -34,19 +77,7 @@ impl<S: RowSink> World<S> {
             ArrivalProcess::Poisson => exp_gap(&mut self.arrival_rng, self.rate),
             ArrivalProcess::Constant => SimDuration::from_secs_f64(1.0 / self.rate),
         };
-        self.arrival_timer = Some(sched.schedule_in(gap, Event::RequestArrived));
-    }
-
-    /// (Re)schedules the next background arrival at the upstream.
-    pub(crate) fn schedule_next_background(&mut self, sched: &mut Scheduler<Event>) {
-        if let Some(t) = self.background_timer.take() {
-            sched.cancel(t);
-        }
-        let rate = self.upstream.params.background_rps;
-        if rate > 0.0 {
-            let gap = exp_gap(&mut self.background_rng, rate);
-            self.background_timer = Some(sched.schedule_in(gap, Event::BackgroundRequestArrived));
-        }
+        self.arrival_timer = Some(sched.schedule_in(gap, LoadEvent::RequestArrived.into()));
     }
 
     pub(crate) fn start_closed_loop(&mut self, sched: &mut Scheduler<Event>) {
@@ -58,7 +89,7 @@ impl<S: RowSink> World<S> {
                 .as_ref()
                 .expect("closed loop has a think time")
                 .sample(&mut self.think_rng);
-            sched.schedule_in(d, Event::UserReady { user });
+            sched.schedule_in(d, LoadEvent::UserReady { user }.into());
         }
     }
 
@@ -70,22 +101,6 @@ impl<S: RowSink> World<S> {
 
     pub(crate) fn on_user_ready(&mut self, user: u32, sched: &mut Scheduler<Event>) {
         self.new_request(Some(user), sched);
-    }
-
-    pub(crate) fn on_background_arrived(&mut self, sched: &mut Scheduler<Event>) {
-        self.background_timer = None;
-        self.schedule_next_background(sched);
-        let now = sched.now();
-        if self.upstream.jobs_held() as u64 >= self.cfg.limits.max_in_flight {
-            let limit = self.cfg.limits.max_in_flight;
-            self.violated(now, || {
-                format!("the upstream holds {limit} jobs, most of them other tenants' (upstream.background_rps): the limit limits.max_in_flight was reached")
-            });
-            return;
-        }
-        let (_, admission) = self.upstream.arrive(Owner::Background, None, now, sched);
-        self.count_admission(admission);
-        self.sync_upstream_levels(now);
     }
 
     /// A user sends a request: it gets its timers and goes to a pod.
@@ -111,9 +126,13 @@ impl<S: RowSink> World<S> {
             .as_ref()
             .map(|d| d.sample(&mut self.patience_rng));
         let timer = match (deadline, patience) {
-            (Some(d), Some(p)) if p < d => Some(sched.schedule_in(p, Event::UserGaveUp { req })),
-            (Some(d), _) => Some(sched.schedule_in(d, Event::UserDeadlinePassed { req })),
-            (None, Some(p)) => Some(sched.schedule_in(p, Event::UserGaveUp { req })),
+            (Some(d), Some(p)) if p < d => {
+                Some(sched.schedule_in(p, LoadEvent::UserGaveUp { req }.into()))
+            }
+            (Some(d), _) => {
+                Some(sched.schedule_in(d, LoadEvent::UserDeadlinePassed { req }.into()))
+            }
+            (None, Some(p)) => Some(sched.schedule_in(p, LoadEvent::UserGaveUp { req }.into())),
             (None, None) => None,
         };
         if let Some(q) = self.reqs.get_mut(req) {
@@ -153,7 +172,7 @@ impl<S: RowSink> World<S> {
         self.lb.outstanding_changed(pod, 1);
         self.rec.level_add(Level::ServiceInFlight, now, 1);
         let d = self.net.delay(Leg::GatewayToPod);
-        sched.schedule_in(d, Event::RequestReachedPod { req });
+        sched.schedule_in(d, ServiceEvent::RequestReachedPod { req }.into());
     }
 
     pub(crate) fn on_user_deadline(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
@@ -210,32 +229,8 @@ impl<S: RowSink> World<S> {
         self.rec.level_add(Level::UsersWaiting, now, -1);
         if let (Some(user), Some(think)) = (user, self.think.as_ref()) {
             let d = think.sample(&mut self.think_rng);
-            sched.schedule_in(d, Event::UserReady { user });
+            sched.schedule_in(d, LoadEvent::UserReady { user }.into());
         }
         self.reqs.release_if_done(req);
-    }
-
-    pub(crate) fn count_admission(&mut self, a: Admission) {
-        match a {
-            Admission::Answered(crate::upstream::Status::TooManyRequests(_)) => {
-                self.rec.count(Count::UpstreamRateLimited, 1)
-            }
-            Admission::Answered(_) => self.rec.count(Count::UpstreamRejected, 1),
-            Admission::Dropped => self.rec.count(Count::UpstreamDropped, 1),
-            Admission::Started | Admission::Queued => {}
-        }
-    }
-
-    pub(crate) fn sync_upstream_levels(&mut self, now: sim_core::time::SimTime) {
-        self.rec.level(
-            Level::UpstreamInService,
-            now,
-            i64::from(self.upstream.in_service()),
-        );
-        self.rec.level(
-            Level::UpstreamQueued,
-            now,
-            i64::from(self.upstream.queued()),
-        );
     }
 }

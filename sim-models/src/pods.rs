@@ -20,6 +20,29 @@ use crate::recorder::{Count, Level, RowSink, WorldEvent};
 use crate::request::{AttemptPhase, Phase, ReqRef, Requests};
 use crate::world::{Event, World};
 
+crate::part_events! {
+    /// What happens to a service's pods.
+    pub enum ServiceEvent {
+        /// A request crossed the network from the gateway to its pod.
+        RequestReachedPod {
+            /// The request.
+            req: ReqRef,
+        },
+        /// Time to probe a pod's health.
+        HealthProbeDue {
+            /// The pod.
+            pod: u32,
+        },
+        /// A restarted pod is back in rotation.
+        PodCameBack {
+            /// The pod.
+            pod: u32,
+            /// Its incarnation when it went down.
+            epoch: u32,
+        },
+    }
+}
+
 /// Whether a pod takes traffic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PodState {
@@ -103,6 +126,15 @@ pub(crate) fn waiter_is_live(reqs: &Requests, pod: u32, epoch: u32, w: &Waiter) 
 }
 
 impl<S: RowSink> World<S> {
+    /// Routes the pods' events to their handlers.
+    pub(crate) fn on_service_event(&mut self, e: ServiceEvent, sched: &mut Scheduler<Event>) {
+        match e {
+            ServiceEvent::RequestReachedPod { req } => self.on_request_reached_pod(req, sched),
+            ServiceEvent::HealthProbeDue { pod } => self.on_health_probe(pod, sched),
+            ServiceEvent::PodCameBack { pod, epoch } => self.on_pod_came_back(pod, epoch, sched),
+        }
+    }
+
     /// A request is on its pod: it takes a worker or queues for one.
     pub(crate) fn on_request_reached_pod(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
@@ -155,7 +187,7 @@ impl<S: RowSink> World<S> {
             let offset = h.period.as_nanos() / n * (u64::from(pod) % n + 1);
             sched.schedule_in(
                 SimDuration::from_nanos(offset),
-                Event::HealthProbeDue { pod },
+                ServiceEvent::HealthProbeDue { pod }.into(),
             );
         }
     }
@@ -167,7 +199,7 @@ impl<S: RowSink> World<S> {
             return;
         };
         let now = sched.now();
-        sched.schedule_in(h.period, Event::HealthProbeDue { pod });
+        sched.schedule_in(h.period, ServiceEvent::HealthProbeDue { pod }.into());
         if self.pods[pod as usize].state != PodState::Up {
             return;
         }
@@ -272,7 +304,7 @@ impl<S: RowSink> World<S> {
         if state == PodState::Restarting {
             let t = self.restart_time();
             let epoch = self.pods[pod as usize].epoch;
-            sched.schedule_in(t, Event::PodCameBack { pod, epoch });
+            sched.schedule_in(t, ServiceEvent::PodCameBack { pod, epoch }.into());
         }
     }
 

@@ -18,6 +18,24 @@ use crate::outcome::Pushback;
 use crate::request::AttRef;
 use crate::world::Event;
 
+crate::part_events! {
+    /// What happens at the dependency.
+    pub enum DependencyEvent {
+        /// An attempt crossed the network to the upstream.
+        Received {
+            /// The attempt.
+            att: AttRef,
+        },
+        /// The upstream finished serving a job.
+        Completed {
+            /// The job.
+            job: JobRef,
+        },
+        /// Another tenant's request reached the upstream.
+        BackgroundArrived,
+    }
+}
+
 /// A reference to an upstream job: stale once the job is gone.
 pub type JobRef = Ref<Job>;
 
@@ -228,7 +246,7 @@ impl Upstream {
     fn start(&mut self, j: JobRef, sched: &mut Scheduler<Event>) {
         self.in_service += 1;
         let d = self.service_time(self.in_service);
-        let timer = sched.schedule_in(d, Event::UpstreamCompleted { job: j });
+        let timer = sched.schedule_in(d, DependencyEvent::Completed { job: j }.into());
         if let Some(job) = self.job_mut(j) {
             job.queued = false;
             job.timer = Some(timer);

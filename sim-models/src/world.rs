@@ -16,200 +16,151 @@ use sim_core::rng::{RngStreams, SimRng};
 use sim_core::sim::{Limits, Model, RunError, Scheduler, Simulation};
 use sim_core::time::{SimDuration, SimTime};
 
+use crate::client::ClientEvent;
 use crate::config::{ClientConfig, ConfigError, Scope, WorldConfig};
 use crate::lb::Balancer;
-use crate::outcome::Reason;
+use crate::load::LoadEvent;
 use crate::pods::Pod;
+use crate::pods::ServiceEvent;
 use crate::policy::breaker::CircuitBreaker;
 use crate::policy::budget::RetryBudget;
 use crate::policy::throttle::{AwsAdaptive, SreThrottle, ThrottleSpec};
 use crate::recorder::{Level, Recorder, RowSink, RunTotals};
-use crate::request::{AttRef, ReqRef, Requests};
+use crate::request::Requests;
 use crate::timeline::{self, Step};
-use crate::upstream::{JobRef, Status, Upstream};
+use crate::upstream::{DependencyEvent, Upstream};
 
-/// Everything that can happen in the world.
+/// Everything that can happen in the world: the world's own events, and
+/// each part's, which the part defines next to its code and handles itself
+/// (the world only routes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// A metrics bucket ended.
     BucketEnded,
-    /// An open-loop user sent a request.
-    RequestArrived,
-    /// A closed-loop user finished thinking and sends a request.
-    UserReady {
-        /// Which user.
-        user: u32,
-    },
-    /// A request crossed the network from the gateway to its pod.
-    RequestReachedPod {
-        /// The request.
-        req: ReqRef,
-    },
-    /// The gateway's end-to-end deadline passed.
-    UserDeadlinePassed {
-        /// The request.
-        req: ReqRef,
-    },
-    /// The user's patience ran out.
-    UserGaveUp {
-        /// The request.
-        req: ReqRef,
-    },
-    /// The call's total deadline across attempts passed.
-    CallDeadlinePassed {
-        /// The request.
-        req: ReqRef,
-    },
-    /// A new connection finished setting up.
-    ConnectionEstablished {
-        /// The pod.
-        pod: u32,
-        /// The pod's incarnation when dialling began.
-        epoch: u32,
-        /// The attempt it was dialled for.
-        att: AttRef,
-    },
-    /// A new connection was refused or its connect timeout passed.
-    ConnectionFailed {
-        /// The pod.
-        pod: u32,
-        /// The pod's incarnation when dialling began.
-        epoch: u32,
-        /// The attempt it was dialled for.
-        att: AttRef,
-        /// The far end refused it (else the connect timeout passed).
-        refused: bool,
-    },
-    /// The pool's acquire timeout passed for a waiting attempt.
-    PoolWaitTimedOut {
-        /// The attempt.
-        att: AttRef,
-    },
-    /// The per-attempt timeout passed.
-    AttemptTimedOut {
-        /// The attempt.
-        att: AttRef,
-    },
-    /// An attempt's wait for the client's own rate limiter is over.
-    RateLimiterWaited {
-        /// The attempt.
-        att: AttRef,
-    },
-    /// The delay before a retry is over.
-    RetryDelayElapsed {
-        /// The request.
-        req: ReqRef,
-        /// The number of the attempt that just failed.
-        attempt: u32,
-    },
-    /// Time to send the next hedge.
-    HedgeDue {
-        /// The request.
-        req: ReqRef,
-        /// The number the hedge will have.
-        number: u32,
-    },
-    /// An attempt crossed the network to the upstream.
-    UpstreamReceived {
-        /// The attempt.
-        att: AttRef,
-    },
-    /// The upstream finished serving a job.
-    UpstreamCompleted {
-        /// The job.
-        job: JobRef,
-    },
-    /// Another tenant's request reached the upstream.
-    BackgroundRequestArrived,
-    /// The upstream's answer crossed the network back to the pod.
-    ResponseReachedPod {
-        /// The attempt.
-        att: AttRef,
-        /// The answer.
-        status: Status,
-    },
-    /// The service's answer crossed the network back to the gateway.
-    ResponseReachedUser {
-        /// The request.
-        req: ReqRef,
-        /// How it ended.
-        reason: Reason,
-    },
-    /// Time to probe a pod's health.
-    HealthProbeDue {
-        /// The pod.
-        pod: u32,
-    },
-    /// A restarted pod is back in rotation.
-    PodCameBack {
-        /// The pod.
-        pod: u32,
-        /// Its incarnation when it went down.
-        epoch: u32,
-    },
     /// A timeline step applies.
     TimelineStepDue {
         /// Index into the resolved steps.
         index: u32,
     },
+    /// The users' side: arrivals, deadlines, patience, answers.
+    Load(LoadEvent),
+    /// A service's pods: requests reaching them, probes, restarts.
+    Service(ServiceEvent),
+    /// A client: attempts, connections, timeouts, retries, hedges.
+    Client(ClientEvent),
+    /// The dependency: requests received and completed, other tenants.
+    Dependency(DependencyEvent),
+}
+
+macro_rules! event_from {
+    ($($part:ident($ty:ty)),*) => {$(
+        impl From<$ty> for Event {
+            fn from(e: $ty) -> Self {
+                Event::$part(e)
+            }
+        }
+    )*};
+}
+event_from!(
+    Load(LoadEvent),
+    Service(ServiceEvent),
+    Client(ClientEvent),
+    Dependency(DependencyEvent)
+);
+
+/// Declares a part's event enum and, from the same list, the names of its
+/// kinds (`NAMES`, indexed by `kind()`): nothing to keep in step by hand.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! part_events {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $(
+                $(#[$vmeta:meta])*
+                $variant:ident $({
+                    $( $(#[$fmeta:meta])* $field:ident : $ty:ty ),* $(,)?
+                })?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name {
+            $(
+                $(#[$vmeta])*
+                $variant $({ $( $(#[$fmeta])* $field: $ty ),* })?
+            ),*
+        }
+
+        impl $name {
+            /// The name of each kind, by [`Self::kind`].
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($variant)),*];
+
+            /// This event's kind, an index into [`Self::NAMES`].
+            #[allow(unused_assignments)]
+            pub fn kind(&self) -> usize {
+                let mut i = 0;
+                $(
+                    if matches!(self, $name::$variant { .. }) {
+                        return i;
+                    }
+                    i += 1;
+                )*
+                unreachable!("every variant is listed")
+            }
+        }
+    };
 }
 
 impl Event {
-    /// How many kinds of event there are.
-    pub const KINDS: usize = 22;
-    /// The name of each kind, by [`Event::kind`].
-    pub const NAMES: [&'static str; Event::KINDS] = [
-        "BucketEnded",
-        "RequestArrived",
-        "UserReady",
-        "RequestReachedPod",
-        "UserDeadlinePassed",
-        "UserGaveUp",
-        "CallDeadlinePassed",
-        "ConnectionEstablished",
-        "ConnectionFailed",
-        "PoolWaitTimedOut",
-        "AttemptTimedOut",
-        "RateLimiterWaited",
-        "RetryDelayElapsed",
-        "HedgeDue",
-        "UpstreamReceived",
-        "UpstreamCompleted",
-        "BackgroundRequestArrived",
-        "ResponseReachedPod",
-        "ResponseReachedUser",
-        "HealthProbeDue",
-        "PodCameBack",
-        "TimelineStepDue",
+    /// How many kinds of event there are, over every part.
+    pub const KINDS: usize = 2
+        + LoadEvent::NAMES.len()
+        + ServiceEvent::NAMES.len()
+        + ClientEvent::NAMES.len()
+        + DependencyEvent::NAMES.len();
+
+    /// Each part's name and kinds, in the order of [`Event::kind`].
+    const PARTS: [(&'static str, &'static [&'static str]); 6] = [
+        ("", &["BucketEnded"]),
+        ("", &["TimelineStepDue"]),
+        ("load", LoadEvent::NAMES),
+        ("service", ServiceEvent::NAMES),
+        ("client", ClientEvent::NAMES),
+        ("dependency", DependencyEvent::NAMES),
     ];
 
-    /// This event's kind, an index into [`Event::NAMES`] (for the event
+    /// This event's kind, an index over every part's kinds (for the event
     /// limit's message: which part generated the events).
     pub fn kind(&self) -> usize {
+        let load = 2;
+        let service = load + LoadEvent::NAMES.len();
+        let client = service + ServiceEvent::NAMES.len();
+        let dependency = client + ClientEvent::NAMES.len();
         match self {
             Event::BucketEnded => 0,
-            Event::RequestArrived => 1,
-            Event::UserReady { .. } => 2,
-            Event::RequestReachedPod { .. } => 3,
-            Event::UserDeadlinePassed { .. } => 4,
-            Event::UserGaveUp { .. } => 5,
-            Event::CallDeadlinePassed { .. } => 6,
-            Event::ConnectionEstablished { .. } => 7,
-            Event::ConnectionFailed { .. } => 8,
-            Event::PoolWaitTimedOut { .. } => 9,
-            Event::AttemptTimedOut { .. } => 10,
-            Event::RateLimiterWaited { .. } => 11,
-            Event::RetryDelayElapsed { .. } => 12,
-            Event::HedgeDue { .. } => 13,
-            Event::UpstreamReceived { .. } => 14,
-            Event::UpstreamCompleted { .. } => 15,
-            Event::BackgroundRequestArrived => 16,
-            Event::ResponseReachedPod { .. } => 17,
-            Event::ResponseReachedUser { .. } => 18,
-            Event::HealthProbeDue { .. } => 19,
-            Event::PodCameBack { .. } => 20,
-            Event::TimelineStepDue { .. } => 21,
+            Event::TimelineStepDue { .. } => 1,
+            Event::Load(e) => load + e.kind(),
+            Event::Service(e) => service + e.kind(),
+            Event::Client(e) => client + e.kind(),
+            Event::Dependency(e) => dependency + e.kind(),
         }
+    }
+
+    /// The name of kind `k`, with its part: `"client/AttemptTimedOut"`.
+    pub fn name(k: usize) -> String {
+        let mut k = k;
+        for (part, names) in Event::PARTS {
+            if k < names.len() {
+                return match part {
+                    "" => names[k].to_string(),
+                    _ => format!("{part}/{}", names[k]),
+                };
+            }
+            k -= names.len();
+        }
+        format!("kind {k}")
     }
 }
 
@@ -410,14 +361,14 @@ impl<S: RowSink> World<S> {
     /// event limit's message: `"HealthProbeDue 99.9 %, BucketEnded 0.1 %"`.
     pub fn busiest_events(&self) -> String {
         let total: u64 = self.events_by_kind.iter().sum();
-        let mut kinds: Vec<(u64, &str)> = self
+        let mut kinds: Vec<(u64, String)> = self
             .events_by_kind
             .iter()
-            .zip(Event::NAMES)
-            .filter(|(n, _)| **n > 0)
-            .map(|(&n, name)| (n, name))
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, &n)| (n, Event::name(k)))
             .collect();
-        kinds.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+        kinds.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         kinds
             .iter()
             .take(3)
@@ -536,40 +487,11 @@ impl<S: RowSink> Model for World<S> {
         self.events_by_kind[event.kind()] += 1;
         match event {
             Event::BucketEnded => self.on_bucket_ended(sched),
-            Event::RequestArrived => self.on_request_arrived(sched),
-            Event::UserReady { user } => self.on_user_ready(user, sched),
-            Event::RequestReachedPod { req } => self.on_request_reached_pod(req, sched),
-            Event::UserDeadlinePassed { req } => self.on_user_deadline(req, sched),
-            Event::UserGaveUp { req } => self.on_user_gave_up(req, sched),
-            Event::CallDeadlinePassed { req } => self.on_call_deadline(req, sched),
-            Event::ConnectionEstablished { pod, epoch, att } => {
-                self.on_connection_established(pod, epoch, att, sched)
-            }
-            Event::ConnectionFailed {
-                pod,
-                epoch,
-                att,
-                refused,
-            } => self.on_connection_failed(pod, epoch, att, refused, sched),
-            Event::PoolWaitTimedOut { att } => self.on_pool_wait_timed_out(att, sched),
-            Event::AttemptTimedOut { att } => self.on_attempt_timed_out(att, sched),
-            Event::RateLimiterWaited { att } => self.on_rate_limiter_waited(att, sched),
-            Event::RetryDelayElapsed { req, attempt } => {
-                self.on_retry_delay_elapsed(req, attempt, sched)
-            }
-            Event::HedgeDue { req, number } => self.on_hedge_due(req, number, sched),
-            Event::UpstreamReceived { att } => self.on_upstream_received(att, sched),
-            Event::UpstreamCompleted { job } => self.on_upstream_completed(job, sched),
-            Event::BackgroundRequestArrived => self.on_background_arrived(sched),
-            Event::ResponseReachedPod { att, status } => {
-                self.on_response_reached_pod(att, status, sched)
-            }
-            Event::ResponseReachedUser { req, reason } => {
-                self.on_response_reached_user(req, reason, sched)
-            }
-            Event::HealthProbeDue { pod } => self.on_health_probe(pod, sched),
-            Event::PodCameBack { pod, epoch } => self.on_pod_came_back(pod, epoch, sched),
             Event::TimelineStepDue { index } => self.on_timeline_step(index, sched),
+            Event::Load(e) => self.on_load_event(e, sched),
+            Event::Service(e) => self.on_service_event(e, sched),
+            Event::Client(e) => self.on_client_event(e, sched),
+            Event::Dependency(e) => self.on_dependency_event(e, sched),
         }
     }
 
@@ -705,6 +627,22 @@ pub fn run_with<S: RowSink>(
 mod tests {
     use super::*;
     use crate::recorder::Discard;
+
+    #[test]
+    fn every_kind_of_event_has_one_name_generated_from_its_part() {
+        let names: Vec<String> = (0..Event::KINDS).map(Event::name).collect();
+        let distinct: std::collections::BTreeSet<&String> = names.iter().collect();
+        assert_eq!(distinct.len(), Event::KINDS, "{names:?}");
+        let e: Event = LoadEvent::RequestArrived.into();
+        assert_eq!(Event::name(e.kind()), "load/RequestArrived");
+        let e: Event = DependencyEvent::BackgroundArrived.into();
+        assert_eq!(Event::name(e.kind()), "dependency/BackgroundArrived");
+        assert_eq!(
+            Event::name(Event::KINDS - 1),
+            "dependency/BackgroundArrived"
+        );
+        assert_eq!(Event::name(Event::BucketEnded.kind()), "BucketEnded");
+    }
 
     #[test]
     fn pool_bounds_are_checked_at_every_bucket_close_without_per_event_checks() {
