@@ -20,11 +20,12 @@ use crate::outcome::{AttemptOutcome, Pushback, Reason};
 use crate::pods::{PodState, waiter_is_live};
 use crate::policy::breaker::BreakerState;
 use crate::policy::budget::{AttemptReport, RetryCause};
+use crate::policy::gate::{Admit, AttemptEnd};
 use crate::pool::{Acquire, Waiter};
 use crate::recorder::{AttemptRecord, Count, Latency, Level, RowSink, WorldEvent};
 use crate::request::{AttRef, AttemptPhase, Phase, ReqRef};
 use crate::upstream::{DependencyEvent, Status};
-use crate::world::{Event, Leg, World};
+use crate::world::{Event, Leg, World, policy_of};
 
 crate::part_events! {
     /// What happens to a client's calls and attempts.
@@ -237,35 +238,16 @@ impl<S: RowSink> World<S> {
             }
             return;
         }
-        let throttled = match self.policy(pod).sre.is_some() {
-            true => {
-                let u: f64 = self.throttle_rng.random();
-                self.policy(pod)
-                    .sre
-                    .as_mut()
-                    .is_some_and(|sre| !sre.admit(now, u))
+        let wait = match self.ask_gates(pod, now) {
+            Ok(wait) => wait,
+            Err((reason, counter)) => {
+                self.rec.count(counter, 1);
+                if live == 0 {
+                    self.complete_request(req, reason, sched);
+                }
+                return;
             }
-            false => false,
         };
-        if throttled {
-            self.rec.count(Count::ThrottleRejected, 1);
-            if live == 0 {
-                self.complete_request(req, Reason::Throttled, sched);
-            }
-            return;
-        }
-        if !self.breaker_admits(pod, now) {
-            self.rec.count(Count::BreakerRejected, 1);
-            if live == 0 {
-                let reason = if self.cfg.client.fallback {
-                    Reason::Fallback
-                } else {
-                    Reason::BreakerOpen
-                };
-                self.complete_request(req, reason, sched);
-            }
-            return;
-        }
         let att = self.reqs.new_attempt(req, number, hedge, pod, epoch, now);
         let Some(q) = self.reqs.get_mut(req) else {
             return;
@@ -296,11 +278,6 @@ impl<S: RowSink> World<S> {
         }
         let timeout = self.cfg.client.attempt_timeout;
         let arm_now = self.cfg.client.timeout_starts == TimeoutStart::AttemptStart;
-        let wait = self
-            .policy(pod)
-            .aws
-            .as_mut()
-            .map_or(SimDuration::ZERO, |a| a.acquire(now));
         let Some(a) = self.reqs.att_mut(att) else {
             return;
         };
@@ -318,18 +295,43 @@ impl<S: RowSink> World<S> {
         self.acquire_connection(att, sched);
     }
 
-    /// Asks the breaker (if any) for a permit, keeping its levels current.
-    fn breaker_admits(&mut self, pod: u32, now: SimTime) -> bool {
-        let Some(b) = self.policy(pod).breaker.as_mut() else {
-            return true;
-        };
-        let before = b.state();
-        let ok = b.try_acquire(now);
-        let after = b.state();
-        if before != after {
-            self.breaker_moved(pod, before, after, now);
+    /// Asks `pod`'s gates, in order, whether an attempt may go: the
+    /// longest wait asked for, or the first refusal (its reason and
+    /// counter). Breaker moves are shown as they happen.
+    fn ask_gates(&mut self, pod: u32, now: SimTime) -> Result<SimDuration, (Reason, Count)> {
+        let mut wait = SimDuration::ZERO;
+        let mut moves = Vec::new();
+        let mut refused = None;
+        let set = policy_of(&mut self.policies, &self.cfg.client, pod);
+        for gate in set.gates.iter_mut() {
+            let draw = if gate.draws() {
+                self.throttle_rng.random()
+            } else {
+                0.0
+            };
+            let before = gate.breaker_state();
+            let answer = gate.admit(now, draw);
+            if let (Some(from), Some(to)) = (before, gate.breaker_state())
+                && from != to
+            {
+                moves.push((from, to));
+            }
+            match answer {
+                Admit::Go => {}
+                Admit::After(d) => wait = wait.max(d),
+                Admit::Refuse { reason, counter } => {
+                    refused = Some((reason, counter));
+                    break;
+                }
+            }
         }
-        ok
+        for (from, to) in moves {
+            self.breaker_moved(pod, from, to, now);
+        }
+        match refused {
+            Some(r) => Err(r),
+            None => Ok(wait),
+        }
     }
 
     fn breaker_moved(&mut self, pod: u32, from: BreakerState, to: BreakerState, now: SimTime) {
@@ -346,11 +348,15 @@ impl<S: RowSink> World<S> {
             detail: format!("{whose}: {} -> {}", from.name(), to.name()),
         });
         let (mut open, mut half) = (0, 0);
-        for p in &self.policies {
-            match p.breaker.as_ref().map(|b| b.state()) {
-                Some(BreakerState::Open) => open += 1,
-                Some(BreakerState::HalfOpen) => half += 1,
-                _ => {}
+        for state in self
+            .policies
+            .iter()
+            .flat_map(|p| p.gates.iter().filter_map(|g| g.breaker_state()))
+        {
+            match state {
+                BreakerState::Open => open += 1,
+                BreakerState::HalfOpen => half += 1,
+                BreakerState::Closed => {}
             }
         }
         self.rec.level(Level::BreakersOpen, now, open);
@@ -757,17 +763,6 @@ impl<S: RowSink> World<S> {
             .retry_on
             .iter()
             .any(|r| r.matches(outcome));
-        let answered = matches!(
-            outcome,
-            AttemptOutcome::Success
-                | AttemptOutcome::ServerError(..)
-                | AttemptOutcome::ClientError(_)
-                | AttemptOutcome::RateLimited(_)
-        );
-        let overload = matches!(
-            outcome,
-            AttemptOutcome::RateLimited(_) | AttemptOutcome::ServerError(503, _)
-        );
         let set = self.policy(pod);
         if let Some(b) = set.budget.as_mut() {
             b.on_result(
@@ -779,24 +774,22 @@ impl<S: RowSink> World<S> {
                 },
             );
         }
-        if let Some(sre) = set.sre.as_mut()
-            && answered
-            && !overload
-        {
-            sre.accepted(now);
-        }
-        if let Some(aws) = set.aws.as_mut()
-            && answered
-        {
-            aws.on_response(now, matches!(outcome, AttemptOutcome::RateLimited(_)));
-        }
-        if let Some(b) = set.breaker.as_mut() {
-            let before = b.state();
-            b.on_result(now, !success, now - closed.started);
-            let after = b.state();
-            if before != after {
-                self.breaker_moved(pod, before, after, now);
+        let end = AttemptEnd {
+            outcome,
+            duration: now - closed.started,
+        };
+        let mut moves = Vec::new();
+        for gate in set.gates.iter_mut() {
+            let before = gate.breaker_state();
+            gate.on_attempt_end(now, &end);
+            if let (Some(from), Some(to)) = (before, gate.breaker_state())
+                && from != to
+            {
+                moves.push((from, to));
             }
+        }
+        for (from, to) in moves {
+            self.breaker_moved(pod, from, to, now);
         }
         if let Some(q) = self.reqs.get_mut(req) {
             q.last_outcome = Some(outcome);

@@ -22,9 +22,8 @@ use crate::lb::Balancer;
 use crate::load::LoadEvent;
 use crate::pods::Pod;
 use crate::pods::ServiceEvent;
-use crate::policy::breaker::CircuitBreaker;
 use crate::policy::budget::RetryBudget;
-use crate::policy::throttle::{AwsAdaptive, SreThrottle, ThrottleSpec};
+use crate::policy::gate::{Gate, build_gates};
 use crate::recorder::{Level, Recorder, RowSink, RunTotals};
 use crate::request::Requests;
 use crate::timeline::{self, Step};
@@ -200,27 +199,37 @@ impl Network {
 }
 
 /// The policies with state of one client (a pod, or the whole service
-/// when their scope is global).
-#[derive(Default)]
+/// when their scope is global): the retry budget, and the gates every
+/// attempt passes (throttle, breaker, rate limiter).
 pub(crate) struct PolicySet {
     pub(crate) budget: Option<Box<dyn RetryBudget>>,
-    pub(crate) breaker: Option<Box<dyn CircuitBreaker>>,
-    pub(crate) sre: Option<SreThrottle>,
-    pub(crate) aws: Option<AwsAdaptive>,
+    pub(crate) gates: Vec<Box<dyn Gate>>,
 }
 
 impl PolicySet {
     pub(crate) fn new(c: &ClientConfig) -> Self {
         PolicySet {
             budget: c.budget.as_ref().map(|b| b.build()),
-            breaker: c.breaker.as_ref().map(|b| b.build()),
-            sre: match c.throttle {
-                Some(ThrottleSpec::Sre { k, window }) => Some(SreThrottle::new(k, window)),
-                _ => None,
-            },
-            aws: matches!(c.throttle, Some(ThrottleSpec::AwsAdaptive)).then(AwsAdaptive::default),
+            gates: build_gates(c),
         }
     }
+}
+
+/// The policy set of `pod`'s client among `policies` (one in all when
+/// their scope is global; one per pod, made when first needed, else).
+pub(crate) fn policy_of<'a>(
+    policies: &'a mut Vec<PolicySet>,
+    client: &ClientConfig,
+    pod: u32,
+) -> &'a mut PolicySet {
+    if client.scope == Scope::Global {
+        return &mut policies[0];
+    }
+    let i = pod as usize;
+    while policies.len() <= i {
+        policies.push(PolicySet::new(client));
+    }
+    &mut policies[i]
 }
 
 /// The whole world.
@@ -347,18 +356,11 @@ impl<S: RowSink> World<S> {
 
     /// The policy set of `pod`'s client.
     pub(crate) fn policy(&mut self, pod: u32) -> &mut PolicySet {
-        if self.cfg.client.scope == Scope::Global {
-            return &mut self.policies[0];
-        }
-        let i = pod as usize;
-        while self.policies.len() <= i {
-            self.policies.push(PolicySet::new(&self.cfg.client));
-        }
-        &mut self.policies[i]
+        policy_of(&mut self.policies, &self.cfg.client, pod)
     }
 
     /// The kinds of event that made up most of the run so far, for the
-    /// event limit's message: `"HealthProbeDue 99.9 %, BucketEnded 0.1 %"`.
+    /// event limit's message: `"service/HealthProbeDue 99.9 %, BucketEnded 0.1 %"`.
     pub fn busiest_events(&self) -> String {
         let total: u64 = self.events_by_kind.iter().sum();
         let mut kinds: Vec<(u64, String)> = self

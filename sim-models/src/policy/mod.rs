@@ -19,5 +19,6 @@ pub mod analysis;
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod gate;
 pub mod presets;
 pub mod throttle;
