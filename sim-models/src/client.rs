@@ -278,6 +278,9 @@ impl<S: RowSink> World<S> {
         }
         let timeout = self.cfg.client.attempt_timeout;
         let arm_now = self.cfg.client.timeout_starts == TimeoutStart::AttemptStart;
+        if let Some(b) = self.policy(pod).budget.as_mut() {
+            b.on_attempt_start(now, cost);
+        }
         let Some(a) = self.reqs.att_mut(att) else {
             return;
         };
@@ -711,6 +714,9 @@ impl<S: RowSink> World<S> {
         };
         let (req, hedge, pod, pool_wait, late) = (a.req, a.hedge, a.pod, a.pool_wait, a.late);
         self.reqs.remove_attempt(att);
+        if let Some(b) = self.policy(pod).budget.as_mut() {
+            b.on_attempt_closed(now, closed.retry_cost);
+        }
         let id = match self.reqs.get_mut(req) {
             Some(q) => {
                 q.remove_live(att);

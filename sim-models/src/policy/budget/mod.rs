@@ -1,12 +1,18 @@
 //! Retry budgets: limits on retries that hold across calls.
 //!
 //! Each kind is its own struct behind [`RetryBudget`]. A budget hears of
-//! every call ([`RetryBudget::on_request`]), every attempt result
-//! ([`RetryBudget::on_result`]), and decides every retry
-//! ([`RetryBudget::try_retry`]). Integer tokens where the library uses them
+//! every call ([`RetryBudget::on_request`]), every attempt's start and
+//! close ([`RetryBudget::on_attempt_start`],
+//! [`RetryBudget::on_attempt_closed`]: budgets on concurrency), every
+//! attempt result ([`RetryBudget::on_result`]), and decides every retry
+//! ([`RetryBudget::try_retry`]). A new budget is one file (`envoy.rs` is
+//! an example) plus its variant in [`BudgetSpec`]. Integer tokens where the library uses them
 //! (gRPC's milli-tokens, Finagle's ×1000 scale), so runs are exact.
 
 use std::collections::VecDeque;
+
+mod envoy;
+pub use envoy::EnvoyBudget;
 
 use serde::{Deserialize, Serialize};
 use sim_core::time::{SimDuration, SimTime};
@@ -41,8 +47,13 @@ pub trait RetryBudget {
     /// May one retry go now? `Some(cost)` allows it and charges `cost`
     /// (remember it for [`AttemptReport::retry_cost`]); `None` denies.
     fn try_retry(&mut self, now: SimTime, cause: RetryCause) -> Option<u32>;
-    /// An attempt ended.
+    /// An attempt ended with an outcome (not when it was cancelled).
     fn on_result(&mut self, now: SimTime, report: AttemptReport);
+    /// An attempt started; `retry_cost` is what [`RetryBudget::try_retry`]
+    /// charged for it (0 for a first attempt or a hedge).
+    fn on_attempt_start(&mut self, _now: SimTime, _retry_cost: u32) {}
+    /// An attempt is over, however it ended (cancellations included).
+    fn on_attempt_closed(&mut self, _now: SimTime, _retry_cost: u32) {}
     /// Remaining budget as a fraction of its maximum (for metrics).
     fn level(&self) -> f64;
 }
@@ -95,6 +106,16 @@ pub enum BudgetSpec {
         #[serde(default = "sixty_secs")]
         window: SimDuration,
     },
+    /// Envoy's retry budget: concurrent retries at most
+    /// `max(min_retry_concurrency, budget_percent % × active requests)`.
+    Envoy {
+        /// Percent of active requests that may be retries (default 20).
+        #[serde(default = "twenty")]
+        budget_percent: f64,
+        /// Concurrent retries always allowed (default 3).
+        #[serde(default = "three")]
+        min_retry_concurrency: u32,
+    },
     /// A token bucket: each success adds `per_success`, each retry costs
     /// `per_retry` (seed 003: +1 / −10).
     Bucket {
@@ -115,6 +136,12 @@ fn ten_secs() -> SimDuration {
 }
 fn sixty_secs() -> SimDuration {
     SimDuration::from_secs(60)
+}
+fn twenty() -> f64 {
+    20.0
+}
+fn three() -> u32 {
+    3
 }
 fn ten() -> u32 {
     10
@@ -194,6 +221,14 @@ impl BudgetSpec {
                     return bad("ratio.window", "must be longer than 0s".into());
                 }
             }
+            BudgetSpec::Envoy { budget_percent, .. } => {
+                if !(0.0..=100.0).contains(budget_percent) {
+                    return bad(
+                        "envoy.budget_percent",
+                        format!("must be within 0..=100, found {budget_percent}"),
+                    );
+                }
+            }
             BudgetSpec::Bucket {
                 max_tokens,
                 per_retry,
@@ -244,6 +279,10 @@ impl BudgetSpec {
                 requests: VecDeque::new(),
                 retries: VecDeque::new(),
             }),
+            BudgetSpec::Envoy {
+                budget_percent,
+                min_retry_concurrency,
+            } => Box::new(EnvoyBudget::new(budget_percent, min_retry_concurrency)),
             BudgetSpec::Bucket {
                 max_tokens,
                 per_success,
