@@ -10,7 +10,13 @@
 //! deadline passed, the pod restarted). An answer that comes back after its
 //! attempt ended is counted as late and never as a success.
 
+use crate::config::{ClientConfig, ConfigError, Scope, WorldConfig};
+use crate::policy::budget::RetryBudget;
+use crate::policy::gate::{Gate, build_gates};
+use crate::world::compile;
 use rand::RngExt;
+use sim_core::dist::Dist;
+use sim_core::rng::{RngStreams, SimRng};
 use sim_core::sim::Scheduler;
 use sim_core::time::{SimDuration, SimTime};
 
@@ -25,7 +31,7 @@ use crate::pool::{Acquire, Waiter};
 use crate::recorder::{AttemptRecord, Count, Latency, Level, RowSink, WorldEvent};
 use crate::request::{AttRef, AttemptPhase, Phase, ReqRef};
 use crate::upstream::{DependencyEvent, Status};
-use crate::world::{Event, Leg, World, policy_of};
+use crate::world::{Event, Leg, World};
 
 crate::part_events! {
     /// What happens to a client's calls and attempts.
@@ -128,6 +134,67 @@ struct Closed {
     number: u32,
     started: SimTime,
     retry_cost: u32,
+}
+
+/// The policies with state of one client (a pod, or the whole service
+/// when their scope is global): the retry budget, and the gates every
+/// attempt passes (throttle, breaker, rate limiter).
+pub(crate) struct PolicySet {
+    pub(crate) budget: Option<Box<dyn RetryBudget>>,
+    pub(crate) gates: Vec<Box<dyn Gate>>,
+}
+
+impl PolicySet {
+    pub(crate) fn new(c: &ClientConfig) -> Self {
+        PolicySet {
+            budget: c.budget.as_ref().map(|b| b.build()),
+            gates: build_gates(c),
+        }
+    }
+}
+
+/// The policy set of `pod`'s client among `policies` (one in all when
+/// their scope is global; one per pod, made when first needed, else).
+pub(crate) fn policy_of<'a>(
+    policies: &'a mut Vec<PolicySet>,
+    client: &ClientConfig,
+    pod: u32,
+) -> &'a mut PolicySet {
+    if client.scope == Scope::Global {
+        return &mut policies[0];
+    }
+    let i = pod as usize;
+    while policies.len() <= i {
+        policies.push(PolicySet::new(client));
+    }
+    &mut policies[i]
+}
+
+/// The service's client of its dependency: the state its policies keep
+/// and its own draws (connections, backoff, throttling).
+pub struct Client {
+    pub(crate) connect_time: Dist,
+    /// Budgets and gates: one set per pod, or one in all.
+    pub(crate) policies: Vec<PolicySet>,
+    pub(crate) backoff_rng: SimRng,
+    pub(crate) throttle_rng: SimRng,
+}
+
+impl Client {
+    /// The client as configured, its policies fresh.
+    pub(crate) fn new(cfg: &WorldConfig, streams: &RngStreams) -> Result<Self, Vec<ConfigError>> {
+        Ok(Client {
+            connect_time: compile(&cfg.service.pool.connect_time, "service.pool.connect_time")?,
+            policies: match cfg.client.scope {
+                Scope::Global => vec![PolicySet::new(&cfg.client)],
+                Scope::Pod => (0..cfg.service.pods)
+                    .map(|_| PolicySet::new(&cfg.client))
+                    .collect(),
+            },
+            backoff_rng: streams.stream("client/backoff"),
+            throttle_rng: streams.stream("client/throttle"),
+        })
+    }
 }
 
 impl<S: RowSink> World<S> {
@@ -305,10 +372,10 @@ impl<S: RowSink> World<S> {
         let mut wait = SimDuration::ZERO;
         let mut moves = Vec::new();
         let mut refused = None;
-        let set = policy_of(&mut self.policies, &self.cfg.client, pod);
+        let set = policy_of(&mut self.client.policies, &self.cfg.client, pod);
         for gate in set.gates.iter_mut() {
             let draw = if gate.draws() {
-                self.throttle_rng.random()
+                self.client.throttle_rng.random()
             } else {
                 0.0
             };
@@ -352,6 +419,7 @@ impl<S: RowSink> World<S> {
         });
         let (mut open, mut half) = (0, 0);
         for state in self
+            .client
             .policies
             .iter()
             .flat_map(|p| p.gates.iter().filter_map(|g| g.breaker_state()))
@@ -384,7 +452,7 @@ impl<S: RowSink> World<S> {
         };
         a.wait_started = now;
         let pod = a.pod;
-        match self.pods[pod as usize].pool.acquire(now) {
+        match self.service.pods[pod as usize].pool.acquire(now) {
             Acquire::Reused => {
                 self.rec.pool_wait(pod, SimDuration::ZERO);
                 self.connection_in_hand(att, sched);
@@ -397,7 +465,7 @@ impl<S: RowSink> World<S> {
             Acquire::Wait => {
                 self.set_phase(att, AttemptPhase::WaitingPool);
                 let reqs = &self.reqs;
-                let p = &mut self.pods[pod as usize];
+                let p = &mut self.service.pods[pod as usize];
                 let epoch = p.epoch;
                 p.pool.wait(Waiter { att, since: now }, |w| {
                     waiter_is_live(reqs, pod, epoch, w)
@@ -421,9 +489,9 @@ impl<S: RowSink> World<S> {
 
     /// Dials a new connection on `pod` for `att`.
     fn dial(&mut self, pod: u32, att: AttRef, sched: &mut Scheduler<Event>) {
-        let p = &mut self.pods[pod as usize];
+        let p = &mut self.service.pods[pod as usize];
         let epoch = p.epoch;
-        let setup = self.connect_time.sample(&mut p.connect_rng);
+        let setup = self.client.connect_time.sample(&mut p.connect_rng);
         let failure = self.cfg.network.connect_failure;
         let refused = failure > 0.0 && p.connect_rng.random::<f64>() < failure;
         let refused = refused || self.upstream_full(sched.now());
@@ -431,7 +499,7 @@ impl<S: RowSink> World<S> {
         // A refusal comes back when the handshake would have; either way
         // the connect timeout may give up first.
         let failed_at = if refused {
-            self.pods[pod as usize].pool.refuse();
+            self.service.pods[pod as usize].pool.refuse();
             Some(timeout.map_or(setup, |t| setup.min(t)))
         } else {
             timeout.filter(|&t| setup > t)
@@ -457,7 +525,7 @@ impl<S: RowSink> World<S> {
             return false;
         };
         let mut open = 0;
-        for p in &mut self.pods {
+        for p in &mut self.service.pods {
             p.pool.expire_idle(now);
             open += p.pool.open();
         }
@@ -475,13 +543,13 @@ impl<S: RowSink> World<S> {
         att: AttRef,
         sched: &mut Scheduler<Event>,
     ) {
-        if self.pods[pod as usize].epoch != epoch {
+        if self.service.pods[pod as usize].epoch != epoch {
             return; // the pod restarted meanwhile; its pool is new
         }
         let now = sched.now();
-        self.pods[pod as usize].pool.dialled();
+        self.service.pods[pod as usize].pool.dialled();
         if self.att_is(att, AttemptPhase::Connecting) {
-            self.pods[pod as usize].pool.hand_over();
+            self.service.pods[pod as usize].pool.hand_over();
             self.connection_in_hand(att, sched);
         } else {
             // Whoever dialled it gave up: the next in line gets it.
@@ -498,11 +566,11 @@ impl<S: RowSink> World<S> {
         refused: bool,
         sched: &mut Scheduler<Event>,
     ) {
-        if self.pods[pod as usize].epoch != epoch {
+        if self.service.pods[pod as usize].epoch != epoch {
             return;
         }
         let now = sched.now();
-        let pool = &mut self.pods[pod as usize].pool;
+        let pool = &mut self.service.pods[pod as usize].pool;
         if refused {
             pool.refusal_arrived();
         } else {
@@ -519,10 +587,10 @@ impl<S: RowSink> World<S> {
     /// goes idle.
     fn connection_available(&mut self, pod: u32, now: SimTime, sched: &mut Scheduler<Event>) {
         if let Some(w) = self.pop_waiter(pod, now, sched) {
-            self.pods[pod as usize].pool.hand_over();
+            self.service.pods[pod as usize].pool.hand_over();
             self.connection_in_hand(w.att, sched);
         } else {
-            self.pods[pod as usize].pool.put_idle(now);
+            self.service.pods[pod as usize].pool.put_idle(now);
         }
     }
 
@@ -530,12 +598,12 @@ impl<S: RowSink> World<S> {
     /// failed): the next live waiter dials a new one.
     fn slot_freed(&mut self, pod: u32, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let pool = &self.pods[pod as usize].pool;
+        let pool = &self.service.pods[pod as usize].pool;
         if !pool.has_room() || pool.waiters() == 0 {
             return;
         }
         if let Some(w) = self.pop_waiter(pod, now, sched) {
-            self.pods[pod as usize].pool.try_dial();
+            self.service.pods[pod as usize].pool.try_dial();
             self.set_phase(w.att, AttemptPhase::Connecting);
             self.dial(pod, w.att, sched);
         }
@@ -548,9 +616,9 @@ impl<S: RowSink> World<S> {
         now: SimTime,
         sched: &mut Scheduler<Event>,
     ) -> Option<Waiter> {
-        let epoch = self.pods[pod as usize].epoch;
+        let epoch = self.service.pods[pod as usize].epoch;
         let reqs = &self.reqs;
-        let w = self.pods[pod as usize]
+        let w = self.service.pods[pod as usize]
             .pool
             .next_waiter(|w| waiter_is_live(reqs, pod, epoch, w))?;
         if let Some(a) = self.reqs.att_mut(w.att) {
@@ -615,7 +683,7 @@ impl<S: RowSink> World<S> {
         a.job = None;
         let pod = a.pod;
         let leak_fraction = self.cfg.service.pool.leak_fraction;
-        let p = &mut self.pods[pod as usize];
+        let p = &mut self.service.pods[pod as usize];
         let leak = leak_fraction > 0.0 && p.leak_rng.random::<f64>() < leak_fraction;
         if p.pool.release(leak) {
             self.connection_available(pod, now, sched);
@@ -665,21 +733,21 @@ impl<S: RowSink> World<S> {
             _ => {}
         }
         if let Some(job) = job
-            && self.upstream.abandon(job, sched)
+            && self.dependency.upstream.abandon(job, sched)
         {
             self.rec.count(Count::UpstreamCancelled, 1);
             self.sync_upstream_levels(now);
         }
-        let same_life = self.pods[pod as usize].epoch == epoch;
+        let same_life = self.service.pods[pod as usize].epoch == epoch;
         match phase {
             AttemptPhase::WaitingPool => {
                 if same_life {
-                    self.pods[pod as usize].pool.waiter_left();
+                    self.service.pods[pod as usize].pool.waiter_left();
                 }
                 self.rec.pool_wait(pod, now - since);
             }
             AttemptPhase::InFlight if same_life => {
-                self.pods[pod as usize].pool.close_in_use();
+                self.service.pods[pod as usize].pool.close_in_use();
                 self.slot_freed(pod, sched);
             }
             _ => {}
@@ -894,7 +962,7 @@ impl<S: RowSink> World<S> {
             let backoff = r.backoff.clone();
             let n = q.retries_used - q.backoff_from + 1;
             let q = self.reqs.get_mut(req).expect("live request");
-            let drawn = backoff.delay(n, &mut q.backoff, &mut self.backoff_rng);
+            let drawn = backoff.delay(n, &mut q.backoff, &mut self.client.backoff_rng);
             match (server_says, mode) {
                 (Some(ra), RetryAfterMode::Honor) => ra,
                 (Some(ra), RetryAfterMode::AtLeast) => drawn.max(ra),
@@ -1043,17 +1111,17 @@ impl<S: RowSink> World<S> {
             (q.pod, q.pod_epoch, q.has_worker, q.user_done, q.dispatches);
         // A request leaving its pod's worker line early (a restart empties
         // the line itself, under a new epoch).
-        if was_in_line && self.pods[pod as usize].epoch == epoch {
-            self.pods[pod as usize].worker_queue.left();
+        if was_in_line && self.service.pods[pod as usize].epoch == epoch {
+            self.service.pods[pod as usize].worker_queue.left();
         }
         q.has_worker = false;
         if had_worker
-            && self.pods[pod as usize].epoch == epoch
-            && self.pods[pod as usize].state == PodState::Up
+            && self.service.pods[pod as usize].epoch == epoch
+            && self.service.pods[pod as usize].state == PodState::Up
         {
             self.free_worker(pod, sched);
         }
-        self.lb.outstanding_changed(pod, -1);
+        self.service.lb.outstanding_changed(pod, -1);
         self.rec.level_add(Level::ServiceInFlight, now, -1);
         if user_done {
             self.reqs.release_if_done(req);

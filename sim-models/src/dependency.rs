@@ -4,6 +4,11 @@
 //! `upstream.rs`; this file routes its events and connects it to the
 //! client that called it.
 
+use crate::config::{ConfigError, WorldConfig};
+use crate::upstream::Upstream;
+use crate::world::compile;
+use sim_core::queue::EventId;
+use sim_core::rng::{RngStreams, SimRng};
 use sim_core::sim::Scheduler;
 
 use crate::client::ClientEvent;
@@ -12,6 +17,31 @@ use crate::recorder::{Count, Level, RowSink};
 use crate::request::{AttRef, AttemptPhase};
 use crate::upstream::{Admission, DependencyEvent, JobRef, Owner, Status};
 use crate::world::{Event, Leg, World};
+
+/// The dependency as the world holds it: its state machine, and the other
+/// tenants' load on it.
+pub struct Dependency {
+    pub(crate) upstream: Upstream,
+    pub(crate) background_timer: Option<EventId>,
+    pub(crate) background_rng: SimRng,
+}
+
+impl Dependency {
+    /// The dependency as configured, idle.
+    pub(crate) fn new(cfg: &WorldConfig, streams: &RngStreams) -> Result<Self, Vec<ConfigError>> {
+        Ok(Dependency {
+            upstream: Upstream::new(
+                &cfg.upstream,
+                compile(&cfg.upstream.latency, "upstream.latency")?,
+                streams.stream("upstream/latency"),
+                streams.stream("upstream/errors"),
+                streams.stream("upstream/shedding"),
+            ),
+            background_timer: None,
+            background_rng: streams.stream("upstream/background"),
+        })
+    }
+}
 
 impl<S: RowSink> World<S> {
     /// Routes the dependency's events to their handlers.
@@ -25,9 +55,10 @@ impl<S: RowSink> World<S> {
     pub(crate) fn on_upstream_received(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         let deadline = self.propagated_deadline(att);
-        let (job, admission) = self
-            .upstream
-            .arrive(Owner::Client(att), deadline, now, sched);
+        let (job, admission) =
+            self.dependency
+                .upstream
+                .arrive(Owner::Client(att), deadline, now, sched);
         self.count_admission(admission);
         let live = self.att_is(att, AttemptPhase::InFlight);
         match (admission, job) {
@@ -36,7 +67,7 @@ impl<S: RowSink> World<S> {
                     if let Some(a) = self.reqs.att_mut(att) {
                         a.job = Some(job);
                     }
-                } else if self.upstream.abandon(job, sched) {
+                } else if self.dependency.upstream.abandon(job, sched) {
                     // The caller gave up while the request was on the wire.
                     self.rec.count(Count::UpstreamCancelled, 1);
                 }
@@ -52,7 +83,7 @@ impl<S: RowSink> World<S> {
     }
     pub(crate) fn on_upstream_completed(&mut self, job: JobRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let Some(done) = self.upstream.complete(job, sched) else {
+        let Some(done) = self.dependency.upstream.complete(job, sched) else {
             return;
         };
         self.report_expired();
@@ -75,35 +106,38 @@ impl<S: RowSink> World<S> {
     }
     /// Counts queued upstream work dropped for a passed deadline.
     pub(crate) fn report_expired(&mut self) {
-        let n = std::mem::take(&mut self.upstream.expired);
+        let n = std::mem::take(&mut self.dependency.upstream.expired);
         if n > 0 {
             self.rec.count(Count::UpstreamExpired, n);
         }
     }
     /// (Re)schedules the next background arrival at the upstream.
     pub(crate) fn schedule_next_background(&mut self, sched: &mut Scheduler<Event>) {
-        if let Some(t) = self.background_timer.take() {
+        if let Some(t) = self.dependency.background_timer.take() {
             sched.cancel(t);
         }
-        let rate = self.upstream.params.background_rps;
+        let rate = self.dependency.upstream.params.background_rps;
         if rate > 0.0 {
-            let gap = exp_gap(&mut self.background_rng, rate);
-            self.background_timer =
+            let gap = exp_gap(&mut self.dependency.background_rng, rate);
+            self.dependency.background_timer =
                 Some(sched.schedule_in(gap, DependencyEvent::BackgroundArrived.into()));
         }
     }
     pub(crate) fn on_background_arrived(&mut self, sched: &mut Scheduler<Event>) {
-        self.background_timer = None;
+        self.dependency.background_timer = None;
         self.schedule_next_background(sched);
         let now = sched.now();
-        if self.upstream.jobs_held() as u64 >= self.cfg.limits.max_in_flight {
+        if self.dependency.upstream.jobs_held() as u64 >= self.cfg.limits.max_in_flight {
             let limit = self.cfg.limits.max_in_flight;
             self.violated(now, || {
                 format!("the upstream holds {limit} jobs, most of them other tenants' (upstream.background_rps): the limit limits.max_in_flight was reached")
             });
             return;
         }
-        let (_, admission) = self.upstream.arrive(Owner::Background, None, now, sched);
+        let (_, admission) = self
+            .dependency
+            .upstream
+            .arrive(Owner::Background, None, now, sched);
         self.count_admission(admission);
         self.sync_upstream_levels(now);
     }
@@ -121,12 +155,12 @@ impl<S: RowSink> World<S> {
         self.rec.level(
             Level::UpstreamInService,
             now,
-            i64::from(self.upstream.in_service()),
+            i64::from(self.dependency.upstream.in_service()),
         );
         self.rec.level(
             Level::UpstreamQueued,
             now,
-            i64::from(self.upstream.queued()),
+            i64::from(self.dependency.upstream.queued()),
         );
     }
 }

@@ -27,14 +27,14 @@ impl<S: RowSink> World<S> {
         match step.action {
             StepAction::Set(param, v) => self.set_param(param, v, sched),
             StepAction::KillPod(pod) => {
-                if (pod as usize) < self.pods.len()
-                    && self.pods[pod as usize].state != PodState::Killed
+                if (pod as usize) < self.service.pods.len()
+                    && self.service.pods[pod as usize].state != PodState::Killed
                 {
                     self.take_pod_down(pod, PodState::Killed, sched);
                 }
             }
             StepAction::RestartPod(pod) => {
-                if (pod as usize) < self.pods.len() {
+                if (pod as usize) < self.service.pods.len() {
                     self.take_pod_down(pod, PodState::Restarting, sched);
                 }
             }
@@ -43,16 +43,16 @@ impl<S: RowSink> World<S> {
     }
 
     fn set_param(&mut self, param: Param, v: f64, sched: &mut Scheduler<Event>) {
-        let u = &mut self.upstream.params;
+        let u = &mut self.dependency.upstream.params;
         match param {
             Param::LoadRate => {
-                self.rate = v;
+                self.load.rate = v;
                 self.schedule_next_arrival(sched);
             }
             Param::UpstreamLatencyScale => u.latency_scale = v,
             Param::UpstreamCapacity => {
                 u.capacity = v as u32;
-                self.upstream.fill_slots(sched);
+                self.dependency.upstream.fill_slots(sched);
             }
             Param::UpstreamBackgroundRps => {
                 u.background_rps = v;
@@ -69,17 +69,18 @@ impl<S: RowSink> World<S> {
     /// pods below `n` come back, new pods join with fresh pools.
     fn set_pod_count(&mut self, n: u32, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let have = self.pods.len() as u32;
+        let have = self.service.pods.len() as u32;
         for pod in 0..n.max(have) {
             if pod >= have {
-                self.pods
+                self.service
+                    .pods
                     .push(Pod::new(pod, &self.cfg.service, &self.streams));
-                self.lb.add_pod(pod);
+                self.service.lb.add_pod(pod);
                 self.rec.level_add(Level::PodsUp, now, 1);
                 self.schedule_first_probe(pod, sched);
-            } else if pod < n && self.pods[pod as usize].state == PodState::Killed {
+            } else if pod < n && self.service.pods[pod as usize].state == PodState::Killed {
                 self.bring_pod_up(pod, now);
-            } else if pod >= n && self.pods[pod as usize].state != PodState::Killed {
+            } else if pod >= n && self.service.pods[pod as usize].state != PodState::Killed {
                 self.take_pod_down(pod, PodState::Killed, sched);
             }
         }

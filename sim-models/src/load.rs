@@ -2,7 +2,12 @@
 //! users with think time, other tenants' requests at the upstream, and the
 //! user's side of a request (gateway deadline, patience, the outcome seen).
 
+use crate::config::{ConfigError, WorldConfig};
+use crate::world::{compile, compile_opt};
 use rand::RngExt;
+use sim_core::dist::Dist;
+use sim_core::queue::EventId;
+use sim_core::rng::{RngStreams, SimRng};
 use sim_core::sim::Scheduler;
 use sim_core::time::SimDuration;
 
@@ -49,6 +54,40 @@ pub(crate) fn exp_gap(rng: &mut sim_core::rng::SimRng, rate: f64) -> SimDuration
     SimDuration::from_secs_f64(-(1.0 - u).ln() / rate)
 }
 
+/// The users' side of the world: who sends requests, when, and how long
+/// they wait.
+pub struct Load {
+    /// Live open-loop arrival rate (the timeline changes it).
+    pub(crate) rate: f64,
+    pub(crate) arrival_timer: Option<EventId>,
+    pub(crate) arrival_rng: SimRng,
+    pub(crate) idempotent_rng: SimRng,
+    pub(crate) patience: Option<Dist>,
+    pub(crate) patience_rng: SimRng,
+    pub(crate) think: Option<Dist>,
+    pub(crate) think_rng: SimRng,
+}
+
+impl Load {
+    /// The load as configured, its distributions compiled once.
+    pub(crate) fn new(cfg: &WorldConfig, streams: &RngStreams) -> Result<Self, Vec<ConfigError>> {
+        let think = match &cfg.load.closed_loop {
+            Some(c) => Some(compile(&c.think, "load.closed_loop.think")?),
+            None => None,
+        };
+        Ok(Load {
+            rate: cfg.load.rate,
+            arrival_timer: None,
+            arrival_rng: streams.stream("load/arrivals"),
+            idempotent_rng: streams.stream("load/idempotent"),
+            patience: compile_opt(&cfg.load.patience, "load.patience")?,
+            patience_rng: streams.stream("load/patience"),
+            think,
+            think_rng: streams.stream("load/think"),
+        })
+    }
+}
+
 impl<S: RowSink> World<S> {
     /// Routes the users' side's events to their handlers.
     pub(crate) fn on_load_event(&mut self, e: LoadEvent, sched: &mut Scheduler<Event>) {
@@ -67,17 +106,17 @@ impl<S: RowSink> World<S> {
     /// arrivals are memoryless, so a rate change simply redraws the gap
     /// from now; constant spacing restarts its period.
     pub(crate) fn schedule_next_arrival(&mut self, sched: &mut Scheduler<Event>) {
-        if let Some(t) = self.arrival_timer.take() {
+        if let Some(t) = self.load.arrival_timer.take() {
             sched.cancel(t);
         }
-        if self.rate <= 0.0 {
+        if self.load.rate <= 0.0 {
             return;
         }
         let gap = match self.cfg.load.arrivals {
-            ArrivalProcess::Poisson => exp_gap(&mut self.arrival_rng, self.rate),
-            ArrivalProcess::Constant => SimDuration::from_secs_f64(1.0 / self.rate),
+            ArrivalProcess::Poisson => exp_gap(&mut self.load.arrival_rng, self.load.rate),
+            ArrivalProcess::Constant => SimDuration::from_secs_f64(1.0 / self.load.rate),
         };
-        self.arrival_timer = Some(sched.schedule_in(gap, LoadEvent::RequestArrived.into()));
+        self.load.arrival_timer = Some(sched.schedule_in(gap, LoadEvent::RequestArrived.into()));
     }
 
     pub(crate) fn start_closed_loop(&mut self, sched: &mut Scheduler<Event>) {
@@ -85,16 +124,17 @@ impl<S: RowSink> World<S> {
         for user in 0..users {
             // Users start spread over one think time.
             let d = self
+                .load
                 .think
                 .as_ref()
                 .expect("closed loop has a think time")
-                .sample(&mut self.think_rng);
+                .sample(&mut self.load.think_rng);
             sched.schedule_in(d, LoadEvent::UserReady { user }.into());
         }
     }
 
     pub(crate) fn on_request_arrived(&mut self, sched: &mut Scheduler<Event>) {
-        self.arrival_timer = None;
+        self.load.arrival_timer = None;
         self.schedule_next_arrival(sched);
         self.new_request(None, sched);
     }
@@ -116,15 +156,16 @@ impl<S: RowSink> World<S> {
         self.rec.count(Count::Offered, 1);
         self.rec.level_add(Level::UsersWaiting, now, 1);
         let fraction = self.cfg.load.idempotent_fraction;
-        let idempotent = fraction >= 1.0 || self.idempotent_rng.random::<f64>() < fraction;
+        let idempotent = fraction >= 1.0 || self.load.idempotent_rng.random::<f64>() < fraction;
         let req = self.reqs.create(now, user, idempotent);
         // The user's own clock: the gateway deadline or patience, whichever
         // comes first.
         let deadline = self.cfg.gateway.deadline;
         let patience = self
+            .load
             .patience
             .as_ref()
-            .map(|d| d.sample(&mut self.patience_rng));
+            .map(|d| d.sample(&mut self.load.patience_rng));
         let timer = match (deadline, patience) {
             (Some(d), Some(p)) if p < d => {
                 Some(sched.schedule_in(p, LoadEvent::UserGaveUp { req }.into()))
@@ -145,7 +186,7 @@ impl<S: RowSink> World<S> {
     /// gateway retry): a fresh call there, with its own attempts.
     pub(crate) fn dispatch(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let Some(pod) = self.lb.pick() else {
+        let Some(pod) = self.service.lb.pick() else {
             if let Some(q) = self.reqs.get_mut(req) {
                 q.service_done = true;
                 q.phase = crate::request::Phase::Finished;
@@ -153,7 +194,7 @@ impl<S: RowSink> World<S> {
             self.user_outcome(req, Reason::Unavailable, sched);
             return;
         };
-        let epoch = self.pods[pod as usize].epoch;
+        let epoch = self.service.pods[pod as usize].epoch;
         let Some(q) = self.reqs.get_mut(req) else {
             return;
         };
@@ -169,7 +210,7 @@ impl<S: RowSink> World<S> {
         q.pending_retry_cost = 0;
         q.backoff = Default::default();
         q.call_deadline = None;
-        self.lb.outstanding_changed(pod, 1);
+        self.service.lb.outstanding_changed(pod, 1);
         self.rec.level_add(Level::ServiceInFlight, now, 1);
         let d = self.net.delay(Leg::GatewayToPod);
         sched.schedule_in(d, ServiceEvent::RequestReachedPod { req }.into());
@@ -227,8 +268,8 @@ impl<S: RowSink> World<S> {
         self.rec.outcome(reason);
         self.rec.latency(Latency::EndToEnd, now - arrived);
         self.rec.level_add(Level::UsersWaiting, now, -1);
-        if let (Some(user), Some(think)) = (user, self.think.as_ref()) {
-            let d = think.sample(&mut self.think_rng);
+        if let (Some(user), Some(think)) = (user, self.load.think.as_ref()) {
+            let d = think.sample(&mut self.load.think_rng);
             sched.schedule_in(d, LoadEvent::UserReady { user }.into());
         }
         self.reqs.release_if_done(req);

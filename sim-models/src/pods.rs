@@ -7,6 +7,8 @@
 //! restarts: every request on it fails with `pod_restarted`, it leaves
 //! rotation for the restart time, and comes back with an empty pool.
 
+use crate::config::WorldConfig;
+use crate::lb::Balancer;
 use sim_core::waitline::WaitLine;
 
 use sim_core::rng::{RngStreams, SimRng};
@@ -125,6 +127,28 @@ pub(crate) fn waiter_is_live(reqs: &Requests, pod: u32, epoch: u32, w: &Waiter) 
     })
 }
 
+/// A service: its pods and the balancer in front of them.
+pub struct Service {
+    pub(crate) pods: Vec<Pod>,
+    pub(crate) lb: Balancer,
+}
+
+impl Service {
+    /// The service as configured, every pod up.
+    pub(crate) fn new(cfg: &WorldConfig, streams: &RngStreams) -> Self {
+        Service {
+            pods: (0..cfg.service.pods)
+                .map(|i| Pod::new(i, &cfg.service, streams))
+                .collect(),
+            lb: Balancer::new(
+                cfg.service.balancer,
+                cfg.service.pods,
+                streams.stream("balancer"),
+            ),
+        }
+    }
+}
+
 impl<S: RowSink> World<S> {
     /// Routes the pods' events to their handlers.
     pub(crate) fn on_service_event(&mut self, e: ServiceEvent, sched: &mut Scheduler<Event>) {
@@ -143,7 +167,7 @@ impl<S: RowSink> World<S> {
             return;
         }
         let (pod, epoch) = (q.pod, q.pod_epoch);
-        let p = &mut self.pods[pod as usize];
+        let p = &mut self.service.pods[pod as usize];
         if p.epoch != epoch || p.state != PodState::Up {
             // The pod went down while the request was on the wire.
             self.complete_request(req, Reason::PodRestarted, sched);
@@ -166,16 +190,16 @@ impl<S: RowSink> World<S> {
     /// A request's call is over on `pod`: its worker takes the next
     /// request in line.
     pub(crate) fn free_worker(&mut self, pod: u32, sched: &mut Scheduler<Event>) {
-        let p = &mut self.pods[pod as usize];
+        let p = &mut self.service.pods[pod as usize];
         p.busy -= 1;
         if p.state != PodState::Up {
             return;
         }
-        let next = self.pods[pod as usize]
+        let next = self.service.pods[pod as usize]
             .worker_queue
             .pop(worker_waiter_is_live(&self.reqs));
         if let Some((next, _)) = next {
-            self.pods[pod as usize].busy += 1;
+            self.service.pods[pod as usize].busy += 1;
             self.begin_call(next, sched);
         }
     }
@@ -183,7 +207,7 @@ impl<S: RowSink> World<S> {
     pub(crate) fn schedule_first_probe(&mut self, pod: u32, sched: &mut Scheduler<Event>) {
         if let Some(h) = &self.cfg.service.health {
             // Stagger probes across pods so they do not all fire at once.
-            let n = self.pods.len().max(1) as u64;
+            let n = self.service.pods.len().max(1) as u64;
             let offset = h.period.as_nanos() / n * (u64::from(pod) % n + 1);
             sched.schedule_in(
                 SimDuration::from_nanos(offset),
@@ -200,15 +224,15 @@ impl<S: RowSink> World<S> {
         };
         let now = sched.now();
         sched.schedule_in(h.period, ServiceEvent::HealthProbeDue { pod }.into());
-        if self.pods[pod as usize].state != PodState::Up {
+        if self.service.pods[pod as usize].state != PodState::Up {
             return;
         }
-        let epoch = self.pods[pod as usize].epoch;
+        let epoch = self.service.pods[pod as usize].epoch;
         let reqs = &self.reqs;
-        let pool_wait = self.pods[pod as usize]
+        let pool_wait = self.service.pods[pod as usize]
             .pool
             .oldest_wait(now, |w| waiter_is_live(reqs, pod, epoch, w));
-        let p = &mut self.pods[pod as usize];
+        let p = &mut self.service.pods[pod as usize];
         let worker_wait = p
             .worker_queue
             .front(worker_waiter_is_live(reqs))
@@ -232,12 +256,12 @@ impl<S: RowSink> World<S> {
     /// Readiness: an up pod that fails its readiness probes leaves rotation
     /// but keeps what it holds; the first passing probe brings it back.
     fn set_ready(&mut self, pod: u32, ready: bool, now: SimTime) {
-        let p = &mut self.pods[pod as usize];
+        let p = &mut self.service.pods[pod as usize];
         if p.state != PodState::Up || p.ready == ready {
             return;
         }
         p.ready = ready;
-        self.lb.set_up(pod, ready);
+        self.service.lb.set_up(pod, ready);
         let d = if ready { 1 } else { -1 };
         self.rec.level_add(Level::PodsUp, now, d);
         self.rec.level_add(Level::PodsUnready, now, -d);
@@ -258,7 +282,7 @@ impl<S: RowSink> World<S> {
         sched: &mut Scheduler<Event>,
     ) {
         let now = sched.now();
-        let p = &mut self.pods[pod as usize];
+        let p = &mut self.service.pods[pod as usize];
         let was_up = p.state == PodState::Up;
         let was_ready = p.ready;
         let old_epoch = p.epoch;
@@ -273,7 +297,7 @@ impl<S: RowSink> World<S> {
         p.pool.reset();
         self.sync_pool(pod, now);
         if was_up {
-            self.lb.set_up(pod, false);
+            self.service.lb.set_up(pod, false);
             let from = if was_ready {
                 Level::PodsUp
             } else {
@@ -303,7 +327,7 @@ impl<S: RowSink> World<S> {
         });
         if state == PodState::Restarting {
             let t = self.restart_time();
-            let epoch = self.pods[pod as usize].epoch;
+            let epoch = self.service.pods[pod as usize].epoch;
             sched.schedule_in(t, ServiceEvent::PodCameBack { pod, epoch }.into());
         }
     }
@@ -319,12 +343,12 @@ impl<S: RowSink> World<S> {
 
     /// A restarted pod is back in rotation, empty.
     pub(crate) fn on_pod_came_back(&mut self, pod: u32, epoch: u32, sched: &mut Scheduler<Event>) {
-        let p = &mut self.pods[pod as usize];
+        let p = &mut self.service.pods[pod as usize];
         if p.epoch != epoch || p.state != PodState::Restarting {
             return;
         }
         p.state = PodState::Up;
-        self.lb.set_up(pod, true);
+        self.service.lb.set_up(pod, true);
         let now = sched.now();
         self.rec.level_add(Level::PodsUp, now, 1);
         self.rec.level_add(Level::PodsDown, now, -1);
@@ -337,12 +361,12 @@ impl<S: RowSink> World<S> {
 
     /// Brings a killed or restarting pod back now.
     pub(crate) fn bring_pod_up(&mut self, pod: u32, now: SimTime) {
-        let p = &mut self.pods[pod as usize];
+        let p = &mut self.service.pods[pod as usize];
         if p.state == PodState::Up {
             return;
         }
         p.state = PodState::Up;
-        self.lb.set_up(pod, true);
+        self.service.lb.set_up(pod, true);
         self.rec.level_add(Level::PodsUp, now, 1);
         self.rec.level_add(Level::PodsDown, now, -1);
     }
@@ -350,7 +374,7 @@ impl<S: RowSink> World<S> {
     /// Brings the pool levels up to date with `pod`'s pool: O(1), by the
     /// change since the pod's last report.
     pub(crate) fn sync_pool(&mut self, pod: u32, now: SimTime) {
-        let p = &mut self.pods[pod as usize];
+        let p = &mut self.service.pods[pod as usize];
         let current = (
             i64::from(p.pool.in_use()),
             i64::from(p.pool.waiters()),

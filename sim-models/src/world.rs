@@ -10,24 +10,20 @@
 //! the subject has moved on (attempt number or phase changed, slot reused)
 //! treats the event as stale and does nothing.
 
-use sim_core::dist::Dist;
-use sim_core::queue::EventId;
+use sim_core::dist::{Dist, DistSpec};
 use sim_core::rng::{RngStreams, SimRng};
 use sim_core::sim::{Limits, Model, RunError, Scheduler, Simulation};
 use sim_core::time::{SimDuration, SimTime};
 
-use crate::client::ClientEvent;
-use crate::config::{ClientConfig, ConfigError, Scope, WorldConfig};
-use crate::lb::Balancer;
-use crate::load::LoadEvent;
-use crate::pods::Pod;
-use crate::pods::ServiceEvent;
-use crate::policy::budget::RetryBudget;
-use crate::policy::gate::{Gate, build_gates};
+use crate::client::{Client, ClientEvent, PolicySet, policy_of};
+use crate::config::{ConfigError, WorldConfig};
+use crate::dependency::Dependency;
+use crate::load::{Load, LoadEvent};
+use crate::pods::{Service, ServiceEvent};
 use crate::recorder::{Level, Recorder, RowSink, RunTotals};
 use crate::request::Requests;
 use crate::timeline::{self, Step};
-use crate::upstream::{DependencyEvent, Upstream};
+use crate::upstream::DependencyEvent;
 
 /// Everything that can happen in the world: the world's own events, and
 /// each part's, which the part defines next to its code and handles itself
@@ -163,6 +159,24 @@ impl Event {
     }
 }
 
+/// Compiles a distribution once, naming its field if it does not compile.
+pub(crate) fn compile(spec: &DistSpec, path: &str) -> Result<Dist, Vec<ConfigError>> {
+    Dist::new(spec).map_err(|e| {
+        vec![ConfigError {
+            path: path.to_string(),
+            message: e.to_string(),
+        }]
+    })
+}
+
+/// [`compile`] for an optional distribution.
+pub(crate) fn compile_opt(
+    spec: &Option<DistSpec>,
+    path: &str,
+) -> Result<Option<Dist>, Vec<ConfigError>> {
+    spec.as_ref().map(|s| compile(s, path)).transpose()
+}
+
 /// A network leg between tiers.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Leg {
@@ -182,6 +196,18 @@ pub(crate) struct Network {
 }
 
 impl Network {
+    /// The legs as configured, each delay compiled once.
+    pub(crate) fn new(cfg: &WorldConfig, streams: &RngStreams) -> Result<Self, Vec<ConfigError>> {
+        let n = &cfg.network;
+        Ok(Network {
+            gateway_to_pod: compile_opt(&n.gateway_to_pod, "network.gateway_to_pod")?,
+            pod_to_gateway: compile_opt(&n.pod_to_gateway, "network.pod_to_gateway")?,
+            pod_to_upstream: compile_opt(&n.pod_to_upstream, "network.pod_to_upstream")?,
+            upstream_to_pod: compile_opt(&n.upstream_to_pod, "network.upstream_to_pod")?,
+            rng: streams.stream("network/delay"),
+        })
+    }
+
     /// A delay draw for a leg; zero (and no draw) when the leg has no
     /// delay configured. The leg is scheduled either way: one ordering rule.
     pub(crate) fn delay(&mut self, leg: Leg) -> SimDuration {
@@ -198,67 +224,22 @@ impl Network {
     }
 }
 
-/// The policies with state of one client (a pod, or the whole service
-/// when their scope is global): the retry budget, and the gates every
-/// attempt passes (throttle, breaker, rate limiter).
-pub(crate) struct PolicySet {
-    pub(crate) budget: Option<Box<dyn RetryBudget>>,
-    pub(crate) gates: Vec<Box<dyn Gate>>,
-}
-
-impl PolicySet {
-    pub(crate) fn new(c: &ClientConfig) -> Self {
-        PolicySet {
-            budget: c.budget.as_ref().map(|b| b.build()),
-            gates: build_gates(c),
-        }
-    }
-}
-
-/// The policy set of `pod`'s client among `policies` (one in all when
-/// their scope is global; one per pod, made when first needed, else).
-pub(crate) fn policy_of<'a>(
-    policies: &'a mut Vec<PolicySet>,
-    client: &ClientConfig,
-    pod: u32,
-) -> &'a mut PolicySet {
-    if client.scope == Scope::Global {
-        return &mut policies[0];
-    }
-    let i = pod as usize;
-    while policies.len() <= i {
-        policies.push(PolicySet::new(client));
-    }
-    &mut policies[i]
-}
-
 /// The whole world.
 pub struct World<S> {
     pub(crate) cfg: WorldConfig,
     pub(crate) streams: RngStreams,
-    pub(crate) pods: Vec<Pod>,
-    pub(crate) lb: Balancer,
-    pub(crate) upstream: Upstream,
+    /// The users' side: arrivals, closed-loop users, patience.
+    pub(crate) load: Load,
+    /// The service: its pods and their balancer.
+    pub(crate) service: Service,
+    /// The service's client of the dependency: its policies and draws.
+    pub(crate) client: Client,
+    /// The dependency, with the other tenants' load on it.
+    pub(crate) dependency: Dependency,
     pub(crate) reqs: Requests,
     pub(crate) rec: Recorder<S>,
     pub(crate) net: Network,
-    pub(crate) connect_time: Dist,
-    /// Budgets, breakers and throttles: one set per pod, or one in all.
-    pub(crate) policies: Vec<PolicySet>,
-    pub(crate) backoff_rng: SimRng,
-    pub(crate) throttle_rng: SimRng,
-    pub(crate) idempotent_rng: SimRng,
     pub(crate) steps: Vec<Step>,
-    /// Live open-loop arrival rate (the timeline changes it).
-    pub(crate) rate: f64,
-    pub(crate) arrival_timer: Option<EventId>,
-    pub(crate) arrival_rng: SimRng,
-    pub(crate) background_timer: Option<EventId>,
-    pub(crate) background_rng: SimRng,
-    pub(crate) patience: Option<Dist>,
-    pub(crate) patience_rng: SimRng,
-    pub(crate) think: Option<Dist>,
-    pub(crate) think_rng: SimRng,
     pub(crate) end: SimTime,
     /// The first broken invariant, if any: stops the run.
     pub(crate) violation: Option<String>,
@@ -273,58 +254,30 @@ impl<S: RowSink> World<S> {
     pub fn new(cfg: &WorldConfig, sink: S) -> Result<Self, Vec<ConfigError>> {
         cfg.validate()?;
         let streams = RngStreams::new(cfg.seed);
-        let dist = |spec: &sim_core::dist::DistSpec| Dist::new(spec).expect("validated");
-        let opt = |spec: &Option<sim_core::dist::DistSpec>| spec.as_ref().map(dist);
-        let pods = (0..cfg.service.pods)
-            .map(|i| Pod::new(i, &cfg.service, &streams))
-            .collect();
-        let upstream = Upstream::new(
-            &cfg.upstream,
-            dist(&cfg.upstream.latency),
-            streams.stream("upstream/latency"),
-            streams.stream("upstream/errors"),
-            streams.stream("upstream/shedding"),
+        let compiled = (
+            Load::new(cfg, &streams),
+            Client::new(cfg, &streams),
+            Dependency::new(cfg, &streams),
+            Network::new(cfg, &streams),
         );
-        let end = SimTime::ZERO.saturating_add(cfg.clock.duration);
+        let (load, client, dependency, net) = match compiled {
+            (Ok(l), Ok(c), Ok(d), Ok(n)) => (l, c, d, n),
+            (l, c, d, n) => {
+                let errors = [l.err(), c.err(), d.err(), n.err()];
+                return Err(errors.into_iter().flatten().flatten().collect());
+            }
+        };
         Ok(World {
-            pods,
-            lb: Balancer::new(
-                cfg.service.balancer,
-                cfg.service.pods,
-                streams.stream("balancer"),
-            ),
-            upstream,
+            load,
+            service: Service::new(cfg, &streams),
+            client,
+            dependency,
             reqs: Requests::default(),
             rec: Recorder::new(cfg.clock.bucket, cfg.clock.window, sink)
                 .with_pod_groups(cfg.service.pods, cfg.service.groups()),
-            net: Network {
-                gateway_to_pod: opt(&cfg.network.gateway_to_pod),
-                pod_to_gateway: opt(&cfg.network.pod_to_gateway),
-                pod_to_upstream: opt(&cfg.network.pod_to_upstream),
-                upstream_to_pod: opt(&cfg.network.upstream_to_pod),
-                rng: streams.stream("network/delay"),
-            },
-            connect_time: dist(&cfg.service.pool.connect_time),
-            policies: match cfg.client.scope {
-                Scope::Global => vec![PolicySet::new(&cfg.client)],
-                Scope::Pod => (0..cfg.service.pods)
-                    .map(|_| PolicySet::new(&cfg.client))
-                    .collect(),
-            },
-            backoff_rng: streams.stream("client/backoff"),
-            throttle_rng: streams.stream("client/throttle"),
-            idempotent_rng: streams.stream("load/idempotent"),
+            net,
             steps: timeline::resolve(cfg),
-            rate: cfg.load.rate,
-            arrival_timer: None,
-            arrival_rng: streams.stream("load/arrivals"),
-            background_timer: None,
-            background_rng: streams.stream("upstream/background"),
-            patience: opt(&cfg.load.patience),
-            patience_rng: streams.stream("load/patience"),
-            think: cfg.load.closed_loop.as_ref().map(|c| dist(&c.think)),
-            think_rng: streams.stream("load/think"),
-            end,
+            end: SimTime::ZERO.saturating_add(cfg.clock.duration),
             violation: None,
             events_by_kind: [0; Event::KINDS],
             streams,
@@ -345,8 +298,9 @@ impl<S: RowSink> World<S> {
         self.schedule_next_background(sched);
         self.start_closed_loop(sched);
         let now = sched.now();
-        self.rec.level(Level::PodsUp, now, self.pods.len() as i64);
-        for pod in 0..self.pods.len() as u32 {
+        self.rec
+            .level(Level::PodsUp, now, self.service.pods.len() as i64);
+        for pod in 0..self.service.pods.len() as u32 {
             self.schedule_first_probe(pod, sched);
         }
         for (i, step) in self.steps.iter().enumerate() {
@@ -356,7 +310,7 @@ impl<S: RowSink> World<S> {
 
     /// The policy set of `pod`'s client.
     pub(crate) fn policy(&mut self, pod: u32) -> &mut PolicySet {
-        policy_of(&mut self.policies, &self.cfg.client, pod)
+        policy_of(&mut self.client.policies, &self.cfg.client, pod)
     }
 
     /// The kinds of event that made up most of the run so far, for the
@@ -422,8 +376,18 @@ impl<S: RowSink> World<S> {
                 self.rec.level_value(Level::UsersWaiting)
             ));
         }
-        let in_use: i64 = self.pods.iter().map(|p| i64::from(p.pool.in_use())).sum();
-        let waiters: i64 = self.pods.iter().map(|p| i64::from(p.pool.waiters())).sum();
+        let in_use: i64 = self
+            .service
+            .pods
+            .iter()
+            .map(|p| i64::from(p.pool.in_use()))
+            .sum();
+        let waiters: i64 = self
+            .service
+            .pods
+            .iter()
+            .map(|p| i64::from(p.pool.waiters()))
+            .sum();
         if (in_use, waiters)
             != (
                 self.rec.level_value(Level::PoolInUse),
@@ -453,15 +417,15 @@ impl<S: RowSink> World<S> {
         if let Some(v) = &self.violation {
             return Err(v.clone());
         }
-        for (i, p) in self.pods.iter().enumerate() {
+        for (i, p) in self.service.pods.iter().enumerate() {
             p.pool.check().map_err(|e| format!("pod {i}: {e}"))?;
         }
-        let cap = self.upstream.params.capacity;
-        if self.upstream.queued() > 0 && self.upstream.in_service() < cap {
+        let cap = self.dependency.upstream.params.capacity;
+        if self.dependency.upstream.queued() > 0 && self.dependency.upstream.in_service() < cap {
             return Err(format!(
                 "upstream has {} queued while only {} of {cap} slots are busy",
-                self.upstream.queued(),
-                self.upstream.in_service()
+                self.dependency.upstream.queued(),
+                self.dependency.upstream.in_service()
             ));
         }
         Ok(())
@@ -663,7 +627,7 @@ mod tests {
         }
         sim.run_until(SimTime::from_nanos(1_500_000_000)).unwrap();
         assert!(sim.model().violation.is_none());
-        sim.model_mut().pods[0].pool.overfill_for_test();
+        sim.model_mut().service.pods[0].pool.overfill_for_test();
         // Event by event (no per-event checks): the next bucket closes at
         // 2 s, and the broken bound is found there.
         while sim.model().violation.is_none() && sim.now() < SimTime::from_nanos(3_000_000_000) {
