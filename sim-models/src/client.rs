@@ -229,9 +229,7 @@ impl<S: RowSink> World<S> {
     pub(crate) fn begin_call(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         let deadline = self.cfg.client.total_deadline;
-        let Some(q) = self.reqs.get_mut(req) else {
-            return;
-        };
+        let q = stale!(self.reqs.get_mut(req));
         q.has_worker = true;
         q.phase = Phase::Calling;
         if let Some(d) = deadline {
@@ -250,11 +248,9 @@ impl<S: RowSink> World<S> {
     /// Schedules the next hedge of `req`, if hedging and attempts are left.
     fn schedule_hedge(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
         let Some(h) = self.cfg.client.hedging.clone() else {
-            return;
+            return; // not hedging
         };
-        let Some(q) = self.reqs.get_mut(req) else {
-            return;
-        };
+        let q = stale!(self.reqs.get_mut(req));
         if q.phase != Phase::Calling || q.attempts >= h.max_attempts {
             return;
         }
@@ -272,9 +268,7 @@ impl<S: RowSink> World<S> {
     }
 
     pub(crate) fn on_hedge_due(&mut self, req: ReqRef, number: u32, sched: &mut Scheduler<Event>) {
-        let Some(q) = self.reqs.get_mut(req) else {
-            return;
-        };
+        let q = stale!(self.reqs.get_mut(req));
         if q.phase != Phase::Calling || q.attempts + 1 != number {
             return;
         }
@@ -287,7 +281,7 @@ impl<S: RowSink> World<S> {
     /// they refuse the only attempt the call would have, the call ends.
     fn start_attempt(&mut self, req: ReqRef, hedge: bool, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let Some(q) = self.reqs.get(req) else { return };
+        let q = stale!(self.reqs.get(req));
         let (pod, epoch, number, deadline, live) = (
             q.pod,
             q.pod_epoch,
@@ -316,9 +310,7 @@ impl<S: RowSink> World<S> {
             }
         };
         let att = self.reqs.new_attempt(req, number, hedge, pod, epoch, now);
-        let Some(q) = self.reqs.get_mut(req) else {
-            return;
-        };
+        let q = stale!(self.reqs.get_mut(req));
         q.attempts = number;
         q.phase = Phase::Calling;
         if !q.add_live(att) {
@@ -348,9 +340,7 @@ impl<S: RowSink> World<S> {
         if let Some(b) = self.policy(pod).budget.as_mut() {
             b.on_attempt_start(now, cost);
         }
-        let Some(a) = self.reqs.att_mut(att) else {
-            return;
-        };
+        let a = stale!(self.reqs.att_mut(att));
         a.retry_cost = cost;
         if arm_now && let Some(t) = timeout {
             a.timer = Some(sched.schedule_in(t, ClientEvent::AttemptTimedOut { att }.into()));
@@ -435,9 +425,7 @@ impl<S: RowSink> World<S> {
     }
 
     pub(crate) fn on_rate_limiter_waited(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
-        let Some(a) = self.reqs.att_mut(att) else {
-            return;
-        };
+        let a = stale!(self.reqs.att_mut(att));
         if a.phase != AttemptPhase::RateLimited {
             return;
         }
@@ -447,9 +435,7 @@ impl<S: RowSink> World<S> {
 
     fn acquire_connection(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let Some(a) = self.reqs.att_mut(att) else {
-            return;
-        };
+        let a = stale!(self.reqs.att_mut(att));
         a.wait_started = now;
         let pod = a.pod;
         match self.service.pods[pod as usize].pool.acquire(now) {
@@ -635,9 +621,7 @@ impl<S: RowSink> World<S> {
     fn connection_in_hand(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
         let timeout = self.cfg.client.attempt_timeout;
         let arm_now = self.cfg.client.timeout_starts == TimeoutStart::ConnectionAcquired;
-        let Some(a) = self.reqs.att_mut(att) else {
-            return;
-        };
+        let a = stale!(self.reqs.att_mut(att));
         a.phase = AttemptPhase::InFlight;
         if arm_now && let Some(t) = timeout {
             a.timer = Some(sched.schedule_in(t, ClientEvent::AttemptTimedOut { att }.into()));
@@ -694,9 +678,7 @@ impl<S: RowSink> World<S> {
 
     pub(crate) fn on_attempt_timed_out(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let Some(a) = self.reqs.att_mut(att) else {
-            return;
-        };
+        let a = stale!(self.reqs.att_mut(att));
         if !is_active(a.phase) {
             return;
         }
@@ -722,9 +704,7 @@ impl<S: RowSink> World<S> {
     /// propagates). A dial in progress carries on for others. An attempt
     /// from a pod's previous life touches nothing: that pool is gone.
     fn release_attempt(&mut self, att: AttRef, now: SimTime, sched: &mut Scheduler<Event>) {
-        let Some(a) = self.reqs.att_mut(att) else {
-            return;
-        };
+        let a = stale!(self.reqs.att_mut(att));
         let (phase, pod, epoch, job, since) =
             (a.phase, a.pod, a.pod_epoch, a.job.take(), a.wait_started);
         match phase {
@@ -822,12 +802,8 @@ impl<S: RowSink> World<S> {
     /// call, retry, or hedge.
     fn end_attempt(&mut self, att: AttRef, outcome: AttemptOutcome, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let Some(req) = self.reqs.att(att).map(|a| a.req) else {
-            return;
-        };
-        let Some(closed) = self.close_attempt(att, outcome, now, sched) else {
-            return;
-        };
+        let req = stale!(self.reqs.att(att).map(|a| a.req));
+        let closed = stale!(self.close_attempt(att, outcome, now, sched));
         let pod = self.reqs.get(req).map_or(0, |q| q.pod);
         let success = outcome == AttemptOutcome::Success;
         let retryable = self
@@ -884,9 +860,9 @@ impl<S: RowSink> World<S> {
         sched: &mut Scheduler<Event>,
     ) {
         let Some(h) = self.cfg.client.hedging.clone() else {
-            return;
+            return; // not hedging
         };
-        let Some(q) = self.reqs.get(req) else { return };
+        let q = stale!(self.reqs.get(req));
         if q.phase != Phase::Calling {
             return;
         }
@@ -921,7 +897,7 @@ impl<S: RowSink> World<S> {
         }
         let reason = Reason::from(outcome);
         let r = &self.cfg.client.retry;
-        let Some(q) = self.reqs.get(req) else { return };
+        let q = stale!(self.reqs.get(req));
         if q.phase != Phase::Calling {
             return;
         }
@@ -969,7 +945,7 @@ impl<S: RowSink> World<S> {
                 _ => drawn,
             }
         };
-        let Some(q) = self.reqs.get(req) else { return };
+        let q = stale!(self.reqs.get(req));
         if let Some(d) = q.call_deadline
             && now
                 .saturating_add(delay)
@@ -1000,9 +976,7 @@ impl<S: RowSink> World<S> {
             self.rec.count(Count::RetryAfterWaits, 1);
         }
         self.rec.latency(Latency::RetryDelay, delay);
-        let Some(q) = self.reqs.get_mut(req) else {
-            return;
-        };
+        let q = stale!(self.reqs.get_mut(req));
         q.pending_retry_cost = cost;
         if counts {
             q.retries_used += 1;
@@ -1034,9 +1008,7 @@ impl<S: RowSink> World<S> {
         attempt: u32,
         sched: &mut Scheduler<Event>,
     ) {
-        let Some(q) = self.reqs.get_mut(req) else {
-            return;
-        };
+        let q = stale!(self.reqs.get_mut(req));
         if q.phase != Phase::Backoff || q.attempts != attempt {
             return;
         }
@@ -1087,7 +1059,7 @@ impl<S: RowSink> World<S> {
         sched: &mut Scheduler<Event>,
     ) {
         let now = sched.now();
-        let Some(q) = self.reqs.get(req) else { return };
+        let q = stale!(self.reqs.get(req));
         if q.service_done {
             return;
         }
@@ -1095,9 +1067,7 @@ impl<S: RowSink> World<S> {
             let hedging = self.cfg.client.hedging.is_some() && reason == Reason::Success;
             self.cancel_live_attempts(req, hedging, sched);
         }
-        let Some(q) = self.reqs.get_mut(req) else {
-            return;
-        };
+        let q = stale!(self.reqs.get_mut(req));
         for t in [q.aux_timer.take(), q.call_timer.take()]
             .into_iter()
             .flatten()

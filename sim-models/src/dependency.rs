@@ -83,9 +83,7 @@ impl<S: RowSink> World<S> {
     }
     pub(crate) fn on_upstream_completed(&mut self, job: JobRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let Some(done) = self.dependency.upstream.complete(job, sched) else {
-            return;
-        };
+        let done = stale!(self.dependency.upstream.complete(job, sched));
         self.report_expired();
         self.sync_upstream_levels(now);
         match done.owner {

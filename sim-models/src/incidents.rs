@@ -10,6 +10,7 @@ use crate::world::{Event, World};
 impl<S: RowSink> World<S> {
     pub(crate) fn on_timeline_step(&mut self, index: u32, sched: &mut Scheduler<Event>) {
         let Some(step) = self.steps.get(index as usize).copied() else {
+            debug_assert!(false, "timeline step {index} was never scheduled");
             return;
         };
         let now = sched.now();

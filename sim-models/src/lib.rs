@@ -42,6 +42,20 @@
 //! | `request.rs`, `outcome.rs` | requests, attempts, how they end |
 //! | `world.rs` | the event enum (the world's own events and one variant per part), routing, wiring, invariants, `run` |
 
+/// The subject of an event, or an early `return` when the subject has
+/// legitimately moved on: the request finished, the attempt ended or was
+/// cut, the slot was reused. Such an event is stale and does nothing, by
+/// design; this marker says so where it happens (a state that would be a
+/// bug is a `debug_assert!` or a recorded violation instead).
+macro_rules! stale {
+    ($subject:expr) => {
+        match $subject {
+            Some(v) => v,
+            None => return,
+        }
+    };
+}
+
 pub mod client;
 pub mod config;
 pub mod dependency;

@@ -195,9 +195,7 @@ impl<S: RowSink> World<S> {
             return;
         };
         let epoch = self.service.pods[pod as usize].epoch;
-        let Some(q) = self.reqs.get_mut(req) else {
-            return;
-        };
+        let q = stale!(self.reqs.get_mut(req));
         q.pod = pod;
         q.pod_epoch = epoch;
         q.dispatches += 1;
@@ -217,9 +215,7 @@ impl<S: RowSink> World<S> {
     }
 
     pub(crate) fn on_user_deadline(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
-        let Some(q) = self.reqs.get_mut(req) else {
-            return;
-        };
+        let q = stale!(self.reqs.get_mut(req));
         q.user_timer = None;
         let service_running = !q.service_done;
         self.user_outcome(req, Reason::DeadlineExceeded, sched);
@@ -229,9 +225,7 @@ impl<S: RowSink> World<S> {
     }
 
     pub(crate) fn on_user_gave_up(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
-        let Some(q) = self.reqs.get_mut(req) else {
-            return;
-        };
+        let q = stale!(self.reqs.get_mut(req));
         q.user_timer = None;
         self.user_outcome(req, Reason::Abandoned, sched);
     }
@@ -253,9 +247,7 @@ impl<S: RowSink> World<S> {
         sched: &mut Scheduler<Event>,
     ) {
         let now = sched.now();
-        let Some(q) = self.reqs.get_mut(req) else {
-            return;
-        };
+        let q = stale!(self.reqs.get_mut(req));
         if q.user_done {
             return;
         }

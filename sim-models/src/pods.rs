@@ -162,7 +162,7 @@ impl<S: RowSink> World<S> {
     /// A request is on its pod: it takes a worker or queues for one.
     pub(crate) fn on_request_reached_pod(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let Some(q) = self.reqs.get(req) else { return };
+        let q = stale!(self.reqs.get(req));
         if q.service_done {
             return;
         }
@@ -220,7 +220,7 @@ impl<S: RowSink> World<S> {
     /// queued for a worker has waited longer than the probe timeout.
     pub(crate) fn on_health_probe(&mut self, pod: u32, sched: &mut Scheduler<Event>) {
         let Some(h) = self.cfg.service.health.clone() else {
-            return;
+            return; // no health checks
         };
         let now = sched.now();
         sched.schedule_in(h.period, ServiceEvent::HealthProbeDue { pod }.into());

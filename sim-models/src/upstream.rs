@@ -320,7 +320,7 @@ impl Upstream {
         let now = sched.now();
         while self.in_service < self.params.capacity {
             let Some(j) = self.queue.pop(Self::queued_is_live(&self.jobs)) else {
-                return;
+                return; // nobody waiting
             };
             let honor = self.honor_deadlines;
             let expired = honor

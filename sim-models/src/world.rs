@@ -8,7 +8,9 @@
 //! Every event is a fact with its subject: `AttemptTimedOut { req,
 //! attempt }` says which attempt of which request; a handler that finds
 //! the subject has moved on (attempt number or phase changed, slot reused)
-//! treats the event as stale and does nothing.
+//! treats the event as stale and does nothing, marked `stale!(…)` where it
+//! happens. A broken invariant is a typed [`Violation`]; a run that stops
+//! says why as a [`RunFailure`] with its cause chain.
 
 use sim_core::dist::{Dist, DistSpec};
 use sim_core::rng::{RngStreams, SimRng};
@@ -242,7 +244,7 @@ pub struct World<S> {
     pub(crate) steps: Vec<Step>,
     pub(crate) end: SimTime,
     /// The first broken invariant, if any: stops the run.
-    pub(crate) violation: Option<String>,
+    pub(crate) violation: Option<Violation>,
     /// Events handled, by kind: when a run hits its event limit, the
     /// message names what generated them.
     pub(crate) events_by_kind: [u64; Event::KINDS],
@@ -346,35 +348,38 @@ impl<S: RowSink> World<S> {
     /// Records a broken invariant (the first one wins).
     pub(crate) fn violated(&mut self, now: SimTime, what: impl FnOnce() -> String) {
         if self.violation.is_none() {
-            self.violation = Some(format!("at {now}: {}", what()));
+            self.violation = Some(Violation {
+                at: now,
+                what: what(),
+            });
         }
     }
 
     /// Whole-world audit: the conservation law and every bound, by a full
     /// scan (run at the end of every run).
-    pub fn audit(&self) -> Result<(), String> {
+    pub fn audit(&self, at: SimTime) -> Result<(), RunFailure> {
         if let Some(v) = &self.violation {
-            return Err(v.clone());
+            return Err(RunFailure::Invariant(v.clone()));
         }
+        let unbalanced = |what: String| RunFailure::Audit(Violation { at, what });
         let offered = self.rec.totals().count(crate::recorder::Count::Offered)
             + self.rec.open_count(crate::recorder::Count::Offered);
         let finished = self.rec.totals().finished() + self.rec.open_outcomes();
         let mut waiting = 0u64;
         for r in self.reqs.refs() {
-            let q = self.reqs.get(r).expect("live ref");
-            waiting += u64::from(!q.user_done);
+            waiting += u64::from(self.reqs.get(r).is_some_and(|q| !q.user_done));
         }
         let active = self.reqs.live_attempts() as u64;
         if offered != finished + waiting {
-            return Err(format!(
+            return Err(unbalanced(format!(
                 "conservation: {offered} arrivals but {finished} finished + {waiting} in flight"
-            ));
+            )));
         }
         if i64::try_from(waiting).ok() != Some(self.rec.level_value(Level::UsersWaiting)) {
-            return Err(format!(
+            return Err(unbalanced(format!(
                 "{waiting} users waiting, but the gauge says {}",
                 self.rec.level_value(Level::UsersWaiting)
-            ));
+            )));
         }
         let in_use: i64 = self
             .service
@@ -394,28 +399,29 @@ impl<S: RowSink> World<S> {
                 self.rec.level_value(Level::PoolWaiters),
             )
         {
-            return Err(format!(
+            return Err(unbalanced(format!(
                 "pools hold {in_use} connections in use and {waiters} waiters, the levels say {} and {}",
                 self.rec.level_value(Level::PoolInUse),
                 self.rec.level_value(Level::PoolWaiters)
-            ));
+            )));
         }
         // From what the recorder saw, not from a counter kept beside it:
         // every attempt that started has ended or is still in progress.
         let started = self.rec.attempts_started_so_far();
         let ended = self.rec.attempts_ended_so_far();
         if started != ended + active {
-            return Err(format!(
+            return Err(unbalanced(format!(
                 "{started} attempts recorded as started, but {ended} recorded as ended + {active} in progress"
-            ));
+            )));
         }
         self.check_bounds()
+            .map_err(|what| RunFailure::Invariant(Violation { at, what }))
     }
 
     /// The cheap checks run after every event in debug builds.
     fn check_bounds(&self) -> Result<(), String> {
         if let Some(v) = &self.violation {
-            return Err(v.clone());
+            return Err(v.to_string());
         }
         for (i, p) in self.service.pods.iter().enumerate() {
             p.pool.check().map_err(|e| format!("pod {i}: {e}"))?;
@@ -471,13 +477,72 @@ impl<S: RowSink> Model for World<S> {
 pub enum WorldError {
     /// The configuration is invalid.
     Config(Vec<ConfigError>),
-    /// The run stopped: an invariant broke or a limit was hit.
+    /// The run stopped before its end.
     Run {
         /// The seed, to reproduce it.
         seed: u64,
-        /// What happened, with the simulated time.
-        message: String,
+        /// Why it stopped.
+        failure: RunFailure,
     },
+}
+
+/// Why a run stopped before its end.
+#[derive(Debug)]
+pub enum RunFailure {
+    /// The engine stopped it: the event limit, or a failed per-event check.
+    Engine {
+        /// What the engine reported.
+        source: RunError,
+        /// For the event limit: the kinds of event that made up most of the
+        /// run, so the user sees which part generated them.
+        busiest: Option<String>,
+    },
+    /// A broken invariant found by the world itself (a bug in the model:
+    /// never expected in a correct run).
+    Invariant(Violation),
+    /// The end-of-run audit failed: a request or attempt unaccounted for.
+    Audit(Violation),
+}
+
+/// A broken invariant: when, and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// The simulated time it was found.
+    pub at: SimTime,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "at {}: {}", self.at, self.what)
+    }
+}
+
+impl std::fmt::Display for RunFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunFailure::Engine {
+                source,
+                busiest: Some(b),
+            } => write!(
+                f,
+                "{source} (raise limits.max_events); most events were {b}"
+            ),
+            RunFailure::Engine { source, .. } => write!(f, "{source}"),
+            RunFailure::Invariant(v) => write!(f, "{v}"),
+            RunFailure::Audit(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+impl std::error::Error for RunFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunFailure::Engine { source, .. } => Some(source),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for WorldError {
@@ -490,13 +555,21 @@ impl std::fmt::Display for WorldError {
                 }
                 Ok(())
             }
-            WorldError::Run { seed, message } => {
-                write!(f, "run with seed {seed} stopped: {message}")
+            WorldError::Run { seed, failure } => {
+                write!(f, "run with seed {seed} stopped: {failure}")
             }
         }
     }
 }
-impl std::error::Error for WorldError {}
+
+impl std::error::Error for WorldError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WorldError::Config(errs) => errs.first().map(|e| e as _),
+            WorldError::Run { failure, .. } => Some(failure),
+        }
+    }
+}
 
 /// What a run produced.
 pub struct RunOutput<S> {
@@ -554,29 +627,25 @@ pub fn run_with<S: RowSink>(
         world.start(sched);
     }
     let end = SimTime::ZERO.saturating_add(cfg.clock.duration);
-    let fail = |message: String| WorldError::Run {
+    let fail = |failure: RunFailure| WorldError::Run {
         seed: cfg.seed,
-        message,
+        failure,
     };
     // Bucket by bucket, so a broken invariant found at a bucket close stops
     // the run there, in every build.
     let mut at = SimTime::ZERO;
     while at < end {
         at = at.saturating_add(cfg.clock.bucket).min(end);
-        sim.run_until(at).map_err(|e| match e {
-            RunError::EventLimit { .. } => fail(format!(
-                "{e} (raise limits.max_events); most events were {}",
-                sim.model().busiest_events()
-            )),
-            RunError::InvariantViolated { .. } => fail(e.to_string()),
+        sim.run_until(at).map_err(|source| {
+            let busiest =
+                matches!(source, RunError::EventLimit { .. }).then(|| sim.model().busiest_events());
+            fail(RunFailure::Engine { source, busiest })
         })?;
         if let Some(v) = &sim.model().violation {
-            return Err(fail(v.clone()));
+            return Err(fail(RunFailure::Invariant(v.clone())));
         }
     }
-    sim.model()
-        .audit()
-        .map_err(|m| fail(format!("at {end}: {m}")))?;
+    sim.model().audit(end).map_err(fail)?;
     let events = sim.events_processed();
     let world = sim.into_model();
     let steps = world.steps.clone();
@@ -637,7 +706,8 @@ mod tests {
             .model()
             .violation
             .clone()
-            .expect("found at the bucket close");
+            .expect("found at the bucket close")
+            .to_string();
         assert!(
             v.starts_with("at t+2s") && v.contains("pod 0: pool holds"),
             "{v}"

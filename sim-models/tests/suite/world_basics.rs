@@ -9,7 +9,7 @@ use sim_models::policy::backoff::Backoff;
 use sim_models::recorder::{BucketRow, Count, Latency, Level};
 use sim_models::timeline::Param;
 use sim_models::timeline::{At, PulseAction, TimelineEntry};
-use sim_models::world::{WorldError, run};
+use sim_models::world::{RunFailure, WorldError, run};
 
 fn secs(s: u64) -> SimDuration {
     SimDuration::from_secs(s)
@@ -243,8 +243,28 @@ fn limits_stop_the_run_with_the_seed_and_the_limit_named() {
 
     let mut cfg = WorldConfig::default();
     cfg.limits.max_events = 1_000;
-    let msg = run(&cfg, Vec::new()).err().expect("limit hit").to_string();
+    let err = run(&cfg, Vec::new()).err().expect("limit hit");
+    let msg = err.to_string();
     assert!(msg.contains("max_events"), "{msg}");
+    // A typed cause chain: the world's error, why the run stopped, and the
+    // engine's own error underneath.
+    let WorldError::Run { failure, .. } = &err else {
+        panic!("a run failure: {err}")
+    };
+    assert!(matches!(
+        failure,
+        RunFailure::Engine {
+            busiest: Some(_),
+            ..
+        }
+    ));
+    let engine = std::error::Error::source(&err)
+        .and_then(|f| f.source())
+        .expect("the engine's error");
+    assert!(
+        engine.downcast_ref::<sim_core::sim::RunError>().is_some(),
+        "{engine}"
+    );
 }
 
 #[test]
