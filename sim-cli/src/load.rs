@@ -527,44 +527,79 @@ fn kind(v: &Value) -> &'static str {
 
 /// The names of the kinds a value can be written as: distributions, load
 /// laws, pushback, backoff, jitter, breakers, budgets and throttles
-/// (`{ log_normal: {...} }`, `{ exponential: {...} }`, ...). Keep in step
-/// with those enums' variants.
-const KINDS: [&str; 29] = [
-    "constant",
-    "uniform",
-    "exponential",
-    "normal",
-    "log_normal",
-    "pareto",
-    "empirical",
-    "none",
-    "linear",
-    "usl",
-    "after",
-    "dont_retry",
-    "fixed",
-    "envoy",
-    "full",
-    "equal",
-    "decorrelated",
-    "proportional",
-    "additive",
-    "polly_v2",
-    "resilience4j",
-    "polly",
-    "grpc",
-    "finagle",
-    "aws_quota",
-    "ratio",
-    "bucket",
-    "sre",
-    "aws_adaptive",
-];
+/// (`{ log_normal: {...} }`, `{ exponential: {...} }`, ...), read from
+/// those enums' own serde definitions, so a new variant is known at once.
+fn kinds() -> &'static [&'static str] {
+    use sim_models::config::{LoadLaw, PushbackConfig};
+    use sim_models::policy::{backoff, breaker, budget, throttle};
+    static KINDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        let mut all: Vec<&'static str> = [
+            variants::<sim_core::dist::DistSpec>(),
+            variants::<LoadLaw>(),
+            variants::<PushbackConfig>(),
+            variants::<backoff::Backoff>(),
+            variants::<backoff::Jitter>(),
+            variants::<breaker::BreakerSpec>(),
+            variants::<budget::BudgetSpec>(),
+            variants::<throttle::ThrottleSpec>(),
+        ]
+        .concat();
+        all.sort_unstable();
+        all.dedup();
+        all
+    })
+}
+
+/// The variant names serde reads for the enum `T` (its renames applied),
+/// asked of its `Deserialize` implementation itself.
+fn variants<T: serde::de::DeserializeOwned>() -> &'static [&'static str] {
+    use serde::de::{self, Visitor};
+
+    #[derive(Debug)]
+    struct Stop;
+    impl fmt::Display for Stop {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("variant names taken")
+        }
+    }
+    impl std::error::Error for Stop {}
+    impl de::Error for Stop {
+        fn custom<M: fmt::Display>(_: M) -> Self {
+            Stop
+        }
+    }
+    /// A deserializer that only answers "which variants?".
+    struct Names<'a>(&'a mut &'static [&'static str]);
+    impl<'de> de::Deserializer<'de> for Names<'_> {
+        type Error = Stop;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            variants: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Stop> {
+            *self.0 = variants;
+            Err(Stop)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf option unit unit_struct newtype_struct seq tuple
+            tuple_struct map struct identifier ignored_any
+        }
+    }
+    let mut names: &'static [&'static str] = &[];
+    let _ = T::deserialize(Names(&mut names));
+    names
+}
 
 /// The kind a mapping of one key names, if it is one.
 fn kind_of(m: &Mapping) -> Option<&str> {
     let (k, _) = m.iter().next().filter(|_| m.len() == 1)?;
-    k.as_str().filter(|k| KINDS.contains(k))
+    k.as_str().filter(|k| kinds().contains(k))
 }
 
 /// Merges `over` onto `base`: mappings key by key, anything else replaced.
@@ -1004,6 +1039,31 @@ pub fn requests_per_run(w: &WorldConfig) -> f64 {
         .as_ref()
         .map_or(0.0, |c| f64::from(c.users));
     (w.load.rate + w.upstream.background_rps + users) * w.clock.duration.as_secs_f64()
+}
+
+#[cfg(test)]
+mod kind_tests {
+    #[test]
+    fn the_kinds_come_from_the_enums_themselves() {
+        let k = super::kinds();
+        for name in [
+            "log_normal",
+            "empirical",
+            "usl",
+            "dont_retry",
+            "exponential",
+            "envoy",
+            "decorrelated",
+            "polly_v2",
+            "resilience4j",
+            "aws_quota",
+            "sre",
+            "aws_adaptive",
+        ] {
+            assert!(k.contains(&name), "{name} missing from {k:?}");
+        }
+        assert!(k.len() >= 29, "{k:?}");
+    }
 }
 
 #[cfg(test)]
