@@ -6,6 +6,7 @@
 //! enabled) runs [`Model::check_invariants`]. Everything a model does to the
 //! future goes through the [`Scheduler`] it is handed.
 
+use std::collections::VecDeque;
 use std::fmt;
 
 use crate::queue::{EventId, EventKey, EventQueue, LazyHeap};
@@ -53,6 +54,10 @@ pub struct Scheduler<E> {
     now: SimTime,
     next_seq: u64,
     queue: LazyHeap<E>,
+    /// Events for now that are never cancelled ([`Scheduler::schedule_now`]),
+    /// with their sequence numbers: all due at `now` (the clock cannot
+    /// pass them), in FIFO order.
+    now_lane: VecDeque<(u64, E)>,
 }
 
 impl<E> Default for Scheduler<E> {
@@ -61,6 +66,7 @@ impl<E> Default for Scheduler<E> {
             now: SimTime::ZERO,
             next_seq: 0,
             queue: LazyHeap::new(),
+            now_lane: VecDeque::new(),
         }
     }
 }
@@ -95,6 +101,16 @@ impl<E> Scheduler<E> {
         self.push(self.now.saturating_add(delay), delay, event)
     }
 
+    /// Schedules `event` for now, after everything already pending for
+    /// now: the same place as `schedule_in(ZERO, event)`, for an event
+    /// that will never be cancelled (a message crossing a leg with no
+    /// delay). O(1), no slot, no heap.
+    #[inline]
+    pub fn schedule_now(&mut self, event: E) {
+        self.now_lane.push_back((self.next_seq, event));
+        self.next_seq += 1;
+    }
+
     /// Cancels a pending event. Returns `false`, harmlessly, if it already
     /// ran or was already cancelled.
     #[inline]
@@ -104,16 +120,19 @@ impl<E> Scheduler<E> {
 
     /// Number of pending (not cancelled) events.
     pub fn pending(&self) -> usize {
-        self.queue.len()
+        self.queue.len() + self.now_lane.len()
     }
 
     /// Entries held in memory, cancelled ones not yet swept included.
     pub fn stored(&self) -> usize {
-        self.queue.stored()
+        self.queue.stored() + self.now_lane.len()
     }
 
     /// Time of the next pending event.
     pub fn peek_time(&mut self) -> Option<SimTime> {
+        if !self.now_lane.is_empty() {
+            return Some(self.now);
+        }
         self.queue.peek().map(|k| k.time)
     }
 
@@ -127,7 +146,22 @@ impl<E> Scheduler<E> {
         self.queue.push(key, delay, event)
     }
 
-    fn pop(&mut self) -> Option<E> {
+    /// Takes the next event due at or before `end`, advancing the clock.
+    #[inline]
+    fn pop_due(&mut self, end: SimTime) -> Option<E> {
+        if let Some(&(seq, _)) = self.now_lane.front() {
+            // The heap may hold events for now scheduled earlier.
+            let heap_first = self
+                .queue
+                .peek()
+                .is_some_and(|k| k.time == self.now && k.seq < seq);
+            if !heap_first {
+                return self.now_lane.pop_front().map(|(_, e)| e);
+            }
+        }
+        if self.queue.peek()?.time > end {
+            return None;
+        }
         let (key, event) = self.queue.pop()?;
         debug_assert!(key.time >= self.now, "time went backwards");
         self.now = key.time;
@@ -276,13 +310,21 @@ impl<M: Model> Simulation<M> {
 
     /// Processes the next event, if any; `Ok(false)` when none is pending.
     pub fn step(&mut self) -> Result<bool, RunError> {
-        if self.events >= self.limits.max_events {
+        self.step_until(SimTime::MAX)
+    }
+
+    /// Processes the next event due at or before `end`; `Ok(false)` when
+    /// there is none.
+    #[inline]
+    fn step_until(&mut self, end: SimTime) -> Result<bool, RunError> {
+        if self.events >= self.limits.max_events && self.sched.peek_time().is_some_and(|t| t <= end)
+        {
             return Err(RunError::EventLimit {
                 limit: self.limits.max_events,
                 now: self.sched.now,
             });
         }
-        let Some(event) = self.sched.pop() else {
+        let Some(event) = self.sched.pop_due(end) else {
             return Ok(false);
         };
         self.events += 1;
@@ -297,9 +339,7 @@ impl<M: Model> Simulation<M> {
     /// (if it is not already later). Events after `end` stay pending, so a
     /// later call continues where this one stopped.
     pub fn run_until(&mut self, end: SimTime) -> Result<(), RunError> {
-        while self.sched.queue.peek().is_some_and(|k| k.time <= end) {
-            self.step()?;
-        }
+        while self.step_until(end)? {}
         self.sched.now = self.sched.now.max(end);
         self.check()
     }
@@ -336,6 +376,16 @@ mod tests {
                 sched.schedule_in(SimDuration::ZERO, "spawned-now");
                 sched.schedule_in(SimDuration::from_nanos(5), "spawned-later");
             }
+            if event == "mix" {
+                // The lane for now and the heap share one order: by
+                // sequence, whichever method scheduled the event.
+                sched.schedule_now("lane-1");
+                sched.schedule_in(SimDuration::ZERO, "heap-2");
+                sched.schedule_now("lane-3");
+            }
+            if event == "lane-1" {
+                sched.schedule_now("lane-4");
+            }
         }
     }
 
@@ -365,6 +415,34 @@ mod tests {
                 "spawned-later"
             ]
         );
+    }
+
+    #[test]
+    fn events_for_now_keep_one_order_whether_in_the_lane_or_the_heap() {
+        let mut sim = Simulation::new(Recorder::default(), Limits::default());
+        let s = sim.scheduler();
+        s.schedule_at(SimTime::from_nanos(7), "mix").unwrap();
+        s.schedule_at(SimTime::from_nanos(7), "pending-before")
+            .unwrap();
+        s.schedule_at(SimTime::from_nanos(8), "later").unwrap();
+        sim.run_until(SimTime::from_nanos(7)).unwrap();
+        assert_eq!(sim.scheduler().pending(), 1, "only the 8 ns event is left");
+        sim.run_until_idle().unwrap();
+        let seen = &sim.model().seen;
+        let order: Vec<_> = seen.iter().map(|(_, e)| *e).collect();
+        assert_eq!(
+            order,
+            [
+                "mix",
+                "pending-before",
+                "lane-1",
+                "heap-2",
+                "lane-3",
+                "lane-4",
+                "later"
+            ]
+        );
+        assert!(seen[..6].iter().all(|(t, _)| *t == 7));
     }
 
     #[test]

@@ -175,17 +175,20 @@ impl SimDuration {
 
 impl Add<SimDuration> for SimTime {
     type Output = SimTime;
+    #[inline]
     fn add(self, d: SimDuration) -> SimTime {
         self.checked_add(d).expect("SimTime overflow")
     }
 }
 impl AddAssign<SimDuration> for SimTime {
+    #[inline]
     fn add_assign(&mut self, d: SimDuration) {
         *self = *self + d;
     }
 }
 impl Sub<SimTime> for SimTime {
     type Output = SimDuration;
+    #[inline]
     fn sub(self, earlier: SimTime) -> SimDuration {
         self.checked_since(earlier)
             .expect("SimTime subtraction went negative")
@@ -193,23 +196,27 @@ impl Sub<SimTime> for SimTime {
 }
 impl Add for SimDuration {
     type Output = SimDuration;
+    #[inline]
     fn add(self, o: SimDuration) -> SimDuration {
         self.checked_add(o).expect("SimDuration overflow")
     }
 }
 impl AddAssign for SimDuration {
+    #[inline]
     fn add_assign(&mut self, o: SimDuration) {
         *self = *self + o;
     }
 }
 impl Sub for SimDuration {
     type Output = SimDuration;
+    #[inline]
     fn sub(self, o: SimDuration) -> SimDuration {
         self.checked_sub(o).expect("SimDuration went negative")
     }
 }
 impl Mul<u64> for SimDuration {
     type Output = SimDuration;
+    #[inline]
     fn mul(self, k: u64) -> SimDuration {
         self.checked_mul(k).expect("SimDuration overflow")
     }

@@ -31,7 +31,7 @@ use crate::pool::{Acquire, Waiter};
 use crate::recorder::{AttemptRecord, Count, Latency, Level, RowSink, WorldEvent};
 use crate::request::{AttRef, AttemptPhase, Phase, ReqRef};
 use crate::upstream::{DependencyEvent, Status};
-use crate::world::{Event, Leg, World};
+use crate::world::{Event, Leg, World, cross};
 
 crate::part_events! {
     /// What happens to a client's calls and attempts.
@@ -155,6 +155,7 @@ impl PolicySet {
 
 /// The policy set of `pod`'s client among `policies` (one in all when
 /// their scope is global; one per pod, made when first needed, else).
+#[inline]
 pub(crate) fn policy_of<'a>(
     policies: &'a mut Vec<PolicySet>,
     client: &ClientConfig,
@@ -627,7 +628,7 @@ impl<S: RowSink> World<S> {
             a.timer = Some(sched.schedule_in(t, ClientEvent::AttemptTimedOut { att }.into()));
         }
         let d = self.net.delay(Leg::PodToUpstream);
-        sched.schedule_in(d, DependencyEvent::Received { att }.into());
+        cross(sched, d, DependencyEvent::Received { att }.into());
     }
 
     /// The deadline an attempt carries to the upstream, when propagated:
@@ -1112,6 +1113,10 @@ impl<S: RowSink> World<S> {
             Reason::PodRestarted => SimDuration::ZERO,
             _ => self.net.delay(Leg::PodToGateway),
         };
-        sched.schedule_in(d, LoadEvent::ResponseReachedUser { req, reason }.into());
+        cross(
+            sched,
+            d,
+            LoadEvent::ResponseReachedUser { req, reason }.into(),
+        );
     }
 }

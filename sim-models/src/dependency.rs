@@ -16,7 +16,7 @@ use crate::load::exp_gap;
 use crate::recorder::{Count, Level, RowSink};
 use crate::request::{AttRef, AttemptPhase};
 use crate::upstream::{Admission, DependencyEvent, JobRef, Owner, Status};
-use crate::world::{Event, Leg, World};
+use crate::world::{Event, Leg, World, cross};
 
 /// The dependency as the world holds it: its state machine, and the other
 /// tenants' load on it.
@@ -79,7 +79,11 @@ impl<S: RowSink> World<S> {
     }
     fn respond_to_pod(&mut self, att: AttRef, status: Status, sched: &mut Scheduler<Event>) {
         let d = self.net.delay(Leg::UpstreamToPod);
-        sched.schedule_in(d, ClientEvent::ResponseReachedPod { att, status }.into());
+        cross(
+            sched,
+            d,
+            ClientEvent::ResponseReachedPod { att, status }.into(),
+        );
     }
     pub(crate) fn on_upstream_completed(&mut self, job: JobRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();

@@ -20,8 +20,9 @@
 //! time, and events due at the same time run in the order they were
 //! scheduled (FIFO), whichever part scheduled them. A handler never calls
 //! another part's handler for something that crossed a leg; the same
-//! physics always runs in the same order. (Zero-delay events cost O(1):
-//! the scheduler keeps them in a FIFO lane beside its heap.)
+//! physics always runs in the same order. (A leg with no delay costs O(1):
+//! `Scheduler::schedule_now` keeps such events in a FIFO lane beside the
+//! heap, in the same order.)
 //!
 //! Code map (one file per part of the world):
 //!

@@ -16,7 +16,7 @@ use crate::outcome::Reason;
 use crate::pods::ServiceEvent;
 use crate::recorder::{Count, Latency, Level, RowSink};
 use crate::request::ReqRef;
-use crate::world::{Event, Leg, World};
+use crate::world::{Event, Leg, World, cross};
 
 crate::part_events! {
     /// What happens on the users' side.
@@ -129,7 +129,7 @@ impl<S: RowSink> World<S> {
                 .as_ref()
                 .expect("closed loop has a think time")
                 .sample(&mut self.load.think_rng);
-            sched.schedule_in(d, LoadEvent::UserReady { user }.into());
+            cross(sched, d, LoadEvent::UserReady { user }.into());
         }
     }
 
@@ -211,7 +211,7 @@ impl<S: RowSink> World<S> {
         self.service.lb.outstanding_changed(pod, 1);
         self.rec.level_add(Level::ServiceInFlight, now, 1);
         let d = self.net.delay(Leg::GatewayToPod);
-        sched.schedule_in(d, ServiceEvent::RequestReachedPod { req }.into());
+        cross(sched, d, ServiceEvent::RequestReachedPod { req }.into());
     }
 
     pub(crate) fn on_user_deadline(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
@@ -262,7 +262,7 @@ impl<S: RowSink> World<S> {
         self.rec.level_add(Level::UsersWaiting, now, -1);
         if let (Some(user), Some(think)) = (user, self.load.think.as_ref()) {
             let d = think.sample(&mut self.load.think_rng);
-            sched.schedule_in(d, LoadEvent::UserReady { user }.into());
+            cross(sched, d, LoadEvent::UserReady { user }.into());
         }
         self.reqs.release_if_done(req);
     }

@@ -1,7 +1,7 @@
 //! `BinaryHeap` with lazy cancellation and compaction.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 use super::slots::Slots;
 use super::{EventId, EventKey, EventQueue};
@@ -18,13 +18,6 @@ struct Entry {
     time: u64,
     seq: u64,
     slot: u32,
-}
-
-/// Where the next event waits.
-#[derive(Clone, Copy)]
-enum Source {
-    Heap,
-    Lane,
 }
 
 impl Entry {
@@ -61,16 +54,8 @@ impl Ord for Entry {
 /// push and pop, and at most `2 × live + 1024` entries in memory. Events
 /// live in a slab indexed by slot; slots are recycled, so the slab is as
 /// large as the most events ever pending at once.
-///
-/// Events scheduled with no delay skip the heap: they wait in a FIFO lane
-/// (pushed at a non-decreasing "now" with rising sequence numbers, the lane
-/// is already in key order), and `pop` takes the lesser of the lane's front
-/// and the heap's top. The order is exactly the heap's would be; the cost
-/// of a zero-delay hop is O(1), so a model can send every leg through the
-/// scheduler at no measurable price.
 pub struct LazyHeap<E> {
     heap: BinaryHeap<Entry>,
-    lane: VecDeque<Entry>,
     slots: Slots,
     events: Vec<Option<E>>,
     tombstones: usize,
@@ -80,7 +65,6 @@ impl<E> Default for LazyHeap<E> {
     fn default() -> Self {
         LazyHeap {
             heap: BinaryHeap::new(),
-            lane: VecDeque::new(),
             slots: Slots::default(),
             events: Vec::new(),
             tombstones: 0,
@@ -94,39 +78,23 @@ impl<E> LazyHeap<E> {
         Self::default()
     }
 
-    /// Drops tombstones from the top of the heap and the front of the lane
-    /// so that both, if any, are live; returns the lesser key's source.
+    /// Drops tombstones from the top so that the top, if any, is live.
     #[inline]
-    fn settle(&mut self) -> Option<Source> {
+    fn settle(&mut self) {
         while let Some(top) = self.heap.peek() {
             if self.slots.is_live(top.id()) {
-                break;
+                return;
             }
             self.heap.pop();
             self.tombstones -= 1;
         }
-        while let Some(front) = self.lane.front() {
-            if self.slots.is_live(front.id()) {
-                break;
-            }
-            self.lane.pop_front();
-            self.tombstones -= 1;
-        }
-        match (self.heap.peek(), self.lane.front()) {
-            (None, None) => None,
-            (Some(_), None) => Some(Source::Heap),
-            (None, Some(_)) => Some(Source::Lane),
-            // `Entry`'s order is reversed: the greater entry is the earlier.
-            (Some(h), Some(l)) => Some(if h > l { Source::Heap } else { Source::Lane }),
-        }
     }
 
     fn maybe_compact(&mut self) {
-        let live = self.heap.len() + self.lane.len() - self.tombstones;
+        let live = self.heap.len() - self.tombstones;
         if self.tombstones > COMPACT_FLOOR && self.tombstones > live {
             let slots = &self.slots;
             self.heap.retain(|e| slots.is_live(e.id()));
-            self.lane.retain(|e| slots.is_live(e.id()));
             self.tombstones = 0;
         }
     }
@@ -134,7 +102,7 @@ impl<E> LazyHeap<E> {
 
 impl<E> EventQueue<E> for LazyHeap<E> {
     #[inline]
-    fn push(&mut self, key: EventKey, delay: SimDuration, event: E) -> EventId {
+    fn push(&mut self, key: EventKey, _delay: SimDuration, event: E) -> EventId {
         let id = self.slots.take(key.seq);
         let slot = id.slot as usize;
         if slot == self.events.len() {
@@ -142,17 +110,11 @@ impl<E> EventQueue<E> for LazyHeap<E> {
         } else {
             self.events[slot] = Some(event);
         }
-        let entry = Entry {
+        self.heap.push(Entry {
             time: key.time.as_nanos(),
             seq: key.seq,
             slot: id.slot,
-        };
-        if delay.is_zero() {
-            debug_assert!(self.lane.back().is_none_or(|b| b.cmp(&entry).is_gt()));
-            self.lane.push_back(entry);
-        } else {
-            self.heap.push(entry);
-        }
+        });
         id
     }
 
@@ -168,10 +130,8 @@ impl<E> EventQueue<E> for LazyHeap<E> {
 
     #[inline]
     fn pop(&mut self) -> Option<(EventKey, E)> {
-        let e = match self.settle()? {
-            Source::Heap => self.heap.pop()?,
-            Source::Lane => self.lane.pop_front()?,
-        };
+        self.settle();
+        let e = self.heap.pop()?;
         self.slots.release(e.id());
         let event = self.events[e.slot as usize].take()?;
         let key = EventKey {
@@ -183,21 +143,18 @@ impl<E> EventQueue<E> for LazyHeap<E> {
 
     #[inline]
     fn peek(&mut self) -> Option<EventKey> {
-        let e = match self.settle()? {
-            Source::Heap => self.heap.peek(),
-            Source::Lane => self.lane.front(),
-        };
-        e.map(|e| EventKey {
+        self.settle();
+        self.heap.peek().map(|e| EventKey {
             time: crate::time::SimTime::from_nanos(e.time),
             seq: e.seq,
         })
     }
 
     fn len(&self) -> usize {
-        self.heap.len() + self.lane.len() - self.tombstones
+        self.heap.len() - self.tombstones
     }
 
     fn stored(&self) -> usize {
-        self.heap.len() + self.lane.len()
+        self.heap.len()
     }
 }

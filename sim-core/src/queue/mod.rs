@@ -16,8 +16,7 @@
 //!   (a cancelled entry stays as a tombstone until it surfaces) and
 //!   compaction once tombstones outnumber live entries, so memory stays
 //!   within twice the live events. The heap orders 24-byte keys; events
-//!   wait in a slab; zero-delay events wait in a FIFO lane beside the heap
-//!   (O(1), same order). **The scheduler's queue**: fastest in both the hold
+//!   wait in a slab. **The scheduler's queue**: fastest in both the hold
 //!   model and the cancel-heavy timeout pattern.
 //! * [`TimerLanes`]: one FIFO per fixed delay (an attempt timeout, a fixed
 //!   backoff). Events pushed `d` after a non-decreasing "now" arrive in key
