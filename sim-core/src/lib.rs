@@ -15,6 +15,8 @@
 //! * [`slab`]: records addressed by typed, generation-checked references
 //!   (stale events find nothing, never someone else's record).
 //! * [`waitline`]: a FIFO line of waiters that skips those who left.
+//! * [`deadlines`]: timers of a fixed delay as a FIFO with one wake-up
+//!   (no heap entry, no cancellation per timer).
 //! * [`metrics`]: log-linear histograms and time-bucketed series.
 //! * [`theory`]: Erlang B/C, to check models against.
 //!
@@ -94,6 +96,7 @@
 //! assert_eq!(sim.now(), SimTime::ZERO + SimDuration::from_secs(9));
 //! ```
 
+pub mod deadlines;
 pub mod dist;
 pub mod metrics;
 pub mod queue;

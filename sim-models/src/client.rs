@@ -15,7 +15,9 @@ use crate::policy::budget::RetryBudget;
 use crate::policy::gate::{Gate, build_gates};
 use crate::world::compile;
 use rand::RngExt;
+use sim_core::deadlines::DeadlineLine;
 use sim_core::dist::Dist;
+use sim_core::queue::EventId;
 use sim_core::rng::{RngStreams, SimRng};
 use sim_core::sim::Scheduler;
 use sim_core::time::{SimDuration, SimTime};
@@ -66,11 +68,9 @@ crate::part_events! {
             /// The attempt.
             att: AttRef,
         },
-        /// The per-attempt timeout passed.
-        AttemptTimedOut {
-            /// The attempt.
-            att: AttRef,
-        },
+        /// The earliest deadline in the client's timeout line is due: the
+        /// attempts whose per-attempt timeout passed time out.
+        TimeoutsDue,
         /// An attempt's wait for the client's own rate limiter is over.
         RateLimiterWaited {
             /// The attempt.
@@ -179,6 +179,14 @@ pub struct Client {
     pub(crate) policies: Vec<PolicySet>,
     pub(crate) backoff_rng: SimRng,
     pub(crate) throttle_rng: SimRng,
+    /// Attempt timeouts (a fixed delay, so armed in order), delivered by
+    /// one wake-up at the earliest instead of a heap entry each.
+    pub(crate) timeouts: DeadlineLine<AttRef>,
+    /// The wake-up scheduled for the line, and when.
+    pub(crate) timeout_wake: Option<(SimTime, EventId)>,
+    /// The line's due deadlines are being delivered (the next wake-up is
+    /// set once, after).
+    pub(crate) sweeping: bool,
 }
 
 impl Client {
@@ -194,6 +202,9 @@ impl Client {
             },
             backoff_rng: streams.stream("client/backoff"),
             throttle_rng: streams.stream("client/throttle"),
+            timeouts: DeadlineLine::new(),
+            timeout_wake: None,
+            sweeping: false,
         })
     }
 }
@@ -213,7 +224,7 @@ impl<S: RowSink> World<S> {
                 refused,
             } => self.on_connection_failed(pod, epoch, att, refused, sched),
             ClientEvent::PoolWaitTimedOut { att } => self.on_pool_wait_timed_out(att, sched),
-            ClientEvent::AttemptTimedOut { att } => self.on_attempt_timed_out(att, sched),
+            ClientEvent::TimeoutsDue => self.on_timeouts_due(sched),
             ClientEvent::RateLimiterWaited { att } => self.on_rate_limiter_waited(att, sched),
             ClientEvent::RetryDelayElapsed { req, attempt } => {
                 self.on_retry_delay_elapsed(req, attempt, sched)
@@ -341,11 +352,11 @@ impl<S: RowSink> World<S> {
         if let Some(b) = self.policy(pod).budget.as_mut() {
             b.on_attempt_start(now, cost);
         }
-        let a = stale!(self.reqs.att_mut(att));
-        a.retry_cost = cost;
+        stale!(self.reqs.att_mut(att)).retry_cost = cost;
         if arm_now && let Some(t) = timeout {
-            a.timer = Some(sched.schedule_in(t, ClientEvent::AttemptTimedOut { att }.into()));
+            self.arm_timeout(att, t, sched);
         }
+        let a = stale!(self.reqs.att_mut(att));
         if !wait.is_zero() {
             a.phase = AttemptPhase::RateLimited;
             a.aux_timer =
@@ -622,10 +633,9 @@ impl<S: RowSink> World<S> {
     fn connection_in_hand(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
         let timeout = self.cfg.client.attempt_timeout;
         let arm_now = self.cfg.client.timeout_starts == TimeoutStart::ConnectionAcquired;
-        let a = stale!(self.reqs.att_mut(att));
-        a.phase = AttemptPhase::InFlight;
+        stale!(self.reqs.att_mut(att)).phase = AttemptPhase::InFlight;
         if arm_now && let Some(t) = timeout {
-            a.timer = Some(sched.schedule_in(t, ClientEvent::AttemptTimedOut { att }.into()));
+            self.arm_timeout(att, t, sched);
         }
         let d = self.net.delay(Leg::PodToUpstream);
         cross(sched, d, DependencyEvent::Received { att }.into());
@@ -677,13 +687,62 @@ impl<S: RowSink> World<S> {
         self.sync_pool(pod, now);
     }
 
-    pub(crate) fn on_attempt_timed_out(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
+    /// Arms `att`'s timeout, `t` from now, in the client's timeout line.
+    fn arm_timeout(&mut self, att: AttRef, t: SimDuration, sched: &mut Scheduler<Event>) {
+        let at = sched.now().saturating_add(t);
+        stale!(self.reqs.att_mut(att)).timeout_at = Some(at);
+        self.client.timeouts.push(at, att);
+        self.wake_for_timeouts(sched);
+    }
+
+    /// Makes sure a wake-up is due at the earliest live deadline of the
+    /// timeout line (stale ones at the front dropped first).
+    fn wake_for_timeouts(&mut self, sched: &mut Scheduler<Event>) {
+        if self.client.sweeping {
+            return;
+        }
+        let reqs = &self.reqs;
+        self.client
+            .timeouts
+            .drop_stale(|at, &att| reqs.att(att).is_some_and(|a| a.timeout_at == Some(at)));
+        let Some(next) = self.client.timeouts.next() else {
+            return; // nothing armed
+        };
+        match self.client.timeout_wake {
+            Some((at, _)) if at <= next => {} // already due in time
+            wake => {
+                if let Some((_, id)) = wake {
+                    sched.cancel(id);
+                }
+                let at = next.max(sched.now());
+                let id = sched.schedule_at(at, ClientEvent::TimeoutsDue.into());
+                self.client.timeout_wake = id.ok().map(|id| (at, id));
+            }
+        }
+    }
+
+    /// The timeout line's wake-up: every attempt whose deadline is now
+    /// times out, in the order the deadlines were armed.
+    fn on_timeouts_due(&mut self, sched: &mut Scheduler<Event>) {
+        let now = sched.now();
+        self.client.timeout_wake = None;
+        self.client.sweeping = true;
+        while let Some((at, att)) = self.client.timeouts.pop_due(now) {
+            if self.reqs.att(att).is_some_and(|a| a.timeout_at == Some(at)) {
+                self.on_attempt_timed_out(att, sched);
+            }
+        }
+        self.client.sweeping = false;
+        self.wake_for_timeouts(sched);
+    }
+
+    fn on_attempt_timed_out(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         let a = stale!(self.reqs.att_mut(att));
         if !is_active(a.phase) {
             return;
         }
-        a.timer = None;
+        a.timeout_at = None;
         self.release_attempt(att, now, sched);
         self.end_attempt(att, AttemptOutcome::Timeout, sched);
     }
@@ -752,7 +811,9 @@ impl<S: RowSink> World<S> {
             self.violated(now, || "an attempt ended twice".into());
             return None;
         };
-        for t in [a.timer.take(), a.aux_timer.take()].into_iter().flatten() {
+        // Its timeout, if armed, stays in the line and is stale from now.
+        a.timeout_at = None;
+        if let Some(t) = a.aux_timer.take() {
             sched.cancel(t);
         }
         a.phase = AttemptPhase::Done;

@@ -154,8 +154,9 @@ pub struct Attempt {
     pub started: SimTime,
     /// When it began waiting (pool line, rate limiter).
     pub wait_started: SimTime,
-    /// Its timeout timer.
-    pub timer: Option<EventId>,
+    /// When its timeout fires, once armed (the client's timeout line holds
+    /// the deadline; a line entry that does not match is stale).
+    pub timeout_at: Option<SimTime>,
     /// Pool-wait timeout or rate-limiter timer.
     pub aux_timer: Option<EventId>,
     /// Its upstream job, once the upstream has it.
@@ -247,7 +248,7 @@ impl Requests {
             pod_epoch,
             started: now,
             wait_started: now,
-            timer: None,
+            timeout_at: None,
             aux_timer: None,
             job: None,
             retry_cost: 0,

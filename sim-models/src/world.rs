@@ -5,8 +5,8 @@
 //! pools, retries), pods' lives in `pods.rs` (workers, health checks,
 //! restarts), load in `load.rs`, the timeline's effects in `incidents.rs`.
 //!
-//! Every event is a fact with its subject: `AttemptTimedOut { req,
-//! attempt }` says which attempt of which request; a handler that finds
+//! Every event is a fact with its subject: `PoolWaitTimedOut { att }`
+//! says which attempt; a handler that finds
 //! the subject has moved on (attempt number or phase changed, slot reused)
 //! treats the event as stale and does nothing, marked `stale!(…)` where it
 //! happens. A broken invariant is a typed [`Violation`]; a run that stops
@@ -145,7 +145,7 @@ impl Event {
         }
     }
 
-    /// The name of kind `k`, with its part: `"client/AttemptTimedOut"`.
+    /// The name of kind `k`, with its part: `"client/TimeoutsDue"`.
     pub fn name(k: usize) -> String {
         let mut k = k;
         for (part, names) in Event::PARTS {
