@@ -1001,7 +1001,16 @@ impl<S: RowSink> World<S> {
             let n = q.retries_used - q.backoff_from + 1;
             let q = self.reqs.get_mut(req).expect("live request");
             let drawn = backoff.delay(n, &mut q.backoff, &mut self.client.backoff_rng);
-            match (server_says, mode) {
+            let jitter = r.retry_after.jitter;
+            // Drawn only when configured, so no other draw moves.
+            let asked = server_says.map(|ra| match jitter > 0.0 {
+                true => {
+                    let u: f64 = self.client.backoff_rng.random();
+                    ra.mul_f64(1.0 + jitter * u)
+                }
+                false => ra,
+            });
+            match (asked, mode) {
                 (Some(ra), RetryAfterMode::Honor) => ra,
                 (Some(ra), RetryAfterMode::AtLeast) => drawn.max(ra),
                 _ => drawn,

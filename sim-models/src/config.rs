@@ -646,6 +646,10 @@ pub struct RetryAfterConfig {
     /// Whether a retry after a Retry-After wait counts against
     /// `max_retries` (default true; seed 002 says it should not).
     pub counts_as_retry: bool,
+    /// Jitter on the wait the server asked for: the wait is Retry-After ×
+    /// U(1, 1 + jitter), never earlier than asked (default 0: every client
+    /// told "1s" returns exactly 1 s later, in step with the others).
+    pub jitter: f64,
 }
 
 impl Default for RetryAfterConfig {
@@ -654,6 +658,7 @@ impl Default for RetryAfterConfig {
             mode: RetryAfterMode::Ignore,
             cap: None,
             counts_as_retry: true,
+            jitter: 0.0,
         }
     }
 }
@@ -1120,6 +1125,13 @@ impl WorldConfig {
         p.probability("load.idempotent_fraction", self.load.idempotent_fraction);
         p.probability("upstream.errors.http_401", u.errors.http_401);
         let r = &c.retry;
+        let jitter = r.retry_after.jitter;
+        if !(0.0..=10.0).contains(&jitter) {
+            p.add(
+                "client.retry.retry_after.jitter",
+                format!("must be within 0..=10 (a wait of up to 11 × Retry-After), found {jitter}"),
+            );
+        }
         if let Err((f, m)) = r.backoff.validate() {
             p.add(&format!("client.retry.backoff.{f}"), m);
         }

@@ -81,6 +81,7 @@ pub fn get(name: &str) -> Option<Preset> {
                         mode: RetryAfterMode::Honor,
                         cap: None,
                         counts_as_retry: true,
+                        jitter: 0.0,
                     },
                     ..RetryConfig::default()
                 },
@@ -243,6 +244,7 @@ pub fn get(name: &str) -> Option<Preset> {
                         mode: RetryAfterMode::Honor,
                         cap: None,
                         counts_as_retry: true,
+                        jitter: 0.0,
                     },
                     ..RetryConfig::default()
                 },
@@ -345,6 +347,7 @@ pub fn get(name: &str) -> Option<Preset> {
                         mode: RetryAfterMode::AtLeast,
                         cap: Some(secs(30)),
                         counts_as_retry: true,
+                        jitter: 0.0,
                     },
                     fast_retry: Some(crate::config::FastRetry {
                         max: 1,
@@ -372,6 +375,7 @@ pub fn get(name: &str) -> Option<Preset> {
                         mode: RetryAfterMode::Honor,
                         cap: Some(secs(60)),
                         counts_as_retry: false,
+                        jitter: 0.0,
                     },
                     ..RetryConfig::default()
                 },

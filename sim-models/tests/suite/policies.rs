@@ -417,3 +417,125 @@ fn envoys_budget_holds_retries_in_progress_to_its_share_of_active_requests() {
     assert!((amp - 1.25).abs() < 0.05, "amplification {amp}");
     assert!(t.count(Count::BudgetDenied) > 0);
 }
+
+/// A dependency failing everything, 100 calls/s, up to 3 retries: 4
+/// attempts per call without a policy.
+fn failing_world() -> WorldConfig {
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(120);
+    cfg.load.rate = 100.0;
+    cfg.upstream.latency = DistSpec::Constant(ms(20));
+    cfg.upstream.errors.http_503 = 1.0;
+    cfg.client.retry.max_retries = 3;
+    cfg.client.retry.backoff = Backoff::fixed(ms(10));
+    cfg.client.retry.retry_on = vec![RetryOn::ServerError];
+    cfg
+}
+
+/// Brooker's retry-only breaker stops retrying, not calling: every call
+/// still makes its first attempt (offered load keeps probing the
+/// dependency) while retries stop once the window has judged, so
+/// amplification stays near 1 instead of 4.
+#[test]
+fn the_retry_only_breaker_holds_amplification_near_one_while_calls_continue() {
+    let mut cfg = failing_world();
+    let (_, plain) = go(&cfg);
+    assert!(plain.amplification() > 3.9, "{}", plain.amplification());
+    cfg.client.budget = Some(BudgetSpec::RetryBreaker {
+        failure_ratio: 0.5,
+        window: secs(10),
+        min_attempts: 10,
+    });
+    let (_, t) = go(&cfg);
+    let amp = t.amplification();
+    assert!(amp < 1.01, "amplification {amp}");
+    let (first, offered) = (t.count(Count::AttemptsFirst), t.count(Count::Offered));
+    assert!(
+        first + 1 >= offered,
+        "every call made its first attempt: {first} of {offered}"
+    );
+    assert!(t.count(Count::BudgetDenied) > 10_000);
+}
+
+/// A budget refilled by 0.1 token per call allows about one retry per ten
+/// calls once its bucket of 10 is spent: amplification 1 + 0.1 (+ 10
+/// tokens over 12,000 calls) against 4 without it.
+#[test]
+fn a_budget_refilled_per_call_bounds_retries_to_its_fraction() {
+    let mut cfg = failing_world();
+    cfg.client.budget = Some(BudgetSpec::RefillPerCall {
+        per_call: 0.1,
+        max_tokens: 10,
+    });
+    let (_, t) = go(&cfg);
+    let expected = 1.0 + 0.1 + 10.0 / t.count(Count::Offered) as f64;
+    let amp = t.amplification();
+    assert!(
+        (amp - expected).abs() < 0.01,
+        "amplification {amp}, expected {expected:.4}"
+    );
+}
+
+/// Retry-After jitter. One request per millisecond; for 100 ms at 5 s the
+/// upstream's rate limit drops to nothing and about 80 requests get a 429
+/// with `Retry-After: 1s`. Honoured exactly, they all come back 1 s later
+/// in the same 100 ms, doubling the attempts of those 10 ms buckets: the
+/// synchronised wave. With jitter 1 (a wait of 1–2 s) the same retries are
+/// spread over a second, and the wave is gone.
+#[test]
+fn retry_after_jitter_removes_the_synchronised_wave() {
+    use sim_models::timeline::{At, Param, PulseAction, TimelineEntry};
+    let run_with = |jitter: f64| {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(10);
+        cfg.clock.bucket = ms(10);
+        cfg.load.rate = 1000.0;
+        cfg.load.arrivals = ArrivalProcess::Constant;
+        cfg.upstream.latency = DistSpec::Constant(ms(5));
+        cfg.upstream.rate_limit = Some(RateLimitConfig {
+            rps: 10_000.0,
+            burst: Some(20),
+            retry_after: secs(1),
+        });
+        cfg.client.retry.max_retries = 3;
+        cfg.client.retry.retry_on = vec![RetryOn::RateLimited];
+        cfg.client.retry.retry_after.mode = RetryAfterMode::Honor;
+        cfg.client.retry.retry_after.jitter = jitter;
+        cfg.timeline.push(TimelineEntry {
+            at: At::Offset(secs(5)),
+            set: None,
+            ramp: None,
+            pulse: Some(PulseAction {
+                param: Param::UpstreamRateLimitRps,
+                value: 0.001,
+                duration: ms(100),
+            }),
+            kill_pod: None,
+            restart_pod: None,
+        });
+        let (rows, t) = go(&cfg);
+        let attempts =
+            |r: &BucketRow| r.count(Count::AttemptsFirst) + r.count(Count::AttemptsRetry);
+        let peak = rows[550..800].iter().map(attempts).max().unwrap_or(0);
+        let delay = t.latency(Latency::RetryDelay);
+        (
+            peak,
+            t.count(Count::UpstreamRateLimited),
+            delay.quantile(0.5),
+        )
+    };
+    let (peak_plain, limited_plain, wait_plain) = run_with(0.0);
+    let (peak_jitter, limited_jitter, wait_jitter) = run_with(1.0);
+    assert!(
+        limited_plain > 60 && limited_jitter > 60,
+        "{limited_plain} {limited_jitter}"
+    );
+    assert!(
+        peak_plain >= 19,
+        "the wave: {peak_plain} attempts in 10 ms against 10"
+    );
+    assert!(peak_jitter <= 15, "spread: {peak_jitter} attempts in 10 ms");
+    let secs_of = |ns: Option<u64>| ns.unwrap_or(0) as f64 / 1e9;
+    assert!((secs_of(wait_plain) - 1.0).abs() < 0.01, "{wait_plain:?}");
+    assert!((secs_of(wait_jitter) - 1.5).abs() < 0.15, "{wait_jitter:?}");
+}

@@ -12,7 +12,11 @@
 use std::collections::VecDeque;
 
 mod envoy;
+mod refill;
+mod retry_breaker;
 pub use envoy::EnvoyBudget;
+pub use refill::RefillPerCall;
+pub use retry_breaker::RetryBreaker;
 
 use serde::{Deserialize, Serialize};
 use sim_core::time::{SimDuration, SimTime};
@@ -116,6 +120,30 @@ pub enum BudgetSpec {
         #[serde(default = "three")]
         min_retry_concurrency: u32,
     },
+    /// A retry-only circuit breaker (Brooker): retries refused while more
+    /// than `failure_ratio` of the attempts in the window failed; first
+    /// attempts always go.
+    RetryBreaker {
+        /// Failed share of attempts past which retries stop (default 0.5).
+        #[serde(default = "point_five")]
+        failure_ratio: f64,
+        /// The window (default 10 s).
+        #[serde(default = "ten_secs")]
+        window: SimDuration,
+        /// Attempts in the window before it judges (default 10).
+        #[serde(default = "ten")]
+        min_attempts: u32,
+    },
+    /// Brooker's adaptive retry: each call adds `per_call` tokens (up to
+    /// `max_tokens`), each retry spends one.
+    RefillPerCall {
+        /// Tokens per call started (default 0.1; 3 decimals).
+        #[serde(default = "point_one")]
+        per_call: f64,
+        /// Bucket size, and its start (default 10).
+        #[serde(default = "ten")]
+        max_tokens: u32,
+    },
     /// A token bucket: each success adds `per_success`, each retry costs
     /// `per_retry` (seed 003: +1 / −10).
     Bucket {
@@ -136,6 +164,9 @@ fn ten_secs() -> SimDuration {
 }
 fn sixty_secs() -> SimDuration {
     SimDuration::from_secs(60)
+}
+fn point_five() -> f64 {
+    0.5
 }
 fn twenty() -> f64 {
     20.0
@@ -221,6 +252,35 @@ impl BudgetSpec {
                     return bad("ratio.window", "must be longer than 0s".into());
                 }
             }
+            BudgetSpec::RetryBreaker {
+                failure_ratio,
+                window,
+                ..
+            } => {
+                if !(0.0..=1.0).contains(failure_ratio) {
+                    return bad(
+                        "retry_breaker.failure_ratio",
+                        format!("must be within 0..=1, found {failure_ratio}"),
+                    );
+                }
+                if window.is_zero() {
+                    return bad("retry_breaker.window", "must be longer than 0s".into());
+                }
+            }
+            BudgetSpec::RefillPerCall {
+                per_call,
+                max_tokens,
+            } => {
+                if !(*per_call > 0.0 && *per_call <= 1000.0) {
+                    return bad(
+                        "refill_per_call.per_call",
+                        format!("must be above 0 and at most 1000, found {per_call}"),
+                    );
+                }
+                if *max_tokens == 0 {
+                    return bad("refill_per_call.max_tokens", "must be at least 1".into());
+                }
+            }
             BudgetSpec::Envoy { budget_percent, .. } => {
                 if !(0.0..=100.0).contains(budget_percent) {
                     return bad(
@@ -283,6 +343,15 @@ impl BudgetSpec {
                 budget_percent,
                 min_retry_concurrency,
             } => Box::new(EnvoyBudget::new(budget_percent, min_retry_concurrency)),
+            BudgetSpec::RetryBreaker {
+                failure_ratio,
+                window,
+                min_attempts,
+            } => Box::new(RetryBreaker::new(failure_ratio, window, min_attempts)),
+            BudgetSpec::RefillPerCall {
+                per_call,
+                max_tokens,
+            } => Box::new(RefillPerCall::new(per_call, max_tokens)),
             BudgetSpec::Bucket {
                 max_tokens,
                 per_success,
