@@ -388,6 +388,12 @@ pub struct ErrorMix {
     /// Probability that a served request answers 401, a client error
     /// no retry can fix (default 0).
     pub http_401: f64,
+    /// When an injected error is answered. Default (none): after the full
+    /// service time, in a slot, as a handler that fails late does (a "slow
+    /// 500"). A duration: decided on arrival and answered that long after
+    /// it, without taking a slot or a queue place (a "fast 503" from a
+    /// front that knows it is failing).
+    pub after: Option<SimDuration>,
 }
 
 /// What the upstream says when it sheds load with a 503.
@@ -432,6 +438,10 @@ pub struct UpstreamConfig {
     pub queue_limit: u32,
     /// What happens past the queue limit (default `reject`: 503).
     pub overflow: OverflowAction,
+    /// How long after arrival a request turned away at the door (a 503
+    /// past the queue limit or from shedding, a 429 from the rate limit)
+    /// is answered (default 0s: at once).
+    pub reject_after: SimDuration,
     /// Service time at no load (default `log_normal: {median: 50ms, p99: 200ms}`).
     pub latency: DistSpec,
     /// Multiplier on sampled service time; the timeline's usual trigger
@@ -498,6 +508,7 @@ impl Default for UpstreamConfig {
         UpstreamConfig {
             capacity: 1000,
             queue_limit: 10_000,
+            reject_after: SimDuration::ZERO,
             overflow: OverflowAction::Reject,
             latency: DistSpec::LogNormal {
                 median: Some(millis(50)),
@@ -1049,9 +1060,6 @@ impl WorldConfig {
         }
         p.probability("network.connect_failure", n.connect_failure);
         let u = &self.upstream;
-        if u.capacity == 0 {
-            p.add("upstream.capacity", "must be at least 1");
-        }
         p.dist("upstream.latency", &u.latency);
         if !u.latency_scale.is_finite() || u.latency_scale < 0.0 {
             p.add(

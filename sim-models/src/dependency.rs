@@ -10,6 +10,7 @@ use crate::world::compile;
 use sim_core::queue::EventId;
 use sim_core::rng::{RngStreams, SimRng};
 use sim_core::sim::Scheduler;
+use sim_core::time::SimDuration;
 
 use crate::client::ClientEvent;
 use crate::load::exp_gap;
@@ -72,13 +73,28 @@ impl<S: RowSink> World<S> {
                     self.rec.count(Count::UpstreamCancelled, 1);
                 }
             }
-            (Admission::Answered(status), _) => self.respond_to_pod(att, status, sched),
+            (Admission::Answered(status), _) => {
+                let after = self.dependency.upstream.answer_delay(status);
+                self.respond_to_pod_after(att, status, after, sched)
+            }
             _ => {} // dropped: the caller will time out
         }
         self.sync_upstream_levels(now);
     }
     fn respond_to_pod(&mut self, att: AttRef, status: Status, sched: &mut Scheduler<Event>) {
-        let d = self.net.delay(Leg::UpstreamToPod);
+        self.respond_to_pod_after(att, status, SimDuration::ZERO, sched);
+    }
+
+    /// Sends `status` back to the attempt's pod `after` from now, plus the
+    /// leg's delay.
+    fn respond_to_pod_after(
+        &mut self,
+        att: AttRef,
+        status: Status,
+        after: SimDuration,
+        sched: &mut Scheduler<Event>,
+    ) {
+        let d = self.net.delay(Leg::UpstreamToPod).saturating_add(after);
         cross(
             sched,
             d,

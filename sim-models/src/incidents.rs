@@ -51,6 +51,7 @@ impl<S: RowSink> World<S> {
                 self.schedule_next_arrival(sched);
             }
             Param::UpstreamLatencyScale => u.latency_scale = v,
+            Param::UpstreamQueueLimit => self.dependency.upstream.queue_limit = v as u32,
             Param::UpstreamCapacity => {
                 u.capacity = v as u32;
                 self.dependency.upstream.fill_slots(sched);

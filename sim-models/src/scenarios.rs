@@ -57,6 +57,7 @@ pub fn storm_1402() -> WorldConfig {
         pulse: None,
         kill_pod: None,
         restart_pod: None,
+        restart_all: None,
     });
     cfg
 }

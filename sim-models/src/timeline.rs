@@ -75,68 +75,62 @@ impl At {
     }
 }
 
-/// A numeric parameter of the world that the timeline may change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Param {
+/// Declares the timeline's parameters once: the enum, the field path each
+/// is written as (serde reads it from the same list), and `ALL`.
+macro_rules! params {
+    ($( $(#[$doc:meta])* $name:ident = $path:literal, )*) => {
+        /// A numeric parameter of the world that the timeline may change.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum Param {
+            $( $(#[$doc])* #[serde(rename = $path)] $name, )*
+        }
+
+        impl Param {
+            /// Every parameter, for messages.
+            pub const ALL: &'static [Param] = &[$(Param::$name),*];
+
+            /// The field path, as written in config.
+            pub fn path(self) -> &'static str {
+                match self {
+                    $( Param::$name => $path, )*
+                }
+            }
+        }
+    };
+}
+
+params! {
     /// Open-loop arrivals per second.
-    #[serde(rename = "load.rate")]
-    LoadRate,
+    LoadRate = "load.rate",
     /// Multiplier on upstream service time.
-    #[serde(rename = "upstream.latency_scale")]
-    UpstreamLatencyScale,
-    /// Upstream concurrent slots.
-    #[serde(rename = "upstream.capacity")]
-    UpstreamCapacity,
+    UpstreamLatencyScale = "upstream.latency_scale",
+    /// Upstream concurrent slots (0: the dependency is down; what callers
+    /// see then depends on `upstream.queue_limit` and `overflow`).
+    UpstreamCapacity = "upstream.capacity",
+    /// Requests the upstream queues beyond its slots (0 with a capacity
+    /// of 0: a hard-down dependency answering at once; a queue with a
+    /// capacity of 0: one that accepts and hangs).
+    UpstreamQueueLimit = "upstream.queue_limit",
     /// Other tenants' requests per second.
-    #[serde(rename = "upstream.background_rps")]
-    UpstreamBackgroundRps,
+    UpstreamBackgroundRps = "upstream.background_rps",
     /// Probability of an injected 500.
-    #[serde(rename = "upstream.errors.http_500")]
-    UpstreamErrors500,
+    UpstreamErrors500 = "upstream.errors.http_500",
     /// Probability of an injected 503.
-    #[serde(rename = "upstream.errors.http_503")]
-    UpstreamErrors503,
+    UpstreamErrors503 = "upstream.errors.http_503",
     /// The upstream's rate limit, requests per second.
-    #[serde(rename = "upstream.rate_limit.rps")]
-    UpstreamRateLimitRps,
+    UpstreamRateLimitRps = "upstream.rate_limit.rps",
     /// Number of pods in service.
-    #[serde(rename = "service.pods")]
-    ServicePods,
+    ServicePods = "service.pods",
 }
 
 impl Param {
-    /// Every parameter, for messages.
-    pub const ALL: [Param; 8] = [
-        Param::LoadRate,
-        Param::UpstreamLatencyScale,
-        Param::UpstreamCapacity,
-        Param::UpstreamBackgroundRps,
-        Param::UpstreamErrors500,
-        Param::UpstreamErrors503,
-        Param::UpstreamRateLimitRps,
-        Param::ServicePods,
-    ];
-
-    /// The field path, as written in config.
-    pub fn path(self) -> &'static str {
-        match self {
-            Param::LoadRate => "load.rate",
-            Param::UpstreamLatencyScale => "upstream.latency_scale",
-            Param::UpstreamCapacity => "upstream.capacity",
-            Param::UpstreamBackgroundRps => "upstream.background_rps",
-            Param::UpstreamErrors500 => "upstream.errors.http_500",
-            Param::UpstreamErrors503 => "upstream.errors.http_503",
-            Param::UpstreamRateLimitRps => "upstream.rate_limit.rps",
-            Param::ServicePods => "service.pods",
-        }
-    }
-
     /// The value this parameter has in `cfg` before any action.
     pub fn initial(self, cfg: &WorldConfig) -> f64 {
         match self {
             Param::LoadRate => cfg.load.rate,
             Param::UpstreamLatencyScale => cfg.upstream.latency_scale,
             Param::UpstreamCapacity => f64::from(cfg.upstream.capacity),
+            Param::UpstreamQueueLimit => f64::from(cfg.upstream.queue_limit),
             Param::UpstreamBackgroundRps => cfg.upstream.background_rps,
             Param::UpstreamErrors500 => cfg.upstream.errors.http_500,
             Param::UpstreamErrors503 => cfg.upstream.errors.http_503,
@@ -149,8 +143,9 @@ impl Param {
     pub fn check(self, v: f64) -> Result<(), String> {
         let ok = match self {
             Param::UpstreamErrors500 | Param::UpstreamErrors503 => (0.0..=1.0).contains(&v),
-            Param::UpstreamCapacity | Param::ServicePods => {
-                (1.0..=1e6).contains(&v) && v.fract() == 0.0
+            Param::ServicePods => (1.0..=1e6).contains(&v) && v.fract() == 0.0,
+            Param::UpstreamCapacity | Param::UpstreamQueueLimit => {
+                (0.0..=1e7).contains(&v) && v.fract() == 0.0
             }
             Param::UpstreamRateLimitRps => v.is_finite() && v > 0.0,
             _ => v.is_finite() && v >= 0.0,
@@ -162,8 +157,9 @@ impl Param {
             Param::UpstreamErrors500 | Param::UpstreamErrors503 => {
                 format!("must be a probability between 0 and 1, found {v}")
             }
-            Param::UpstreamCapacity | Param::ServicePods => {
-                format!("must be a whole number of at least 1, found {v}")
+            Param::ServicePods => format!("must be a whole number of at least 1, found {v}"),
+            Param::UpstreamCapacity | Param::UpstreamQueueLimit => {
+                format!("must be a whole number from 0 to 10^7, found {v}")
             }
             Param::UpstreamRateLimitRps => format!("must be above 0, found {v}"),
             _ => format!("must be a non-negative number, found {v}"),
@@ -228,6 +224,19 @@ pub struct TimelineEntry {
     /// restart time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_pod: Option<u32>,
+    /// Restart every pod (the operator's "restart them all"): at once, or
+    /// rolling, one pod every `every`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_all: Option<RestartAll>,
+}
+
+/// A restart of every pod the service has at that moment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RestartAll {
+    /// Time between one pod's restart and the next (default 0s: all at
+    /// once). Pod `i` restarts `i × every` after the entry's time.
+    pub every: SimDuration,
 }
 
 /// What a resolved step does.
@@ -261,6 +270,7 @@ impl TimelineEntry {
             + usize::from(self.pulse.is_some())
             + usize::from(self.kill_pod.is_some())
             + usize::from(self.restart_pod.is_some())
+            + usize::from(self.restart_all.is_some())
     }
 
     pub(crate) fn validate(
@@ -285,7 +295,7 @@ impl TimelineEntry {
             p.add(
                 path,
                 format!(
-                    "needs exactly one action of set, ramp, pulse, kill_pod, restart_pod; found {}",
+                    "needs exactly one action of set, ramp, pulse, kill_pod, restart_pod, restart_all; found {}",
                     self.action_count()
                 ),
             );
@@ -397,7 +407,10 @@ pub fn resolve(cfg: &WorldConfig) -> Vec<Step> {
                 let frac = f64::from(k) / f64::from(RAMP_STEPS);
                 let t = at.saturating_add(r.over.mul_f64(frac));
                 let mut v = from + (r.to - from) * frac;
-                if matches!(r.param, Param::ServicePods | Param::UpstreamCapacity) {
+                if matches!(
+                    r.param,
+                    Param::ServicePods | Param::UpstreamCapacity | Param::UpstreamQueueLimit
+                ) {
                     v = v.round();
                 }
                 steps.push(step(t, StepAction::Set(r.param, v), k == RAMP_STEPS));
@@ -415,6 +428,13 @@ pub fn resolve(cfg: &WorldConfig) -> Vec<Step> {
             steps.push(step(at, StepAction::KillPod(pod), true));
         } else if let Some(pod) = e.restart_pod {
             steps.push(step(at, StepAction::RestartPod(pod), true));
+        } else if let Some(r) = &e.restart_all {
+            // The pods the service has then, as the steps before leave it.
+            let pods = value_of(&current, Param::ServicePods).round().max(0.0) as u32;
+            for pod in 0..pods {
+                let t = at.saturating_add(r.every.saturating_mul(u64::from(pod)));
+                steps.push(step(t, StepAction::RestartPod(pod), pod + 1 == pods));
+            }
         }
     }
     // Stable: same-instant steps keep entry order.

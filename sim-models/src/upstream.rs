@@ -123,7 +123,13 @@ pub struct Params {
 pub struct Upstream {
     /// Live parameters.
     pub params: Params,
-    queue_limit: u32,
+    /// Requests queued beyond the slots (the timeline changes it).
+    pub queue_limit: u32,
+    /// Injected errors decided on arrival and answered this long after it
+    /// (none: decided when service ends).
+    errors_after: Option<SimDuration>,
+    /// How long after arrival a request turned away at the door is answered.
+    reject_after: SimDuration,
     overflow: OverflowAction,
     latency: Dist,
     law: LoadLaw,
@@ -167,6 +173,8 @@ impl Upstream {
                 rate_limit_rps: rl.map(|r| r.rps),
             },
             queue_limit: cfg.queue_limit,
+            errors_after: cfg.errors.after,
+            reject_after: cfg.reject_after,
             overflow: cfg.overflow,
             latency,
             law: cfg.load_law.clone(),
@@ -283,6 +291,12 @@ impl Upstream {
                 Admission::Answered(Status::TooManyRequests(self.retry_after.as_nanos())),
             );
         }
+        if self.errors_after.is_some() {
+            let status = self.draw_error();
+            if status != Status::Ok {
+                return (None, Admission::Answered(status));
+            }
+        }
         if let Some(s) = self.shedding {
             let p = s.probability(self.in_service);
             if p > 0.0 && self.shed_rng.random::<f64>() < p {
@@ -310,6 +324,31 @@ impl Upstream {
         match self.overflow {
             OverflowAction::Reject => (None, Admission::Answered(Status::Rejected(self.pushback))),
             OverflowAction::Drop => (None, Admission::Dropped),
+        }
+    }
+
+    /// An injected error, or `Ok`, by one draw against the live mix.
+    fn draw_error(&mut self) -> Status {
+        let u: f64 = self.error_rng.random();
+        let p = &self.params;
+        if u < p.http_500 {
+            Status::Error(500)
+        } else if u < p.http_500 + p.http_503 {
+            Status::Error(503)
+        } else if u < p.http_500 + p.http_503 + p.http_401 {
+            Status::Error(401)
+        } else {
+            Status::Ok
+        }
+    }
+
+    /// How long after arrival an answer given at the door goes back: an
+    /// injected error decided on arrival after its delay, a refusal (429,
+    /// overflow or shedding 503) after `reject_after`.
+    pub fn answer_delay(&self, status: Status) -> SimDuration {
+        match status {
+            Status::Error(_) => self.errors_after.unwrap_or(SimDuration::ZERO),
+            _ => self.reject_after,
         }
     }
 
@@ -343,16 +382,10 @@ impl Upstream {
     pub fn complete(&mut self, j: JobRef, sched: &mut Scheduler<Event>) -> Option<Completion> {
         let job = self.free_job(j)?;
         self.in_service -= 1;
-        let u: f64 = self.error_rng.random();
-        let p = &self.params;
-        let status = if u < p.http_500 {
-            Status::Error(500)
-        } else if u < p.http_500 + p.http_503 {
-            Status::Error(503)
-        } else if u < p.http_500 + p.http_503 + p.http_401 {
-            Status::Error(401)
-        } else {
-            Status::Ok
+        // Errors decided on arrival were answered then; the rest is served.
+        let status = match self.errors_after {
+            None => self.draw_error(),
+            Some(_) => Status::Ok,
         };
         self.fill_slots(sched);
         Some(Completion {

@@ -17,6 +17,7 @@ fn entry(at: u64) -> TimelineEntry {
         pulse: None,
         kill_pod: None,
         restart_pod: None,
+        restart_all: None,
     }
 }
 
@@ -280,4 +281,170 @@ fn the_timeline_kills_restarts_and_scales_pods() {
     // Nothing in rotation from 20 s to 40 s: unavailable.
     assert!(per_second(&rows, 21..39, |r| r.outcome(Reason::Unavailable)) > 90.0);
     assert!(t.outcome(Reason::PodRestarted) > 0);
+}
+
+/// The operator's restart of every pod: at once, every pod goes down in
+/// the same instant (and its in-flight work fails `pod_restarted`); rolling,
+/// one pod every 10 s, so at most one is down at a time when the restart
+/// takes less than the interval.
+#[test]
+fn restart_all_restarts_every_pod_at_once_or_one_by_one() {
+    use sim_models::config::HealthConfig;
+    use sim_models::timeline::RestartAll;
+    let world = |every: SimDuration| {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(90);
+        cfg.service.pods = 4;
+        cfg.upstream.latency = DistSpec::Constant(ms(200));
+        cfg.service.health = Some(HealthConfig {
+            restart_time: secs(5),
+            failure_threshold: 1_000,
+            ..HealthConfig::default()
+        });
+        cfg.timeline.push(TimelineEntry {
+            restart_all: Some(RestartAll { every }),
+            ..entry(20)
+        });
+        go(&cfg)
+    };
+    let (rows, t) = world(SimDuration::ZERO);
+    assert_eq!(t.count(Count::PodRestarts), 4);
+    assert_eq!(rows[20].level(Level::PodsDown).max, 4, "all four at once");
+    assert!(t.outcome(Reason::PodRestarted) > 0);
+    let (rows, t) = world(secs(10));
+    assert_eq!(t.count(Count::PodRestarts), 4);
+    let down_max = rows.iter().map(|r| r.level(Level::PodsDown).max).max();
+    assert_eq!(down_max, Some(1), "one at a time");
+    // A step at exactly 20 s closes the bucket that ends then.
+    let restarts_at =
+        |s: usize| rows[s - 1].count(Count::PodRestarts) + rows[s].count(Count::PodRestarts);
+    for (k, second) in [20usize, 30, 40, 50].into_iter().enumerate() {
+        assert_eq!(restarts_at(second), 1, "pod {k} at {second} s");
+    }
+}
+
+/// A dependency taken hard down (capacity 0) for 10 s and brought back.
+/// With no queue it answers everything 503 at once (fail fast); with its
+/// queue it accepts and hangs, so callers time out, and the queue drains
+/// when it comes back.
+#[test]
+fn a_dependency_goes_hard_down_failing_fast_or_hanging_and_comes_back() {
+    let world = |queue_during: f64| {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(60);
+        cfg.load.rate = 100.0;
+        cfg.upstream.latency = DistSpec::Constant(ms(50));
+        cfg.client.attempt_timeout = Some(secs(2));
+        cfg.client.retry.max_retries = 0;
+        let set = |at, param, value| TimelineEntry {
+            set: Some(SetAction { param, value }),
+            ..entry(at)
+        };
+        cfg.timeline.push(set(20, Param::UpstreamCapacity, 0.0));
+        cfg.timeline
+            .push(set(20, Param::UpstreamQueueLimit, queue_during));
+        cfg.timeline.push(set(30, Param::UpstreamCapacity, 1000.0));
+        cfg.timeline
+            .push(set(30, Param::UpstreamQueueLimit, 10_000.0));
+        go(&cfg)
+    };
+    let (rows, t) = world(0.0);
+    let down = 21..29;
+    assert!(per_second(&rows, down.clone(), |r| r.outcome(Reason::ServerError)) > 95.0);
+    assert_eq!(
+        t.outcome(Reason::AttemptTimeout),
+        0,
+        "nobody waits for a dependency that says no"
+    );
+    assert!(
+        per_second(&rows, 35..55, |r| r.outcome(Reason::Success)) > 95.0,
+        "back"
+    );
+
+    let (rows, t) = world(10_000.0);
+    assert_eq!(t.outcome(Reason::ServerError), 0);
+    assert!(
+        per_second(&rows, 23..29, |r| r.outcome(Reason::AttemptTimeout)) > 95.0,
+        "hanging"
+    );
+    assert!(
+        per_second(&rows, 35..55, |r| r.outcome(Reason::Success)) > 95.0,
+        "back"
+    );
+    assert_eq!(
+        rows[40].level(Level::UpstreamQueued).last,
+        0,
+        "the queue drained"
+    );
+}
+
+/// Error timing. Half the requests fail 503 and service takes 2 s. By
+/// default an injected error is a slow one, answered after its service
+/// time and holding a slot meanwhile; `errors.after: 10ms` makes it fast:
+/// decided on arrival, answered 10 ms later, no slot taken, so the
+/// upstream holds half the work. A refusal at the door is answered at once
+/// by default and after `reject_after` when set.
+#[test]
+fn injected_errors_are_slow_or_fast_and_refusals_take_reject_after() {
+    let world = |after: Option<SimDuration>| {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(60);
+        cfg.load.rate = 100.0;
+        cfg.upstream.latency = DistSpec::Constant(secs(2));
+        cfg.upstream.errors.http_503 = 0.5;
+        cfg.upstream.errors.after = after;
+        cfg.client.attempt_timeout = Some(secs(10));
+        cfg.client.retry.max_retries = 0;
+        go(&cfg)
+    };
+    let in_service = |rows: &[BucketRow]| {
+        rows[10..50]
+            .iter()
+            .map(|r| r.level(Level::UpstreamInService).mean)
+            .sum::<f64>()
+            / 40.0
+    };
+    let (slow, t_slow) = world(None);
+    let (fast, t_fast) = world(Some(ms(10)));
+    let share_slow = share(&t_slow, Reason::ServerError);
+    let share_fast = share(&t_fast, Reason::ServerError);
+    assert!((share_slow - 0.5).abs() < 0.03 && (share_fast - 0.5).abs() < 0.03);
+    let (held_slow, held_fast) = (in_service(&slow), in_service(&fast));
+    assert!(
+        (held_slow - 200.0).abs() < 15.0,
+        "slow errors hold slots: {held_slow}"
+    );
+    assert!(
+        (held_fast - 100.0).abs() < 12.0,
+        "fast errors take none: {held_fast}"
+    );
+    let attempt_p10 =
+        |t: &sim_models::recorder::RunTotals| t.latency(Latency::FirstAttempt).quantile(0.1);
+    let slow_p10 = attempt_p10(&t_slow).unwrap_or(0) as f64 / 1e6;
+    assert!(
+        (slow_p10 - 2000.0).abs() < 20.0,
+        "slow errors after 2 s: {slow_p10} ms"
+    );
+    let fast_p10 = attempt_p10(&t_fast).unwrap_or(0) as f64 / 1e6;
+    assert!(
+        (fast_p10 - 10.0).abs() < 0.2,
+        "fast errors in 10 ms: {fast_p10} ms"
+    );
+
+    // Refusals: 10 slots, no queue, most requests turned away.
+    let refused = |reject_after: SimDuration| {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(30);
+        cfg.load.rate = 100.0;
+        cfg.upstream.capacity = 10;
+        cfg.upstream.queue_limit = 0;
+        cfg.upstream.latency = DistSpec::Constant(secs(1));
+        cfg.upstream.reject_after = reject_after;
+        cfg.client.retry.max_retries = 0;
+        let (_, t) = go(&cfg);
+        assert!(share(&t, Reason::ServerError) > 0.85);
+        t.latency(Latency::FirstAttempt).quantile(0.5).unwrap_or(0) as f64 / 1e6
+    };
+    assert!(refused(SimDuration::ZERO) < 0.1, "at once by default");
+    assert!((refused(ms(300)) - 300.0).abs() < 3.0);
 }
