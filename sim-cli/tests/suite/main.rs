@@ -5,6 +5,7 @@ mod common;
 mod dataset;
 mod golden;
 mod maps;
+mod operator;
 mod python;
 mod replay_1402;
 mod report;
