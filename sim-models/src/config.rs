@@ -344,6 +344,17 @@ pub struct NetworkConfig {
     pub connect_failure: f64,
 }
 
+/// When a latency change applies to a request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AppliesAt {
+    /// When its service starts (a slot takes it).
+    #[default]
+    Start,
+    /// When it is admitted (arrives and is started or queued).
+    Admission,
+}
+
 /// What the upstream does with a request it cannot admit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -442,6 +453,12 @@ pub struct UpstreamConfig {
     /// past the queue limit or from shedding, a 429 from the rate limit)
     /// is answered (default 0s: at once).
     pub reject_after: SimDuration,
+    /// When a request's work (its latency draw times `latency_scale`) is
+    /// fixed: `start` (default), when a slot takes it, so requests queued
+    /// during a slowdown are served at normal speed once it ends; or
+    /// `admission`, when it arrives, as in systems where the cost of a
+    /// request is decided on arrival. The load law always applies at start.
+    pub applies_at: AppliesAt,
     /// Service time at no load (default `log_normal: {median: 50ms, p99: 200ms}`).
     pub latency: DistSpec,
     /// Multiplier on sampled service time; the timeline's usual trigger
@@ -509,6 +526,7 @@ impl Default for UpstreamConfig {
             capacity: 1000,
             queue_limit: 10_000,
             reject_after: SimDuration::ZERO,
+            applies_at: AppliesAt::Start,
             overflow: OverflowAction::Reject,
             latency: DistSpec::LogNormal {
                 median: Some(millis(50)),

@@ -13,7 +13,7 @@ use sim_core::slab::{Ref, Slab};
 use sim_core::time::{SimDuration, SimTime};
 use sim_core::waitline::WaitLine;
 
-use crate::config::{LoadLaw, OverflowAction, PushbackConfig, Shedding, UpstreamConfig};
+use crate::config::{AppliesAt, LoadLaw, OverflowAction, PushbackConfig, Shedding, UpstreamConfig};
 use crate::outcome::Pushback;
 use crate::request::AttRef;
 use crate::world::Event;
@@ -73,6 +73,9 @@ pub struct Job {
     timer: Option<EventId>,
     /// Propagated deadline: past it, queued work is dropped.
     deadline: Option<SimTime>,
+    /// Its work in seconds, fixed on admission (`applies_at: admission`):
+    /// the latency draw times the scale then. `None`: drawn at start.
+    work: Option<f64>,
 }
 
 /// What happened to an arriving request.
@@ -130,6 +133,8 @@ pub struct Upstream {
     errors_after: Option<SimDuration>,
     /// How long after arrival a request turned away at the door is answered.
     reject_after: SimDuration,
+    /// When a request's work is fixed: on admission, or when it starts.
+    applies_at: AppliesAt,
     overflow: OverflowAction,
     latency: Dist,
     law: LoadLaw,
@@ -175,6 +180,7 @@ impl Upstream {
             queue_limit: cfg.queue_limit,
             errors_after: cfg.errors.after,
             reject_after: cfg.reject_after,
+            applies_at: cfg.applies_at,
             overflow: cfg.overflow,
             latency,
             law: cfg.load_law.clone(),
@@ -214,7 +220,12 @@ impl Upstream {
     }
 
     fn alloc(&mut self, owner: Owner, deadline: Option<SimTime>) -> JobRef {
+        let work = match self.applies_at {
+            AppliesAt::Admission => Some(self.draw_work()),
+            AppliesAt::Start => None,
+        };
         self.jobs.insert(Job {
+            work,
             owner,
             abandoned: false,
             queued: false,
@@ -238,8 +249,18 @@ impl Upstream {
 
     /// The service time of a request starting now, with `n` in service
     /// (itself included).
-    fn service_time(&mut self, n: u32) -> SimDuration {
-        let base = self.latency.sample_secs(&mut self.latency_rng) * self.params.latency_scale;
+    /// The work of a request as the latency law and scale say now.
+    fn draw_work(&mut self) -> f64 {
+        self.latency.sample_secs(&mut self.latency_rng) * self.params.latency_scale
+    }
+
+    /// The service time of a request with `work` (drawn now when none was
+    /// fixed on admission) starting with `n` in service.
+    fn service_time(&mut self, work: Option<f64>, n: u32) -> SimDuration {
+        let base = match work {
+            Some(w) => w,
+            None => self.draw_work(),
+        };
         let n = f64::from(n);
         let secs = match self.law {
             LoadLaw::None => base,
@@ -253,7 +274,8 @@ impl Upstream {
 
     fn start(&mut self, j: JobRef, sched: &mut Scheduler<Event>) {
         self.in_service += 1;
-        let d = self.service_time(self.in_service);
+        let work = self.jobs.get(j).and_then(|job| job.work);
+        let d = self.service_time(work, self.in_service);
         let timer = sched.schedule_in(d, DependencyEvent::Completed { job: j }.into());
         if let Some(job) = self.job_mut(j) {
             job.queued = false;

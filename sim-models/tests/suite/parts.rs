@@ -448,3 +448,55 @@ fn injected_errors_are_slow_or_fast_and_refusals_take_reject_after() {
     assert!(refused(SimDuration::ZERO) < 0.1, "at once by default");
     assert!((refused(ms(300)) - 300.0).abs() < 3.0);
 }
+
+/// When a slowdown applies. 10 slots at 100 ms serve 100 requests/s
+/// against 80 offered; for 10 s the latency is tripled (33/s), so about
+/// 470 requests queue. Applied at start (the default), the queued ones
+/// are served at normal speed once the trigger ends and the queue drains
+/// at 20/s: about 23 s. Fixed on admission, the ones admitted during the
+/// trigger keep their tripled work: about 14 s to serve them at 33/s while
+/// 1,100 more queue behind, then 20/s: about 70 s.
+#[test]
+fn a_slowdown_applies_at_start_or_on_admission() {
+    use sim_models::config::AppliesAt;
+    use sim_models::timeline::PulseAction;
+    let drained_after = |applies_at: AppliesAt| {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(200);
+        cfg.load.rate = 80.0;
+        cfg.load.arrivals = sim_models::config::ArrivalProcess::Constant;
+        cfg.upstream.capacity = 10;
+        cfg.upstream.latency = DistSpec::Constant(ms(100));
+        cfg.upstream.applies_at = applies_at;
+        cfg.client.attempt_timeout = None;
+        cfg.client.retry.max_retries = 0;
+        cfg.gateway.deadline = None;
+        cfg.service.pool.max_connections = 10_000;
+        cfg.timeline.push(TimelineEntry {
+            pulse: Some(PulseAction {
+                param: Param::UpstreamLatencyScale,
+                value: 3.0,
+                duration: secs(10),
+            }),
+            ..entry(20)
+        });
+        let (rows, _) = go(&cfg);
+        let peak = rows
+            .iter()
+            .map(|r| r.level(Level::UpstreamQueued).max)
+            .max()
+            .unwrap_or(0);
+        let empty = rows[31..]
+            .iter()
+            .position(|r| r.level(Level::UpstreamQueued).last == 0)
+            .expect("the queue drains") as f64
+            + 1.0;
+        (peak, empty)
+    };
+    let (peak_start, drain_start) = drained_after(AppliesAt::Start);
+    let (peak_admission, drain_admission) = drained_after(AppliesAt::Admission);
+    assert!((peak_start - 467).abs() < 20, "{peak_start}");
+    assert!((drain_start - 23.5).abs() < 2.0, "{drain_start}");
+    assert!(peak_admission > peak_start);
+    assert!((drain_admission - 70.0).abs() < 5.0, "{drain_admission}");
+}
