@@ -11,6 +11,7 @@
 //! attempt ended is counted as late and never as a success.
 
 use crate::config::{ClientConfig, ConfigError, Scope, WorldConfig};
+use crate::policy::adaptive_backoff::AdaptiveBackoff;
 use crate::policy::budget::RetryBudget;
 use crate::policy::gate::{Gate, build_gates};
 use crate::world::compile;
@@ -142,6 +143,7 @@ struct Closed {
 pub(crate) struct PolicySet {
     pub(crate) budget: Option<Box<dyn RetryBudget>>,
     pub(crate) gates: Vec<Box<dyn Gate>>,
+    pub(crate) adaptive: Option<AdaptiveBackoff>,
 }
 
 impl PolicySet {
@@ -149,6 +151,7 @@ impl PolicySet {
         PolicySet {
             budget: c.budget.as_ref().map(|b| b.build()),
             gates: build_gates(c),
+            adaptive: c.retry.adaptive.as_ref().map(AdaptiveBackoff::new),
         }
     }
 }
@@ -886,6 +889,9 @@ impl<S: RowSink> World<S> {
                 },
             );
         }
+        if let Some(a) = set.adaptive.as_mut() {
+            a.record(!success);
+        }
         let end = AttemptEnd {
             outcome,
             duration: now - closed.started,
@@ -1000,7 +1006,14 @@ impl<S: RowSink> World<S> {
             let backoff = r.backoff.clone();
             let n = q.retries_used - q.backoff_from + 1;
             let q = self.reqs.get_mut(req).expect("live request");
-            let drawn = backoff.delay(n, &mut q.backoff, &mut self.client.backoff_rng);
+            let mut drawn = backoff.delay(n, &mut q.backoff, &mut self.client.backoff_rng);
+            let pod = q.pod;
+            if let Some(a) = policy_of(&mut self.client.policies, &self.cfg.client, pod)
+                .adaptive
+                .as_ref()
+            {
+                drawn = drawn.mul_f64(a.multiplier());
+            }
             let jitter = r.retry_after.jitter;
             // Drawn only when configured, so no other draw moves.
             let asked = server_says.map(|ra| match jitter > 0.0 {

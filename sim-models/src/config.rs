@@ -736,6 +736,9 @@ pub struct RetryConfig {
     pub retry_after: RetryAfterConfig,
     /// Optional fast first layer.
     pub fast_retry: Option<FastRetry>,
+    /// Backoff that grows while the client's recent attempts fail (default:
+    /// none).
+    pub adaptive: Option<crate::policy::adaptive_backoff::AdaptiveBackoffSpec>,
 }
 
 impl Default for RetryConfig {
@@ -753,6 +756,7 @@ impl Default for RetryConfig {
             idempotent_only: false,
             retry_after: RetryAfterConfig::default(),
             fast_retry: None,
+            adaptive: None,
         }
     }
 }
@@ -1160,6 +1164,11 @@ impl WorldConfig {
         }
         if let Err((f, m)) = r.backoff.validate() {
             p.add(&format!("client.retry.backoff.{f}"), m);
+        }
+        if let Some(a) = &r.adaptive
+            && let Err((f, m)) = a.validate()
+        {
+            p.add(&format!("client.retry.adaptive.{f}"), m);
         }
         if let Some(fr) = &r.fast_retry
             && fr.statuses.iter().any(|s| !(500..600).contains(s))

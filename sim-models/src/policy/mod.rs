@@ -15,6 +15,7 @@
 //! The client in `client.rs` composes them; `config::ClientConfig` is how
 //! a user picks them.
 
+pub mod adaptive_backoff;
 pub mod analysis;
 pub mod backoff;
 pub mod breaker;

@@ -540,3 +540,30 @@ fn retry_after_jitter_removes_the_synchronised_wave() {
     assert!((secs_of(wait_plain) - 1.0).abs() < 0.01, "{wait_plain:?}");
     assert!((secs_of(wait_jitter) - 1.5).abs() < 0.15, "{wait_jitter:?}");
 }
+
+/// Adaptive backoff: with every attempt failing, the window of the last
+/// 100 attempts is past 30 % failed from its 100th attempt on, and every
+/// delay doubles: 100 ms becomes 200 ms for all but each pod's first
+/// hundred attempts (the window is per client, one per pod).
+#[test]
+fn adaptive_backoff_doubles_delays_while_most_recent_attempts_fail() {
+    use sim_models::policy::adaptive_backoff::AdaptiveBackoffSpec;
+    let mut cfg = failing_world();
+    cfg.client.retry.backoff = Backoff::fixed(ms(100));
+    let (_, plain) = go(&cfg);
+    cfg.client.retry.adaptive = Some(AdaptiveBackoffSpec::default());
+    let (_, adaptive) = go(&cfg);
+    let mean = |t: &sim_models::recorder::RunTotals| {
+        let h = t.latency(Latency::RetryDelay);
+        h.mean().unwrap_or(0.0) / 1e6
+    };
+    assert!((mean(&plain) - 100.0).abs() < 0.5, "{}", mean(&plain));
+    let m = mean(&adaptive);
+    assert!(m > 195.0 && m <= 200.0, "{m}");
+    let p50 = adaptive
+        .latency(Latency::RetryDelay)
+        .quantile(0.5)
+        .unwrap_or(0) as f64
+        / 1e6;
+    assert!((p50 - 200.0).abs() < 2.0, "{p50}");
+}
