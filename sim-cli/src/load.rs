@@ -807,6 +807,39 @@ fn drop_inherited_client(merged: &mut Value, name: &str) -> Vec<String> {
 /// Settings that are valid but cannot do what they are for.
 fn warnings(exp: &Experiment) -> Vec<InputError> {
     let mut out = Vec::new();
+    // Presets once named after the write-ups' numbers.
+    let renamed = |v: &Value| {
+        v.as_str()
+            .and_then(|old| presets::renamed(old).map(|new| (old.to_string(), new)))
+    };
+    if let Some((old, new)) = exp
+        .world_value
+        .get("client")
+        .and_then(|c| c.get("preset"))
+        .and_then(renamed)
+    {
+        out.push(exp.error_at(
+            "client.preset",
+            format!("preset {old:?} is now called {new:?}; the old name still works but will go"),
+        ));
+    }
+    if let Some(sweep) = &exp.sweep {
+        for (i, axis) in sweep.axes.iter().enumerate() {
+            if axis.path != "client.preset" {
+                continue;
+            }
+            for (_, v) in axis.labelled_values().unwrap_or_default() {
+                if let Some((old, new)) = renamed(&v) {
+                    out.push(exp.error_at(
+                        &format!("sweep.axes[{i}].values"),
+                        format!(
+                            "preset {old:?} is now called {new:?}; the old name still works but will go"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
     let w = &exp.world;
     let r = &exp.outputs.recovery;
     let steps = sim_models::timeline::resolve(w);
@@ -1139,6 +1172,32 @@ mod tests {
             exp.world.client.retry.backoff.kind,
             sim_models::policy::backoff::BackoffKind::Exponential { .. }
         ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_presets_old_name_works_with_a_warning_naming_the_new_one() {
+        let dir = std::env::temp_dir().join(format!("stormsim-renamed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("old.yaml");
+        std::fs::write(
+            &file,
+            "client:\n  preset: seed-004-httpclient-fix\nsweep:\n  axes:\n    - path: client.preset\n      values: [seed-003-budget, grpc-a6]\n",
+        )
+        .unwrap();
+        let exp = load(&file, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            exp.world.client,
+            presets::get("httpclient-fix").unwrap().client
+        );
+        let text: Vec<String> = exp.warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(text.len(), 2, "{text:?}");
+        assert!(
+            text[0].contains("old.yaml:2:") && text[0].contains("\"httpclient-fix\""),
+            "{}",
+            text[0]
+        );
+        assert!(text[1].contains("\"go-db-retry-budget\""), "{}", text[1]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -62,6 +62,8 @@ pub struct CellContext {
     pub clock: WallClock,
     /// Each pod group's first and last pod.
     pub spans: Vec<(u32, u32)>,
+    /// What one attempt costs (`client.cost_per_attempt`), if set.
+    pub cost_per_attempt: Option<f64>,
     /// Key-value metadata of every file.
     pub meta: Vec<(String, String)>,
 }
@@ -224,21 +226,28 @@ impl<'w> CellSink<'w> {
             return;
         }
         let c = &self.ctx;
-        let r = timeseries_frame(&c.cell, &c.experiment, &c.kinds, &self.rows, &c.clock)
+        let r = timeseries_frame(
+            &c.cell,
+            &c.experiment,
+            &c.kinds,
+            &self.rows,
+            &c.clock,
+            c.cost_per_attempt,
+        )
+        .map_err(|e| e.to_string())
+        .and_then(|df| self.timeseries.write(df, &c.meta))
+        .and_then(|()| {
+            pod_groups_frame(
+                &c.cell,
+                &c.experiment,
+                &c.kinds,
+                &self.rows,
+                &c.clock,
+                &c.spans,
+            )
             .map_err(|e| e.to_string())
-            .and_then(|df| self.timeseries.write(df, &c.meta))
-            .and_then(|()| {
-                pod_groups_frame(
-                    &c.cell,
-                    &c.experiment,
-                    &c.kinds,
-                    &self.rows,
-                    &c.clock,
-                    &c.spans,
-                )
-                .map_err(|e| e.to_string())
-            })
-            .and_then(|df| self.pod_groups.write(df, &c.meta));
+        })
+        .and_then(|df| self.pod_groups.write(df, &c.meta));
         self.rows.clear();
         self.keep(r);
     }
@@ -252,7 +261,7 @@ impl<'w> CellSink<'w> {
             return;
         }
         let c = &self.ctx;
-        let r = attempts_frame(&c.cell, &c.experiment, &self.attempts)
+        let r = attempts_frame(&c.cell, &c.experiment, &self.attempts, c.cost_per_attempt)
             .map_err(|e| e.to_string())
             .and_then(|df| table.write(df, &c.meta));
         self.attempts.clear();
@@ -301,7 +310,7 @@ impl<'w> CellSink<'w> {
         }
         let (cell, name, kinds, clock) = (&c.cell, c.experiment.as_str(), &c.kinds, &c.clock);
         timeseries.finish(
-            || timeseries_frame(cell, name, kinds, &[], clock),
+            || timeseries_frame(cell, name, kinds, &[], clock, c.cost_per_attempt),
             &c.meta,
             writer,
         )?;
@@ -312,7 +321,11 @@ impl<'w> CellSink<'w> {
         )?;
         events_table.finish(|| events_frame(cell, name, &[], clock), &c.meta, writer)?;
         if let Some(a) = attempts_table {
-            a.finish(|| attempts_frame(cell, name, &[]), &c.meta, writer)?;
+            a.finish(
+                || attempts_frame(cell, name, &[], c.cost_per_attempt),
+                &c.meta,
+                writer,
+            )?;
         }
         Ok(kpi_rows)
     }
@@ -499,6 +512,9 @@ pub fn summary_frame(
         f("slo_violation_s", k.slo_violation_s),
         f("slo_error_rate", k.slo_error_rate),
         o("slo_p99_s", k.slo_p99_s),
+        o("cost_total", k.cost_total),
+        o("cost_wasted", k.cost_wasted),
+        o("cost_per_request", k.cost_per_request),
         Column::new("events".into(), vec![events]),
     ]);
     DataFrame::new(1, cols)
@@ -511,6 +527,7 @@ pub fn timeseries_frame(
     kinds: &[(String, ParamKind)],
     rows: &[BucketRow],
     clock: &WallClock,
+    cost: Option<f64>,
 ) -> PolarsResult<DataFrame> {
     let n = rows.len();
     let mut cols = id_columns(cell, experiment, n);
@@ -554,6 +571,21 @@ pub fn timeseries_frame(
                 (r.count(Count::Offered) > 0)
                     .then(|| r.attempts() as f64 / r.count(Count::Offered) as f64)
             })
+            .collect::<Vec<_>>(),
+    ));
+    // What the attempts that ended in the bucket cost, and of it the
+    // attempts that served no answer (null when no cost is configured).
+    let ended = |r: &BucketRow| Count::ENDED.iter().map(|&c| r.count(c)).sum::<u64>();
+    cols.push(Column::new(
+        "cost_total".into(),
+        rows.iter()
+            .map(|r| cost.map(|c| c * ended(r) as f64))
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "cost_wasted".into(),
+        rows.iter()
+            .map(|r| cost.map(|c| c * (ended(r) - r.count(Count::EndedSuccess)) as f64))
             .collect::<Vec<_>>(),
     ));
     cols.push(Column::new(
@@ -777,6 +809,7 @@ pub fn attempts_frame(
     cell: &Cell,
     experiment: &str,
     attempts: &[AttemptRecord],
+    cost: Option<f64>,
 ) -> PolarsResult<DataFrame> {
     let n = attempts.len();
     let mut cols = id_columns(cell, experiment, n);
@@ -827,6 +860,10 @@ pub fn attempts_frame(
     cols.push(Column::new(
         "late".into(),
         attempts.iter().map(|a| a.late).collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "cost".into(),
+        attempts.iter().map(|_| cost).collect::<Vec<_>>(),
     ));
     DataFrame::new(n, cols)
 }

@@ -309,6 +309,7 @@ fn run_cell(
         clock: world.clock.wall_clock(),
         spans: pod_group_spans(world.service.pods, world.service.groups()),
         meta: meta.clone(),
+        cost_per_attempt: world.client.cost_per_attempt,
     };
     let sink = CellSink::new(out, ctx, exp.outputs.attempts, writer);
     let output = run_with(&world, sink, checks).map_err(|e| e.to_string())?;
@@ -320,7 +321,8 @@ fn run_cell(
         &exp.outputs.recovery,
         world.clock.window,
         &exp.objective.clone().unwrap_or_default(),
-    );
+    )
+    .with_cost(&output.totals, world.client.cost_per_attempt);
     let pe = |e: polars::prelude::PolarsError| e.to_string();
     let mut sm = summary_frame(cell, &exp.name, kinds, &k, output.events).map_err(pe)?;
     write_parquet(

@@ -842,6 +842,10 @@ pub struct ClientConfig {
     pub scope: Scope,
     /// Hedging instead of retries (default: none).
     pub hedging: Option<HedgingConfig>,
+    /// What one attempt costs, in any unit (an LLM call's tokens, a paid
+    /// API's cents): the dataset then counts the cost of every attempt and
+    /// the share wasted on attempts that served no answer (default: none).
+    pub cost_per_attempt: Option<f64>,
 }
 
 impl Default for ClientConfig {
@@ -861,6 +865,7 @@ impl Default for ClientConfig {
             throttle: None,
             scope: Scope::Pod,
             hedging: None,
+            cost_per_attempt: None,
         }
     }
 }

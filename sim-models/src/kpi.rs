@@ -333,6 +333,14 @@ pub struct Kpis {
     pub slo_error_rate: f64,
     /// The SLO's p99 bound, seconds.
     pub slo_p99_s: Option<f64>,
+    /// The cost of every attempt that ended, when `client.cost_per_attempt`
+    /// is set ([`Kpis::with_cost`]).
+    pub cost_total: Option<f64>,
+    /// Of it, the attempts that served no answer: failed, timed out,
+    /// cancelled (a lost hedge). Work the dependency may well have done.
+    pub cost_wasted: Option<f64>,
+    /// `cost_total` per request offered.
+    pub cost_per_request: Option<f64>,
 }
 
 /// What the key figures need of one bucket: a few numbers, so a run keeps
@@ -532,6 +540,24 @@ pub fn kpis_for(
         slo_violation_s: slo_violation(rows, buckets(window), &slo),
         slo_error_rate: slo.error_rate,
         slo_p99_s: slo.p99_s,
+        cost_total: None,
+        cost_wasted: None,
+        cost_per_request: None,
+    }
+}
+
+impl Kpis {
+    /// The run's cost at `per_attempt` a attempt (`client.cost_per_attempt`):
+    /// every attempt that ended, and of them those that served no answer.
+    pub fn with_cost(mut self, totals: &RunTotals, per_attempt: Option<f64>) -> Kpis {
+        if let Some(c) = per_attempt {
+            let ended = totals.attempts_ended() as f64;
+            let served = totals.count(Count::EndedSuccess) as f64;
+            self.cost_total = Some(c * ended);
+            self.cost_wasted = Some(c * (ended - served));
+            self.cost_per_request = (self.offered > 0).then(|| c * ended / self.offered as f64);
+        }
+        self
     }
 }
 

@@ -722,3 +722,67 @@ fn explain_shows_a_sweep_its_cells_and_one_cells_configuration() {
     drop(child.stdout.take());
     assert_eq!(child.wait().unwrap().code(), Some(0));
 }
+
+/// The cost columns: with `client.cost_per_attempt`, the run's cost is
+/// every attempt that ended at that price, the wasted part those that
+/// served no answer, and the timeseries adds up to the summary; without
+/// it the columns are there and null.
+#[test]
+fn attempt_costs_add_up_and_are_null_without_a_price() {
+    use polars::prelude::*;
+    let read_one = |out: &Path, table: &str| {
+        let cell = std::fs::read_dir(out.join(table))
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap();
+        let f = std::fs::File::open(cell.path().join("part-0.parquet")).unwrap();
+        ParquetReader::new(f).finish().unwrap()
+    };
+    let f64_of = |df: &DataFrame, name: &str| -> f64 {
+        let c = df.column(name).unwrap().cast(&DataType::Float64).unwrap();
+        c.f64().unwrap().get(0).unwrap()
+    };
+    let dir = scratch("cost");
+    let file = dir.join("cost.yaml");
+    std::fs::write(
+        &file,
+        "clock: { duration: 60s, bucket: 10s }\nload: { rate: 50 }\nupstream: { errors: { http_503: 0.5 }, latency: { constant: 20ms } }\nclient: { cost_per_attempt: 1500, retry: { max_retries: 2, backoff: { fixed: { delay: 10ms } } } }\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    stormsim_ok(&[
+        "run",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let summary = read_one(&out, "summary");
+    let total = f64_of(&summary, "cost_total");
+    let wasted = f64_of(&summary, "cost_wasted");
+    let attempts = f64_of(&summary, "amplification_mean") * f64_of(&summary, "offered");
+    assert!(
+        (total / 1500.0 - attempts).abs() / attempts < 0.01,
+        "{total} for {attempts} attempts"
+    );
+    // Half of all attempts fail: 1 + 0.5 + 0.25 attempts per request, of
+    // which 0.875 fail, so 0.875 / 1.75 = half the cost is wasted.
+    assert!((wasted / total - 0.5).abs() < 0.03, "{wasted} of {total}");
+    let ts = read_one(&out, "timeseries");
+    let col = ts.column("cost_total").unwrap().f64().unwrap().clone();
+    let sum: f64 = (0..col.len()).filter_map(|i| col.get(i)).sum();
+    assert!((sum - total).abs() < 1e-6, "{sum} against {total}");
+
+    std::fs::write(&file, "clock: { duration: 10s }\nload: { rate: 10 }\n").unwrap();
+    let out = dir.join("plain");
+    stormsim_ok(&[
+        "run",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let summary = read_one(&out, "summary");
+    assert_eq!(summary.column("cost_total").unwrap().null_count(), 1);
+}

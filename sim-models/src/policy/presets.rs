@@ -58,14 +58,29 @@ pub const NAMES: [&str; 15] = [
     "apache-httpclient5-defaults",
     "incident-1402-before",
     "incident-1402-after",
-    "seed-001-layered",
-    "seed-002-llm-api",
-    "seed-003-budget",
-    "seed-004-httpclient-fix",
+    "layered-payment-core",
+    "llm-api-adaptive",
+    "go-db-retry-budget",
+    "httpclient-fix",
 ];
+
+/// Names the write-ups' presets had before they were named for what they
+/// model: still accepted, with a warning naming the new one.
+pub const RENAMED: [(&str, &str); 4] = [
+    ("seed-001-layered", "layered-payment-core"),
+    ("seed-002-llm-api", "llm-api-adaptive"),
+    ("seed-003-budget", "go-db-retry-budget"),
+    ("seed-004-httpclient-fix", "httpclient-fix"),
+];
+
+/// The current name of a preset once called `old`, if it was renamed.
+pub fn renamed(old: &str) -> Option<&'static str> {
+    RENAMED.iter().find(|(o, _)| *o == old).map(|(_, n)| *n)
+}
 
 /// The preset called `name`.
 pub fn get(name: &str) -> Option<Preset> {
+    let name = renamed(name).unwrap_or(name);
     let base = ClientConfig::default();
     let (summary, client, pool) = match name {
         "grpc-a6" => (
@@ -323,10 +338,11 @@ pub fn get(name: &str) -> Option<Preset> {
             },
             None,
         ),
-        "seed-001-layered" => (
-            "Seed 001's layered retries (payment-core tuning): one immediate retry for 502/503/504 answered \
-             within 100 ms, then 2 retries on 502/503/504/509 with 2 s exponential backoff, ±10 % jitter, \
-             capped at 8 s, waiting at least what Retry-After says",
+        "layered-payment-core" => (
+            "The layered-retries write-up's payment core (its tuning matrix: 2 s / 8 s / 2): one immediate \
+             retry of an idempotent request for 502/503/504 answered within 100 ms, then 2 retries on \
+             502/503/504/509 or a Retry-After, exponential from 2 s, ±10 % jitter, capped at 8 s, waiting at \
+             least what Retry-After says",
             ClientConfig {
                 retry: RetryConfig {
                     max_retries: 2,
@@ -343,6 +359,9 @@ pub fn get(name: &str) -> Option<Preset> {
                         RetryOn::Status(509),
                         RetryOn::RateLimited,
                     ],
+                    // "only for idempotent GET/HEAD": the fast layer, and
+                    // with it every retry, only for idempotent requests.
+                    idempotent_only: true,
                     retry_after: RetryAfterConfig {
                         mode: RetryAfterMode::AtLeast,
                         cap: Some(secs(30)),
@@ -360,16 +379,19 @@ pub fn get(name: &str) -> Option<Preset> {
             },
             None,
         ),
-        "seed-002-llm-api" => (
-            "Seed 002's LLM-API client: 30 s per attempt inside a 60 s total deadline, 3 retries on 5xx and \
-             timeouts with full-jitter exponential backoff from 1 s, 429 waits Retry-After without counting \
-             as a retry, 4xx never retried",
+        "llm-api-adaptive" => (
+            "The LLM-API write-up's AdaptiveRetryClient: 30 s per attempt inside a 60 s total deadline, 3 \
+             retries on 5xx and timeouts, backoff 1 s × 2^n at 0.5–1.0 × the delay, capped at 30 s, doubled \
+             while more than 30 % of the last 100 attempts failed; 429 waits Retry-After without counting as \
+             a retry; 4xx never retried",
             ClientConfig {
                 attempt_timeout: Some(secs(30)),
                 total_deadline: Some(secs(60)),
                 retry: RetryConfig {
                     max_retries: 3,
-                    backoff: Backoff::exponential(secs(1), 2.0, Some(secs(16)), Jitter::Full),
+                    // `delay * (0.5 + Math.random() * 0.5)`: equal jitter;
+                    // `maxDelayMs: 30000`.
+                    backoff: Backoff::exponential(secs(1), 2.0, Some(secs(30)), Jitter::Equal),
                     retry_on: vec![RetryOn::Timeout, RetryOn::ServerError, RetryOn::RateLimited],
                     retry_after: RetryAfterConfig {
                         mode: RetryAfterMode::Honor,
@@ -377,21 +399,35 @@ pub fn get(name: &str) -> Option<Preset> {
                         counts_as_retry: false,
                         jitter: 0.0,
                     },
+                    adaptive: Some(crate::policy::adaptive_backoff::AdaptiveBackoffSpec {
+                        window: 100,
+                        failure_rate: 0.3,
+                        factor: 2.0,
+                    }),
                     ..RetryConfig::default()
                 },
                 ..base.clone()
             },
             None,
         ),
-        "seed-003-budget" => (
-            "Seed 003's remedy: a service-wide retry budget (+1 token per success, −10 per retry), full jitter \
-             from 50 ms, retries only for connection errors and 503, deadlines propagated",
+        "go-db-retry-budget" => (
+            "The Go write-up's remedy: a 500 ms request context and a 200 ms dial timeout, 3 retries of \
+             timeouts, connection errors and 503 under a service-wide token budget (+1 per success, −10 per \
+             retry), full jitter from 50 ms, deadlines propagated",
             ClientConfig {
+                // `context.WithTimeout(parentCtx, 500*time.Millisecond)`,
+                // `net.Dialer{Timeout: 200 * time.Millisecond}`.
+                attempt_timeout: Some(ms(500)),
+                connect_timeout: Some(ms(200)),
                 propagate_deadline: true,
                 retry: RetryConfig {
                     max_retries: 3,
                     backoff: Backoff::exponential(ms(50), 2.0, None, Jitter::Full),
-                    retry_on: vec![RetryOn::ConnectFailure, RetryOn::Status(503)],
+                    retry_on: vec![
+                        RetryOn::Timeout,
+                        RetryOn::ConnectFailure,
+                        RetryOn::Status(503),
+                    ],
                     ..RetryConfig::default()
                 },
                 budget: Some(BudgetSpec::Bucket {
@@ -404,14 +440,19 @@ pub fn get(name: &str) -> Option<Preset> {
             },
             None,
         ),
-        "seed-004-httpclient-fix" => (
-            "Seed 004's fix: at most 2 retries, 2.5 s timeout, 200 ms doubling backoff with jitter, and a \
-             breaker (30 % failures over 20 calls, 10 s open, 5 half-open calls)",
+        "httpclient-fix" => (
+            "The HttpClient write-up's fix: at most 2 retries, a 2.5 s socket timeout from the moment a \
+             connection is leased, backoff 200 → 400 → 800 ms plus 0–100 ms of random jitter, and a breaker \
+             (30 % failures over 20 calls, 10 s open, 5 half-open calls)",
             ClientConfig {
                 attempt_timeout: Some(ms(2_500)),
+                // HttpClient's response (socket) timeout runs on the leased
+                // connection, not while waiting for one.
+                timeout_starts: TimeoutStart::ConnectionAcquired,
                 retry: RetryConfig {
                     max_retries: 2,
-                    backoff: Backoff::exponential(ms(200), 2.0, None, Jitter::Equal),
+                    // `baseDelayMillis * (1L << (attempt - 1))` plus 0–100 ms.
+                    backoff: Backoff::exponential(ms(200), 2.0, None, Jitter::Additive(ms(100))),
                     retry_on: vec![
                         RetryOn::Timeout,
                         RetryOn::ConnectFailure,
@@ -445,8 +486,9 @@ pub fn get(name: &str) -> Option<Preset> {
 pub fn closest(name: &str) -> Option<&'static str> {
     NAMES
         .iter()
+        .chain(RENAMED.iter().map(|(old, _)| old))
         .copied()
-        .map(|n| (strsim_distance(name, n), n))
+        .map(|n| (strsim_distance(name, n), renamed(n).unwrap_or(n)))
         .filter(|(d, _)| *d <= 4)
         .min()
         .map(|(_, n)| n)
@@ -484,5 +526,320 @@ mod tests {
         assert_eq!(closest("polly"), Some("polly-v8"));
         assert_eq!(closest("istio"), None);
         assert_eq!(closest("resilience4"), Some("resilience4j"));
+    }
+    fn client(name: &str) -> ClientConfig {
+        get(name).unwrap_or_else(|| panic!("{name}")).client
+    }
+
+    fn exponential(b: &Backoff) -> (SimDuration, f64, Option<SimDuration>) {
+        match b.kind {
+            BackoffKind::Exponential {
+                base,
+                multiplier,
+                cap,
+            } => (base, multiplier, cap),
+            ref k => panic!("not exponential: {k:?}"),
+        }
+    }
+
+    #[test]
+    fn old_names_resolve_to_the_presets_now_named_for_what_they_model() {
+        for (old, new) in RENAMED {
+            assert_eq!(get(old).map(|p| p.name), Some(new));
+            assert!(!NAMES.contains(&old));
+        }
+        assert_eq!(closest("seed-002-llm"), Some("llm-api-adaptive"));
+    }
+
+    /// POLICIES.md §1, gRFC A6's example config.
+    #[test]
+    fn grpc_a6_is_the_grfc_example() {
+        let c = client("grpc-a6");
+        assert_eq!(c.retry.max_retries, 3, "maxAttempts 4");
+        assert_eq!(exponential(&c.retry.backoff), (ms(100), 2.0, Some(secs(1))));
+        assert_eq!(c.retry.backoff.jitter, Jitter::Full);
+        assert_eq!(
+            c.budget,
+            Some(BudgetSpec::Grpc {
+                max_tokens: 10,
+                token_ratio: 0.1
+            })
+        );
+        assert_eq!(c.retry.retry_after.mode, RetryAfterMode::Honor, "pushback");
+        assert_eq!(c.attempt_timeout, None, "the deadline spans attempts");
+    }
+
+    /// POLICIES.md §2: 1 retry, 25 ms base, 10× cap, 15 s route timeout.
+    #[test]
+    fn envoy_is_envoys_router_default() {
+        let c = client("envoy");
+        assert_eq!(c.retry.max_retries, 1);
+        assert_eq!(c.total_deadline, Some(secs(15)));
+        assert!(
+            matches!(c.retry.backoff.kind, BackoffKind::Envoy { base, max } if base == ms(25) && max == ms(250))
+        );
+    }
+
+    /// POLICIES.md: Finagle's RetryBudget() defaults.
+    #[test]
+    fn finagle_is_its_default_budget() {
+        let c = client("finagle");
+        assert_eq!(
+            c.budget,
+            Some(BudgetSpec::Finagle {
+                ttl: secs(10),
+                min_retries_per_sec: 10,
+                percent_can_retry: 0.2
+            })
+        );
+        assert_eq!(
+            c.retry.retry_on,
+            vec![RetryOn::ConnectFailure],
+            "requeues only"
+        );
+    }
+
+    /// POLICIES.md §3: maxAttempts 3, waitDuration 500 ms; breaker defaults.
+    #[test]
+    fn resilience4j_is_its_defaults() {
+        let c = client("resilience4j");
+        assert_eq!(c.retry.max_retries, 2);
+        assert_eq!(c.retry.backoff, Backoff::fixed(ms(500)));
+        assert_eq!(
+            c.breaker,
+            Some(BreakerSpec::Resilience4j(R4jConfig::default()))
+        );
+        let d = R4jConfig::default();
+        assert_eq!(
+            (
+                d.failure_rate_threshold,
+                d.sliding_window_size,
+                d.minimum_number_of_calls
+            ),
+            (50.0, 100, 100)
+        );
+        assert_eq!(
+            (
+                d.wait_duration_in_open_state,
+                d.permitted_calls_in_half_open
+            ),
+            (secs(60), 10)
+        );
+    }
+
+    /// POLICIES.md §4: 3 retries, 2 s constant, no jitter; breaker defaults.
+    #[test]
+    fn polly_v8_is_its_defaults() {
+        let c = client("polly-v8");
+        assert_eq!(c.retry.max_retries, 3);
+        assert_eq!(c.retry.backoff, Backoff::fixed(secs(2)));
+        assert_eq!(c.breaker, Some(BreakerSpec::Polly(PollyConfig::default())));
+    }
+
+    /// POLICIES.md §6: standard mode v2.0, 3 attempts, 1 s × 2 up to 20 s.
+    #[test]
+    fn aws_standard_and_adaptive_are_the_sdk_modes() {
+        for name in ["aws-standard", "aws-adaptive"] {
+            let c = client(name);
+            assert_eq!(c.retry.max_retries, 2);
+            assert_eq!(
+                exponential(&c.retry.backoff),
+                (secs(1), 2.0, Some(secs(20)))
+            );
+            assert_eq!(
+                c.budget,
+                Some(BudgetSpec::AwsQuota {
+                    capacity: 500,
+                    retry_cost: 5,
+                    timeout_cost: 10,
+                    no_retry_increment: 1
+                })
+            );
+        }
+        assert_eq!(client("aws-standard").throttle, None);
+        assert_eq!(
+            client("aws-adaptive").throttle,
+            Some(ThrottleSpec::AwsAdaptive)
+        );
+    }
+
+    /// Go's net/http: no client timeout, 30 s dial, 90 s idle, no retries.
+    #[test]
+    fn go_net_http_is_its_defaults() {
+        let p = get("go-net-http-defaults").unwrap();
+        assert_eq!(
+            (p.client.attempt_timeout, p.client.connect_timeout),
+            (None, Some(secs(30)))
+        );
+        assert_eq!(p.client.retry.max_retries, 0);
+        assert_eq!(p.pool.and_then(|p| p.idle_timeout), Some(secs(90)));
+    }
+
+    /// Apache HttpClient 5: 5 per route, 3 min timeouts, 1 retry after 1 s.
+    #[test]
+    fn apache_httpclient5_is_its_defaults() {
+        let p = get("apache-httpclient5-defaults").unwrap();
+        assert_eq!(p.client.connect_timeout, Some(secs(180)));
+        assert_eq!(p.client.retry.max_retries, 1);
+        assert_eq!(p.client.retry.backoff, Backoff::fixed(secs(1)));
+        assert!(p.client.retry.idempotent_only);
+        assert_eq!(p.pool.map(|p| p.max_connections), Some(5));
+    }
+
+    /// INCIDENTS.md A: the deployed fix, line by line.
+    #[test]
+    fn incident_1402_after_is_the_deployed_fix() {
+        let c = client("incident-1402-after");
+        assert_eq!(
+            (c.connect_timeout, c.attempt_timeout),
+            (Some(secs(5)), Some(secs(60)))
+        );
+        assert_eq!(
+            exponential(&c.retry.backoff),
+            (secs(1), 2.0, Some(secs(16)))
+        );
+        assert_eq!(
+            c.retry.backoff.jitter,
+            Jitter::Proportional(0.25),
+            "0.75–1.25 s"
+        );
+        assert_eq!(c.retry.max_retries, 2);
+        assert_eq!(
+            c.retry.retry_on,
+            vec![RetryOn::Timeout, RetryOn::ServerError]
+        );
+        let Some(BreakerSpec::Resilience4j(b)) = &c.breaker else {
+            panic!("a breaker")
+        };
+        assert_eq!(
+            (b.failure_rate_threshold, b.sliding_window_size),
+            (50.0, 10)
+        );
+        assert_eq!(b.wait_duration_in_open_state, secs(30));
+        assert!(c.fallback && c.budget.is_some());
+    }
+
+    /// INCIDENTS.md A: 3 retries, fixed 1 s, no jitter, every non-2xx.
+    #[test]
+    fn incident_1402_before_is_the_old_policy() {
+        let c = client("incident-1402-before");
+        assert_eq!(c.retry.max_retries, 3);
+        assert_eq!(c.retry.backoff, Backoff::fixed(secs(1)));
+    }
+
+    /// INCIDENTS.md B, the payment core row of the tuning matrix.
+    #[test]
+    fn layered_payment_core_is_the_write_ups_tuning() {
+        let c = client("layered-payment-core");
+        assert_eq!(
+            exponential(&c.retry.backoff),
+            (secs(2), 2.0, Some(secs(8))),
+            "2 s / 8 s"
+        );
+        assert_eq!(c.retry.max_retries, 2);
+        assert_eq!(c.retry.backoff.jitter, Jitter::Proportional(0.1), "±10 %");
+        let fast = c.retry.fast_retry.expect("the fast layer");
+        assert_eq!((fast.statuses, fast.within), (vec![502, 503, 504], ms(100)));
+        assert!(c.retry.idempotent_only, "only idempotent GET/HEAD");
+        assert!(c.retry.retry_on.contains(&RetryOn::Status(509)));
+    }
+
+    /// INCIDENTS.md C and the write-up's AdaptiveRetryClient code.
+    #[test]
+    fn llm_api_adaptive_is_the_write_ups_client() {
+        let c = client("llm-api-adaptive");
+        assert_eq!(
+            (c.attempt_timeout, c.total_deadline),
+            (Some(secs(30)), Some(secs(60)))
+        );
+        assert_eq!(c.retry.max_retries, 3);
+        assert_eq!(
+            exponential(&c.retry.backoff),
+            (secs(1), 2.0, Some(secs(30))),
+            "maxDelayMs 30000"
+        );
+        assert_eq!(
+            c.retry.backoff.jitter,
+            Jitter::Equal,
+            "delay × (0.5 + random × 0.5)"
+        );
+        assert!(
+            !c.retry.retry_after.counts_as_retry,
+            "429 waits are not retries"
+        );
+        let a = c.retry.adaptive.expect("adaptive backoff");
+        assert_eq!((a.window, a.failure_rate, a.factor), (100, 0.3, 2.0));
+        assert!(
+            !c.retry.retry_on.contains(&RetryOn::ClientError),
+            "4xx never"
+        );
+    }
+
+    /// INCIDENTS.md D and the write-up's Go code.
+    #[test]
+    fn go_db_retry_budget_is_the_write_ups_remedy() {
+        let c = client("go-db-retry-budget");
+        assert_eq!(
+            c.attempt_timeout,
+            Some(ms(500)),
+            "context.WithTimeout 500 ms"
+        );
+        assert_eq!(c.connect_timeout, Some(ms(200)), "Dialer Timeout 200 ms");
+        assert!(
+            c.retry.retry_on.contains(&RetryOn::Timeout),
+            "it retries timeouts"
+        );
+        assert_eq!(exponential(&c.retry.backoff).0, ms(50));
+        assert_eq!(
+            c.retry.backoff.jitter,
+            Jitter::Full,
+            "rand × base × 2^attempt"
+        );
+        assert_eq!(
+            c.budget,
+            Some(BudgetSpec::Bucket {
+                max_tokens: 100,
+                per_success: 1,
+                per_retry: 10
+            })
+        );
+        assert!(c.propagate_deadline && c.scope == Scope::Global);
+    }
+
+    /// INCIDENTS.md E and the write-up's Java code.
+    #[test]
+    fn httpclient_fix_is_the_write_ups_fix() {
+        let c = client("httpclient-fix");
+        assert_eq!(c.retry.max_retries, 2);
+        assert_eq!(c.attempt_timeout, Some(ms(2_500)), "5 s → 2.5 s");
+        assert_eq!(
+            c.timeout_starts,
+            TimeoutStart::ConnectionAcquired,
+            "a socket timeout"
+        );
+        assert_eq!(
+            exponential(&c.retry.backoff),
+            (ms(200), 2.0, None),
+            "200 → 400 → 800"
+        );
+        assert_eq!(
+            c.retry.backoff.jitter,
+            Jitter::Additive(ms(100)),
+            "plus 0–100 ms"
+        );
+        let Some(BreakerSpec::Resilience4j(b)) = &c.breaker else {
+            panic!("a breaker")
+        };
+        assert_eq!(
+            (b.failure_rate_threshold, b.sliding_window_size),
+            (30.0, 20)
+        );
+        assert_eq!(
+            (
+                b.wait_duration_in_open_state,
+                b.permitted_calls_in_half_open
+            ),
+            (secs(10), 5)
+        );
     }
 }
