@@ -870,7 +870,8 @@ impl Experiment {
 
 /// The typed world of a written value: presets expanded, defaults filled
 /// in. `Err((path, message))`.
-pub fn resolve(written: Value) -> Result<WorldConfig, (String, String)> {
+pub fn resolve(mut written: Value) -> Result<WorldConfig, (String, String)> {
+    expand_deploys(&mut written)?;
     let expanded = expand_preset(written)?;
     from_value(expanded).map_err(|e| {
         let text = e.to_string();
@@ -879,6 +880,44 @@ pub fn resolve(written: Value) -> Result<WorldConfig, (String, String)> {
             _ => ("client".to_string(), text),
         }
     })
+}
+
+/// Completes each timeline `deploy.client`: what is written there merged
+/// over the client as the file and the deploys before it in the timeline
+/// leave it, a preset named there expanded, so the world gets a whole
+/// client policy at every deploy.
+fn expand_deploys(world: &mut Value) -> Result<(), (String, String)> {
+    let mut live = world
+        .get("client")
+        .cloned()
+        .unwrap_or(Value::Mapping(Mapping::new()));
+    let Some(Value::Sequence(entries)) = world.get_mut("timeline") else {
+        return Ok(());
+    };
+    for (i, entry) in entries.iter_mut().enumerate() {
+        let Some(Value::Mapping(deploy)) = entry.get_mut("deploy") else {
+            continue;
+        };
+        let written = deploy
+            .remove("client")
+            .unwrap_or(Value::Mapping(Mapping::new()));
+        // A preset starts the client over; fields beside it apply on top.
+        let names_preset = written.get("preset").is_some();
+        let mut client = if names_preset {
+            Value::Mapping(Mapping::new())
+        } else {
+            live.clone()
+        };
+        merge(&mut client, written);
+        live = client.clone();
+        let mut alone = Mapping::new();
+        alone.insert(Value::from("client"), client);
+        let expanded = expand_preset(Value::Mapping(alone))
+            .map_err(|(p, m)| (format!("timeline[{i}].deploy.{p}"), m))?;
+        let client = expanded.get("client").cloned().unwrap_or(Value::Null);
+        deploy.insert(Value::from("client"), client);
+    }
+    Ok(())
 }
 
 /// Expands `client.preset`: the preset's client policy (and pool, where
@@ -1172,6 +1211,48 @@ mod tests {
             exp.world.client.retry.backoff.kind,
             sim_models::policy::backoff::BackoffKind::Exponential { .. }
         ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_deploy_changes_one_field_or_swaps_the_whole_client() {
+        let dir = std::env::temp_dir().join(format!("stormsim-deploy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("deploy.yaml");
+        std::fs::write(
+            &file,
+            "client:\n  attempt_timeout: 3s\n  retry: { max_retries: 3 }\ntimeline:\n  - at: 10s\n    deploy: { client: { retry: { max_retries: 0 } } }\n  - at: 20s\n    deploy: { client: { preset: incident-1402-after } }\n  - at: 30s\n    deploy: { client: { attempt_timeout: 1s } }\n",
+        )
+        .unwrap();
+        let exp = load(&file, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
+        let deployed = |i: usize| exp.world.timeline[i].deploy.clone().unwrap().client;
+        let three = Some(sim_core::time::SimDuration::from_secs(3));
+        // One field: the rest as the file wrote it.
+        assert_eq!(deployed(0).retry.max_retries, 0);
+        assert_eq!(deployed(0).attempt_timeout, three);
+        // A preset: the whole client swapped.
+        assert_eq!(
+            deployed(1),
+            presets::get("incident-1402-after").unwrap().client
+        );
+        // And the next deploy builds on the one before.
+        let mut after = presets::get("incident-1402-after").unwrap().client;
+        after.attempt_timeout = Some(sim_core::time::SimDuration::from_secs(1));
+        assert_eq!(deployed(2), after);
+
+        std::fs::write(
+            &file,
+            "timeline:\n  - at: 10s\n    deploy: { client: { retry: { max_retries: 1, backoff: { fixed: { delay: 0s } } }, hedging: { max_attempts: 2, delay: 1s } } }\n",
+        )
+        .unwrap();
+        let err = load(&file, &InputLimits::default())
+            .err()
+            .expect("invalid")
+            .to_string();
+        assert!(
+            err.contains("timeline[0].deploy.client.hedging") && err.contains("deploy.yaml:3:"),
+            "{err}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -19,6 +19,7 @@ impl<S: RowSink> World<S> {
             StepAction::Set(param, v) => format!("{} = {v}", param.path()),
             StepAction::KillPod(pod) => format!("kill pod {pod}"),
             StepAction::RestartPod(pod) => format!("restart pod {pod}"),
+            StepAction::Deploy(_) => "deploy a new client policy".to_string(),
         };
         self.rec.sink_mut().event(WorldEvent {
             at: now,
@@ -39,8 +40,38 @@ impl<S: RowSink> World<S> {
                     self.take_pod_down(pod, PodState::Restarting, sched);
                 }
             }
+            StepAction::Deploy(entry) => {
+                let deployed = self
+                    .cfg
+                    .timeline
+                    .get(entry as usize)
+                    .and_then(|e| e.deploy.as_ref())
+                    .map(|d| d.client.clone());
+                let Some(client) = deployed else {
+                    debug_assert!(false, "a deploy step without its entry");
+                    return;
+                };
+                self.deploy(client, now);
+            }
         }
         self.sync_upstream_levels(now);
+    }
+
+    /// The operator deploys `client`: new attempts, retries and backoffs
+    /// follow it from now; budgets, breakers and throttles start fresh.
+    /// Attempts in progress keep the timeout they were armed with.
+    fn deploy(&mut self, client: crate::config::ClientConfig, now: sim_core::time::SimTime) {
+        let pods = self.service.pods.len().max(1);
+        self.client.policies = match client.scope {
+            crate::config::Scope::Global => vec![crate::client::PolicySet::new(&client)],
+            crate::config::Scope::Pod => (0..pods)
+                .map(|_| crate::client::PolicySet::new(&client))
+                .collect(),
+        };
+        self.cfg.client = client;
+        // Fresh breakers are closed.
+        self.rec.level(Level::BreakersOpen, now, 0);
+        self.rec.level(Level::BreakersHalfOpen, now, 0);
     }
 
     fn set_param(&mut self, param: Param, v: f64, sched: &mut Scheduler<Event>) {

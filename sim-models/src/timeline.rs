@@ -228,6 +228,23 @@ pub struct TimelineEntry {
     /// rolling, one pod every `every`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_all: Option<RestartAll>,
+    /// Deploy a new client policy (the operator's fix): from this moment
+    /// every new attempt, retry and backoff follows it, and the policies'
+    /// state (budgets, breakers, throttles) starts fresh, as new processes'
+    /// would. The experiment loader merges what is written over the client
+    /// as the file and the deploys before this one leave it, so one field
+    /// (`deploy: { client: { retry: { max_retries: 0 } } }`) or a whole
+    /// block (`deploy: { client: { preset: incident-1402-after } }`) both work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deploy: Option<Deploy>,
+}
+
+/// A client policy deployed at a moment of the timeline.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Deploy {
+    /// The client from then on, complete.
+    pub client: crate::config::ClientConfig,
 }
 
 /// A restart of every pod the service has at that moment.
@@ -248,6 +265,8 @@ pub enum StepAction {
     KillPod(u32),
     /// Restart a pod.
     RestartPod(u32),
+    /// Deploy the client policy of timeline entry `n`.
+    Deploy(u32),
 }
 
 /// One change at one instant; `entry` is the timeline index it came from.
@@ -271,6 +290,7 @@ impl TimelineEntry {
             + usize::from(self.kill_pod.is_some())
             + usize::from(self.restart_pod.is_some())
             + usize::from(self.restart_all.is_some())
+            + usize::from(self.deploy.is_some())
     }
 
     pub(crate) fn validate(
@@ -295,7 +315,7 @@ impl TimelineEntry {
             p.add(
                 path,
                 format!(
-                    "needs exactly one action of set, ramp, pulse, kill_pod, restart_pod, restart_all; found {}",
+                    "needs exactly one action of set, ramp, pulse, kill_pod, restart_pod, restart_all, deploy; found {}",
                     self.action_count()
                 ),
             );
@@ -313,6 +333,17 @@ impl TimelineEntry {
         };
         if let Some(s) = &self.set {
             check(p, "set.value", s.param, s.value);
+        }
+        if let Some(d) = &self.deploy {
+            // The deployed client, checked as the client of this world.
+            let mut with = cfg.clone();
+            with.client = d.client.clone();
+            with.timeline.clear();
+            if let Err(errors) = with.validate() {
+                for e in errors.into_iter().filter(|e| e.path.starts_with("client")) {
+                    p.add(&format!("{path}.deploy.{}", e.path), e.message);
+                }
+            }
         }
         if let Some(r) = &self.ramp {
             check(p, "ramp.to", r.param, r.to);
@@ -428,6 +459,8 @@ pub fn resolve(cfg: &WorldConfig) -> Vec<Step> {
             steps.push(step(at, StepAction::KillPod(pod), true));
         } else if let Some(pod) = e.restart_pod {
             steps.push(step(at, StepAction::RestartPod(pod), true));
+        } else if e.deploy.is_some() {
+            steps.push(step(at, StepAction::Deploy(i as u32), true));
         } else if let Some(r) = &e.restart_all {
             // The pods the service has then, as the steps before leave it.
             let pods = value_of(&current, Param::ServicePods).round().max(0.0) as u32;

@@ -18,6 +18,7 @@ fn entry(at: u64) -> TimelineEntry {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        deploy: None,
     }
 }
 
@@ -499,4 +500,42 @@ fn a_slowdown_applies_at_start_or_on_admission() {
     assert!((drain_start - 23.5).abs() < 2.0, "{drain_start}");
     assert!(peak_admission > peak_start);
     assert!((drain_admission - 70.0).abs() < 5.0, "{drain_admission}");
+}
+
+/// The operator deploys a fix at 30 s: a client without retries against a
+/// dependency failing everything. Before it, 3 retries make 4 attempts a
+/// request; after it, one. The policies start fresh with the new client.
+#[test]
+fn a_deployed_client_applies_to_every_attempt_from_then_on() {
+    use sim_models::timeline::Deploy;
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(60);
+    cfg.load.rate = 100.0;
+    cfg.upstream.latency = DistSpec::Constant(ms(10));
+    cfg.upstream.errors.http_503 = 1.0;
+    cfg.client.retry.max_retries = 3;
+    cfg.client.retry.backoff = Backoff::fixed(ms(10));
+    let mut fixed = cfg.client.clone();
+    fixed.retry.max_retries = 0;
+    cfg.timeline.push(TimelineEntry {
+        deploy: Some(Deploy { client: fixed }),
+        ..entry(30)
+    });
+    let (rows, t) = go(&cfg);
+    let amplification = |range: std::ops::Range<usize>| {
+        let attempts: u64 = rows[range.clone()].iter().map(|r| r.attempts()).sum();
+        let offered: u64 = rows[range].iter().map(|r| r.count(Count::Offered)).sum();
+        attempts as f64 / offered as f64
+    };
+    assert!(
+        (amplification(5..29) - 4.0).abs() < 0.05,
+        "{}",
+        amplification(5..29)
+    );
+    assert!(
+        (amplification(31..59) - 1.0).abs() < 0.01,
+        "{}",
+        amplification(31..59)
+    );
+    assert_eq!(t.count(Count::TimelineSteps), 1);
 }

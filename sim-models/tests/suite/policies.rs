@@ -513,6 +513,7 @@ fn retry_after_jitter_removes_the_synchronised_wave() {
             kill_pod: None,
             restart_pod: None,
             restart_all: None,
+            deploy: None,
         });
         let (rows, t) = go(&cfg);
         let attempts =

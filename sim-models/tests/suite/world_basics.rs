@@ -101,6 +101,7 @@ fn unready_pods_leave_rotation_and_come_back() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        deploy: None,
     });
     let (rows, t) = run_rows(&cfg);
     assert_eq!(t.count(Count::PodRestarts), 0, "readiness never restarts");
@@ -195,6 +196,7 @@ fn timeline_pulse_changes_and_reverts_the_load() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        deploy: None,
     });
     let (rows, _) = run_rows(&cfg);
     let offered = |range: std::ops::Range<usize>| {
@@ -315,6 +317,7 @@ fn pod_groups_add_up_to_the_pool_totals() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        deploy: None,
     });
     let rows: Vec<BucketRow> = run(&cfg, Vec::new()).unwrap().sink;
     let mut busy = 0;
@@ -377,6 +380,7 @@ fn a_pulse_that_outlasts_the_run_leaves_recovery_unjudged() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        deploy: None,
     };
     let judge = |cfg: &WorldConfig| {
         let out = run(cfg, Vec::new()).unwrap_or_else(|e| panic!("{e}"));
@@ -423,6 +427,7 @@ fn every_attempt_started_is_recorded_as_ended_by_its_outcome() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        deploy: None,
     });
     let (rows, t) = run_rows(&cfg);
     let ended: u64 = Count::ENDED.iter().map(|&c| t.count(c)).sum();
