@@ -1245,10 +1245,10 @@ mod tests {
             "timeline:\n  - at: 10s\n    deploy: { client: { retry: { max_retries: 1, backoff: { fixed: { delay: 0s } } }, hedging: { max_attempts: 2, delay: 1s } } }\n",
         )
         .unwrap();
-        let err = load(&file, &InputLimits::default())
-            .err()
-            .expect("invalid")
-            .to_string();
+        let err = match load(&file, &InputLimits::default()) {
+            Ok(_) => panic!("a deploy with retries and hedging is refused"),
+            Err(e) => e.to_string(),
+        };
         assert!(
             err.contains("timeline[0].deploy.client.hedging") && err.contains("deploy.yaml:3:"),
             "{err}"
