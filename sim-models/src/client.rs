@@ -113,6 +113,7 @@ fn outcome_of(status: Status) -> AttemptOutcome {
         Status::Error(code) => AttemptOutcome::ServerError(code, Pushback::None),
         Status::Rejected(pushback) => AttemptOutcome::ServerError(503, pushback),
         Status::TooManyRequests(after) => AttemptOutcome::RateLimited(after),
+        Status::Reset => AttemptOutcome::ConnectFailure,
     }
 }
 

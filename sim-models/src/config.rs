@@ -170,6 +170,9 @@ pub struct GatewayConfig {
     /// the balancer picks, and the pod's own retries start over. Retries
     /// at two tiers multiply (default: none).
     pub retry: Option<GatewayRetry>,
+    /// A token bucket at the service's own door: a request over it is
+    /// answered 429 at once, never reaching a pod (default: none).
+    pub rate_limit: Option<RateLimitConfig>,
 }
 
 /// The gateway's own retries.
@@ -344,6 +347,28 @@ pub struct NetworkConfig {
     pub connect_failure: f64,
 }
 
+/// The server's dynamic admission threshold.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdmissionConfig {
+    /// Requests held (in service and queued) when nothing fails.
+    pub base_capacity: u32,
+    /// The window the error rate is measured over (default 10 s).
+    #[serde(default = "ten_secs")]
+    pub window: SimDuration,
+    /// The `Retry-After` sent with its 429s (default 1 s).
+    #[serde(default = "one_sec")]
+    pub retry_after: SimDuration,
+}
+
+fn ten_secs() -> SimDuration {
+    secs(10)
+}
+
+fn one_sec() -> SimDuration {
+    secs(1)
+}
+
 /// When a latency change applies to a request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -453,6 +478,12 @@ pub struct UpstreamConfig {
     /// past the queue limit or from shedding, a 429 from the rate limit)
     /// is answered (default 0s: at once).
     pub reject_after: SimDuration,
+    /// The server's dynamic admission threshold (the layered-retries
+    /// write-up): at most `base_capacity × (1 − error_rate²)` requests held
+    /// (in service and queued), `error_rate` its share of 5xx answers over
+    /// the window; over it, a first attempt gets 429 with Retry-After and a
+    /// retry a connection reset (default: none).
+    pub admission: Option<AdmissionConfig>,
     /// When a request's work (its latency draw times `latency_scale`) is
     /// fixed: `start` (default), when a slot takes it, so requests queued
     /// during a slowdown are served at normal speed once it ends; or
@@ -527,6 +558,7 @@ impl Default for UpstreamConfig {
             queue_limit: 10_000,
             reject_after: SimDuration::ZERO,
             applies_at: AppliesAt::Start,
+            admission: None,
             overflow: OverflowAction::Reject,
             latency: DistSpec::LogNormal {
                 median: Some(millis(50)),
@@ -1114,6 +1146,21 @@ impl WorldConfig {
             (0.0..=1.0).contains(&u.errors.http_500) && (0.0..=1.0).contains(&u.errors.http_503);
         if each_ok && u.errors.http_500 + u.errors.http_503 > 1.0 {
             p.add("upstream.errors", "http_500 + http_503 must not exceed 1");
+        }
+        if let Some(a) = &u.admission {
+            if a.base_capacity == 0 {
+                p.add("upstream.admission.base_capacity", "must be at least 1");
+            }
+            p.positive("upstream.admission.window", a.window);
+        }
+        if let Some(rl) = &self.gateway.rate_limit {
+            p.rate("gateway.rate_limit.rps", rl.rps);
+            if rl.rps == 0.0 {
+                p.add(
+                    "gateway.rate_limit.rps",
+                    "must be above 0 (0 would refuse everything)",
+                );
+            }
         }
         if let Some(rl) = &u.rate_limit {
             p.rate("upstream.rate_limit.rps", rl.rps);

@@ -56,10 +56,14 @@ impl<S: RowSink> World<S> {
     pub(crate) fn on_upstream_received(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         let deadline = self.propagated_deadline(att);
+        let retry = self.reqs.att(att).is_some_and(|a| a.number > 1);
         let (job, admission) =
             self.dependency
                 .upstream
-                .arrive(Owner::Client(att), deadline, now, sched);
+                .arrive(Owner::Client(att), retry, deadline, now, sched);
+        if let Admission::Answered(status) = admission {
+            self.dependency.upstream.answered(now, status);
+        }
         self.count_admission(admission);
         let live = self.att_is(att, AttemptPhase::InFlight);
         match (admission, job) {
@@ -104,6 +108,7 @@ impl<S: RowSink> World<S> {
     pub(crate) fn on_upstream_completed(&mut self, job: JobRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         let done = stale!(self.dependency.upstream.complete(job, sched));
+        self.dependency.upstream.answered(now, done.status);
         self.report_expired();
         self.sync_upstream_levels(now);
         match done.owner {
@@ -152,10 +157,10 @@ impl<S: RowSink> World<S> {
             });
             return;
         }
-        let (_, admission) = self
-            .dependency
-            .upstream
-            .arrive(Owner::Background, None, now, sched);
+        let (_, admission) =
+            self.dependency
+                .upstream
+                .arrive(Owner::Background, false, None, now, sched);
         self.count_admission(admission);
         self.sync_upstream_levels(now);
     }

@@ -3,6 +3,7 @@
 //! user's side of a request (gateway deadline, patience, the outcome seen).
 
 use crate::config::{ConfigError, WorldConfig};
+use crate::policy::token_bucket::TokenBucket;
 use crate::world::{compile, compile_opt};
 use rand::RngExt;
 use sim_core::dist::Dist;
@@ -66,6 +67,8 @@ pub struct Load {
     pub(crate) patience_rng: SimRng,
     pub(crate) think: Option<Dist>,
     pub(crate) think_rng: SimRng,
+    /// The service's own rate limit (`gateway.rate_limit`), if any.
+    pub(crate) door: Option<TokenBucket>,
 }
 
 impl Load {
@@ -84,6 +87,11 @@ impl Load {
             patience_rng: streams.stream("load/patience"),
             think,
             think_rng: streams.stream("load/think"),
+            door: cfg
+                .gateway
+                .rate_limit
+                .as_ref()
+                .map(|r| TokenBucket::full(r.burst.map_or(r.rps.max(1.0), f64::from))),
         })
     }
 }
@@ -178,6 +186,17 @@ impl<S: RowSink> World<S> {
         };
         if let Some(q) = self.reqs.get_mut(req) {
             q.user_timer = timer;
+        }
+        let rps = self.cfg.gateway.rate_limit.as_ref().map(|r| r.rps);
+        if let (Some(rps), Some(door)) = (rps, self.load.door.as_mut())
+            && !door.take(now, rps)
+        {
+            // Answered 429 at the service's door: it never reaches a pod.
+            if let Some(q) = self.reqs.get_mut(req) {
+                q.service_done = true;
+            }
+            self.user_outcome(req, Reason::RateLimited, sched);
+            return;
         }
         self.dispatch(req, sched);
     }

@@ -4,6 +4,8 @@
 //! limit, injected errors, other tenants' load, and no idea that a caller
 //! gave up unless cancellation is propagated.
 
+use std::collections::VecDeque;
+
 use rand::RngExt;
 use sim_core::dist::Dist;
 use sim_core::queue::EventId;
@@ -13,8 +15,11 @@ use sim_core::slab::{Ref, Slab};
 use sim_core::time::{SimDuration, SimTime};
 use sim_core::waitline::WaitLine;
 
-use crate::config::{AppliesAt, LoadLaw, OverflowAction, PushbackConfig, Shedding, UpstreamConfig};
+use crate::config::{
+    AdmissionConfig, AppliesAt, LoadLaw, OverflowAction, PushbackConfig, Shedding, UpstreamConfig,
+};
 use crate::outcome::Pushback;
+use crate::policy::token_bucket::TokenBucket;
 use crate::request::AttRef;
 use crate::world::Event;
 
@@ -59,6 +64,9 @@ pub enum Status {
     Rejected(Pushback),
     /// 429 with Retry-After, nanoseconds.
     TooManyRequests(u64),
+    /// The connection reset before an answer (the admission threshold's
+    /// answer to a retry).
+    Reset,
 }
 
 /// A request the upstream holds, in service or queued.
@@ -135,6 +143,11 @@ pub struct Upstream {
     reject_after: SimDuration,
     /// When a request's work is fixed: on admission, or when it starts.
     applies_at: AppliesAt,
+    /// The dynamic admission threshold, if any, and its window of answers:
+    /// (when, a 5xx), with the 5xx count.
+    admission: Option<AdmissionConfig>,
+    answers: VecDeque<(SimTime, bool)>,
+    answers_5xx: u32,
     overflow: OverflowAction,
     latency: Dist,
     law: LoadLaw,
@@ -143,10 +156,8 @@ pub struct Upstream {
     honor_deadlines: bool,
     /// Queued jobs dropped because their deadline passed, not yet reported.
     pub expired: u64,
-    burst: f64,
     retry_after: SimDuration,
-    tokens: f64,
-    tokens_at: SimTime,
+    bucket: TokenBucket,
     jobs: Slab<Job>,
     queue: WaitLine<JobRef>,
     in_service: u32,
@@ -181,6 +192,9 @@ impl Upstream {
             errors_after: cfg.errors.after,
             reject_after: cfg.reject_after,
             applies_at: cfg.applies_at,
+            admission: cfg.admission.clone(),
+            answers: VecDeque::new(),
+            answers_5xx: 0,
             overflow: cfg.overflow,
             latency,
             law: cfg.load_law.clone(),
@@ -192,10 +206,8 @@ impl Upstream {
             },
             honor_deadlines: cfg.honor_deadlines,
             expired: 0,
-            burst,
             retry_after: rl.map_or(SimDuration::from_secs(1), |r| r.retry_after),
-            tokens: burst,
-            tokens_at: SimTime::ZERO,
+            bucket: TokenBucket::full(burst),
             jobs: Slab::new(),
             queue: WaitLine::new(),
             in_service: 0,
@@ -285,17 +297,9 @@ impl Upstream {
 
     /// Refills the rate-limit bucket and takes a token; false if empty.
     fn take_token(&mut self, now: SimTime) -> bool {
-        let Some(rps) = self.params.rate_limit_rps else {
-            return true;
-        };
-        let elapsed = now.saturating_since(self.tokens_at).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * rps).min(self.burst);
-        self.tokens_at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
+        match self.params.rate_limit_rps {
+            Some(rps) => self.bucket.take(now, rps),
+            None => true,
         }
     }
 
@@ -303,6 +307,7 @@ impl Upstream {
     pub fn arrive(
         &mut self,
         owner: Owner,
+        retry: bool,
         deadline: Option<SimTime>,
         now: SimTime,
         sched: &mut Scheduler<Event>,
@@ -312,6 +317,16 @@ impl Upstream {
                 None,
                 Admission::Answered(Status::TooManyRequests(self.retry_after.as_nanos())),
             );
+        }
+        if let Some(retry_after) = self.admission.as_ref().map(|a| a.retry_after) {
+            let held = self.in_service + self.queue.len() as u32;
+            if f64::from(held) >= self.threshold(now) {
+                let answer = match retry {
+                    true => Status::Reset,
+                    false => Status::TooManyRequests(retry_after.as_nanos()),
+                };
+                return (None, Admission::Answered(answer));
+            }
         }
         if self.errors_after.is_some() {
             let status = self.draw_error();
@@ -347,6 +362,41 @@ impl Upstream {
             OverflowAction::Reject => (None, Admission::Answered(Status::Rejected(self.pushback))),
             OverflowAction::Drop => (None, Admission::Dropped),
         }
+    }
+
+    /// The admission threshold now: `base × (1 − e²)`, `e` the share of
+    /// 5xx among the window's answers.
+    fn threshold(&mut self, now: SimTime) -> f64 {
+        let Some(a) = &self.admission else {
+            return f64::INFINITY;
+        };
+        let (base, window) = (f64::from(a.base_capacity), a.window);
+        while let Some(&(t, bad)) = self.answers.front() {
+            if now.saturating_since(t) < window {
+                break;
+            }
+            self.answers.pop_front();
+            self.answers_5xx -= u32::from(bad);
+        }
+        let e = match self.answers.len() {
+            0 => 0.0,
+            n => f64::from(self.answers_5xx) / n as f64,
+        };
+        base * (1.0 - e * e)
+    }
+
+    /// Remembers an answer for the admission threshold's error rate.
+    pub fn answered(&mut self, now: SimTime, status: Status) {
+        if self.admission.is_none() {
+            return;
+        }
+        let bad = match status {
+            Status::Error(code) => code >= 500,
+            Status::Rejected(_) => true,
+            Status::Ok | Status::TooManyRequests(_) | Status::Reset => false,
+        };
+        self.answers.push_back((now, bad));
+        self.answers_5xx += u32::from(bad);
     }
 
     /// An injected error, or `Ok`, by one draw against the live mix.
@@ -441,5 +491,50 @@ impl Upstream {
             self.fill_slots(sched);
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::UpstreamConfig;
+    use sim_core::rng::RngStreams;
+
+    #[test]
+    fn the_admission_threshold_falls_with_the_square_of_the_error_rate() {
+        let cfg = UpstreamConfig {
+            admission: Some(AdmissionConfig {
+                base_capacity: 100,
+                window: SimDuration::from_secs(10),
+                retry_after: SimDuration::from_secs(1),
+            }),
+            ..UpstreamConfig::default()
+        };
+        let streams = RngStreams::new(1);
+        let latency = Dist::new(&cfg.latency).unwrap();
+        let mut u = Upstream::new(
+            &cfg,
+            latency,
+            streams.stream("a"),
+            streams.stream("b"),
+            streams.stream("c"),
+        );
+        let t = |s: u64| SimTime::ZERO.saturating_add(SimDuration::from_secs(s));
+        assert_eq!(u.threshold(t(0)), 100.0);
+        for i in 0..10 {
+            let status = if i % 2 == 0 {
+                Status::Error(503)
+            } else {
+                Status::Ok
+            };
+            u.answered(t(1), status);
+        }
+        // Half the answers 5xx: 100 × (1 − 0.25).
+        assert_eq!(u.threshold(t(2)), 75.0);
+        // 429s and resets are the threshold's own answers, not failures.
+        u.answered(t(2), Status::TooManyRequests(0));
+        assert!((u.threshold(t(3)) - 100.0 * (1.0 - (5.0f64 / 11.0).powi(2))).abs() < 1e-9);
+        // Ten seconds on, the window has forgotten.
+        assert_eq!(u.threshold(t(13)), 100.0);
     }
 }

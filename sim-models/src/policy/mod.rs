@@ -23,3 +23,4 @@ pub mod budget;
 pub mod gate;
 pub mod presets;
 pub mod throttle;
+pub mod token_bucket;

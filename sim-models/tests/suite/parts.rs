@@ -539,3 +539,27 @@ fn a_deployed_client_applies_to_every_attempt_from_then_on() {
     );
     assert_eq!(t.count(Count::TimelineSteps), 1);
 }
+
+/// The service's own rate limit: 200 requests/s at a door of 100/s. About
+/// half are answered 429 at once and never reach a pod; the upstream sees
+/// the other half.
+#[test]
+fn the_services_door_answers_429_past_its_rate() {
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(60);
+    cfg.load.rate = 200.0;
+    cfg.load.arrivals = sim_models::config::ArrivalProcess::Constant;
+    cfg.gateway.rate_limit = Some(RateLimitConfig {
+        rps: 100.0,
+        burst: Some(10),
+        retry_after: secs(1),
+    });
+    let (_, t) = go(&cfg);
+    let limited = share(&t, Reason::RateLimited);
+    assert!((limited - 0.5).abs() < 0.01, "{limited}");
+    let reached = t.count(Count::AttemptsFirst) as f64 / 60.0;
+    assert!(
+        (reached - 100.0).abs() < 1.0,
+        "{reached} a second reached the upstream"
+    );
+}
