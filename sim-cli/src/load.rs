@@ -882,15 +882,14 @@ pub fn resolve(mut written: Value) -> Result<WorldConfig, (String, String)> {
     })
 }
 
-/// Completes each timeline `deploy.client`: what is written there merged
-/// over the client as the file and the deploys before it in the timeline
-/// leave it, a preset named there expanded, so the world gets a whole
-/// client policy at every deploy.
+/// Completes each timeline `deploy`: the `client` and `upstream` written
+/// there merged over the client and upstream as the file and the deploys
+/// before it in the timeline leave them (a preset named in a deployed
+/// client expanded), so the world gets whole configurations.
 fn expand_deploys(world: &mut Value) -> Result<(), (String, String)> {
-    let mut live = world
-        .get("client")
-        .cloned()
-        .unwrap_or(Value::Mapping(Mapping::new()));
+    let empty = || Value::Mapping(Mapping::new());
+    let mut client_live = world.get("client").cloned().unwrap_or_else(empty);
+    let mut upstream_live = world.get("upstream").cloned().unwrap_or_else(empty);
     let Some(Value::Sequence(entries)) = world.get_mut("timeline") else {
         return Ok(());
     };
@@ -898,24 +897,27 @@ fn expand_deploys(world: &mut Value) -> Result<(), (String, String)> {
         let Some(Value::Mapping(deploy)) = entry.get_mut("deploy") else {
             continue;
         };
-        let written = deploy
-            .remove("client")
-            .unwrap_or(Value::Mapping(Mapping::new()));
-        // A preset starts the client over; fields beside it apply on top.
-        let names_preset = written.get("preset").is_some();
-        let mut client = if names_preset {
-            Value::Mapping(Mapping::new())
-        } else {
-            live.clone()
-        };
-        merge(&mut client, written);
-        live = client.clone();
-        let mut alone = Mapping::new();
-        alone.insert(Value::from("client"), client);
-        let expanded = expand_preset(Value::Mapping(alone))
-            .map_err(|(p, m)| (format!("timeline[{i}].deploy.{p}"), m))?;
-        let client = expanded.get("client").cloned().unwrap_or(Value::Null);
-        deploy.insert(Value::from("client"), client);
+        if let Some(written) = deploy.remove("client") {
+            // A preset starts the client over; fields beside it apply on top.
+            let mut client = match written.get("preset") {
+                Some(_) => empty(),
+                None => client_live.clone(),
+            };
+            merge(&mut client, written);
+            client_live = client.clone();
+            let mut alone = Mapping::new();
+            alone.insert(Value::from("client"), client);
+            let expanded = expand_preset(Value::Mapping(alone))
+                .map_err(|(p, m)| (format!("timeline[{i}].deploy.{p}"), m))?;
+            let client = expanded.get("client").cloned().unwrap_or(Value::Null);
+            deploy.insert(Value::from("client"), client);
+        }
+        if let Some(written) = deploy.remove("upstream") {
+            let mut upstream = upstream_live.clone();
+            merge(&mut upstream, written);
+            upstream_live = upstream.clone();
+            deploy.insert(Value::from("upstream"), upstream);
+        }
     }
     Ok(())
 }
@@ -1225,7 +1227,14 @@ mod tests {
         )
         .unwrap();
         let exp = load(&file, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
-        let deployed = |i: usize| exp.world.timeline[i].deploy.clone().unwrap().client;
+        let deployed = |i: usize| {
+            exp.world.timeline[i]
+                .deploy
+                .clone()
+                .unwrap()
+                .client
+                .unwrap()
+        };
         let three = Some(sim_core::time::SimDuration::from_secs(3));
         // One field: the rest as the file wrote it.
         assert_eq!(deployed(0).retry.max_retries, 0);
@@ -1239,6 +1248,17 @@ mod tests {
         let mut after = presets::get("incident-1402-after").unwrap().client;
         after.attempt_timeout = Some(sim_core::time::SimDuration::from_secs(1));
         assert_eq!(deployed(2), after);
+
+        std::fs::write(
+            &file,
+            "upstream: { capacity: 7 }\ntimeline:\n  - at: 10s\n    deploy: { upstream: { latency: { constant: 200ms } } }\n",
+        )
+        .unwrap();
+        let exp = load(&file, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
+        let deployed = exp.world.timeline[0].deploy.clone().unwrap();
+        let upstream = deployed.upstream.expect("an upstream");
+        assert_eq!(upstream.capacity, 7, "the rest as the file wrote it");
+        assert!(deployed.client.is_none());
 
         std::fs::write(
             &file,

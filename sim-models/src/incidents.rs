@@ -19,7 +19,19 @@ impl<S: RowSink> World<S> {
             StepAction::Set(param, v) => format!("{} = {v}", param.path()),
             StepAction::KillPod(pod) => format!("kill pod {pod}"),
             StepAction::RestartPod(pod) => format!("restart pod {pod}"),
-            StepAction::Deploy(_) => "deploy a new client policy".to_string(),
+            StepAction::Deploy(entry) => {
+                let d = self
+                    .cfg
+                    .timeline
+                    .get(entry as usize)
+                    .and_then(|e| e.deploy.as_ref());
+                match d.map(|d| (d.client.is_some(), d.upstream.is_some())) {
+                    Some((true, true)) => "deploy a new client policy and upstream configuration",
+                    Some((false, true)) => "deploy a new upstream configuration",
+                    _ => "deploy a new client policy",
+                }
+                .to_string()
+            }
         };
         self.rec.sink_mut().event(WorldEvent {
             at: now,
@@ -45,13 +57,17 @@ impl<S: RowSink> World<S> {
                     .cfg
                     .timeline
                     .get(entry as usize)
-                    .and_then(|e| e.deploy.as_ref())
-                    .map(|d| d.client.clone());
-                let Some(client) = deployed else {
+                    .and_then(|e| e.deploy.clone());
+                let Some(d) = deployed else {
                     debug_assert!(false, "a deploy step without its entry");
                     return;
                 };
-                self.deploy(client, now);
+                if let Some(client) = d.client {
+                    self.deploy(client, now);
+                }
+                if let Some(upstream) = d.upstream {
+                    self.deploy_upstream(upstream, sched);
+                }
             }
         }
         self.sync_upstream_levels(now);
@@ -72,6 +88,30 @@ impl<S: RowSink> World<S> {
         // Fresh breakers are closed.
         self.rec.level(Level::BreakersOpen, now, 0);
         self.rec.level(Level::BreakersHalfOpen, now, 0);
+    }
+
+    /// The operator reconfigures the dependency (validated with the rest of
+    /// the timeline, so its latency distribution compiles).
+    fn deploy_upstream(
+        &mut self,
+        upstream: crate::config::UpstreamConfig,
+        sched: &mut Scheduler<Event>,
+    ) {
+        let Ok(latency) = sim_core::dist::Dist::new(&upstream.latency) else {
+            debug_assert!(
+                false,
+                "a deployed latency that was validated does not compile"
+            );
+            return;
+        };
+        self.dependency
+            .upstream
+            .reconfigure(&upstream, latency, sched);
+        let background_changed = upstream.background_rps != self.cfg.upstream.background_rps;
+        self.cfg.upstream = upstream;
+        if background_changed {
+            self.schedule_next_background(sched);
+        }
     }
 
     fn set_param(&mut self, param: Param, v: f64, sched: &mut Scheduler<Event>) {

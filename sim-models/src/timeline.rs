@@ -239,12 +239,16 @@ pub struct TimelineEntry {
     pub deploy: Option<Deploy>,
 }
 
-/// A client policy deployed at a moment of the timeline.
+/// A change deployed at a moment of the timeline: a client policy, the
+/// dependency's configuration, or both.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Deploy {
     /// The client from then on, complete.
-    pub client: crate::config::ClientConfig,
+    pub client: Option<crate::config::ClientConfig>,
+    /// The dependency from then on, complete (its queue limit, overflow,
+    /// latency distribution, load law, errors, admission: any field).
+    pub upstream: Option<crate::config::UpstreamConfig>,
 }
 
 /// A restart of every pod the service has at that moment.
@@ -335,12 +339,27 @@ impl TimelineEntry {
             check(p, "set.value", s.param, s.value);
         }
         if let Some(d) = &self.deploy {
-            // The deployed client, checked as the client of this world.
+            if d.client.is_none() && d.upstream.is_none() {
+                p.add(
+                    &format!("{path}.deploy"),
+                    "needs a client, an upstream, or both",
+                );
+            }
+            // What is deployed, checked as this world's own.
             let mut with = cfg.clone();
-            with.client = d.client.clone();
             with.timeline.clear();
+            if let Some(c) = &d.client {
+                with.client = c.clone();
+            }
+            if let Some(u) = &d.upstream {
+                with.upstream = u.clone();
+            }
             if let Err(errors) = with.validate() {
-                for e in errors.into_iter().filter(|e| e.path.starts_with("client")) {
+                let deployed = |p: &str| {
+                    (d.client.is_some() && p.starts_with("client"))
+                        || (d.upstream.is_some() && p.starts_with("upstream"))
+                };
+                for e in errors.into_iter().filter(|e| deployed(&e.path)) {
                     p.add(&format!("{path}.deploy.{}", e.path), e.message);
                 }
             }

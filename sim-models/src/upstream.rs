@@ -130,6 +130,29 @@ pub struct Params {
     pub rate_limit_rps: Option<f64>,
 }
 
+impl Params {
+    /// The live parameters a configuration starts with.
+    fn of(cfg: &UpstreamConfig) -> Self {
+        Params {
+            capacity: cfg.capacity,
+            latency_scale: cfg.latency_scale,
+            background_rps: cfg.background_rps,
+            http_500: cfg.errors.http_500,
+            http_503: cfg.errors.http_503,
+            http_401: cfg.errors.http_401,
+            rate_limit_rps: cfg.rate_limit.as_ref().map(|r| r.rps),
+        }
+    }
+}
+
+fn pushback_of(p: &PushbackConfig) -> Pushback {
+    match p {
+        PushbackConfig::None => Pushback::None,
+        PushbackConfig::After(d) => Pushback::After(d.as_nanos()),
+        PushbackConfig::DontRetry => Pushback::DontRetry,
+    }
+}
+
 /// The upstream.
 pub struct Upstream {
     /// Live parameters.
@@ -179,15 +202,7 @@ impl Upstream {
         let rl = cfg.rate_limit.as_ref();
         let burst = rl.map_or(0.0, |r| r.burst.map_or(r.rps.max(1.0), f64::from));
         Upstream {
-            params: Params {
-                capacity: cfg.capacity,
-                latency_scale: cfg.latency_scale,
-                background_rps: cfg.background_rps,
-                http_500: cfg.errors.http_500,
-                http_503: cfg.errors.http_503,
-                http_401: cfg.errors.http_401,
-                rate_limit_rps: rl.map(|r| r.rps),
-            },
+            params: Params::of(cfg),
             queue_limit: cfg.queue_limit,
             errors_after: cfg.errors.after,
             reject_after: cfg.reject_after,
@@ -199,11 +214,7 @@ impl Upstream {
             latency,
             law: cfg.load_law.clone(),
             cancellation: cfg.cancellation,
-            pushback: match cfg.pushback {
-                PushbackConfig::None => Pushback::None,
-                PushbackConfig::After(d) => Pushback::After(d.as_nanos()),
-                PushbackConfig::DontRetry => Pushback::DontRetry,
-            },
+            pushback: pushback_of(&cfg.pushback),
             honor_deadlines: cfg.honor_deadlines,
             expired: 0,
             retry_after: rl.map_or(SimDuration::from_secs(1), |r| r.retry_after),
@@ -397,6 +408,37 @@ impl Upstream {
         };
         self.answers.push_back((now, bad));
         self.answers_5xx += u32::from(bad);
+    }
+
+    /// Takes a new configuration (the timeline's `deploy: { upstream }`):
+    /// every setting from now on, with what it holds kept: requests in
+    /// service finish at the times they were given, the queue stays (and
+    /// is served as the new capacity allows), the rate limit keeps its
+    /// tokens and the admission threshold its window.
+    pub fn reconfigure(
+        &mut self,
+        cfg: &UpstreamConfig,
+        latency: Dist,
+        sched: &mut Scheduler<Event>,
+    ) {
+        self.params = Params::of(cfg);
+        self.queue_limit = cfg.queue_limit;
+        self.errors_after = cfg.errors.after;
+        self.reject_after = cfg.reject_after;
+        self.applies_at = cfg.applies_at;
+        self.admission = cfg.admission.clone();
+        self.overflow = cfg.overflow;
+        self.latency = latency;
+        self.law = cfg.load_law.clone();
+        self.cancellation = cfg.cancellation;
+        self.pushback = pushback_of(&cfg.pushback);
+        self.honor_deadlines = cfg.honor_deadlines;
+        self.retry_after = cfg
+            .rate_limit
+            .as_ref()
+            .map_or(SimDuration::from_secs(1), |r| r.retry_after);
+        self.shedding = cfg.shedding;
+        self.fill_slots(sched);
     }
 
     /// An injected error, or `Ok`, by one draw against the live mix.

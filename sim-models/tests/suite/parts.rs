@@ -518,7 +518,10 @@ fn a_deployed_client_applies_to_every_attempt_from_then_on() {
     let mut fixed = cfg.client.clone();
     fixed.retry.max_retries = 0;
     cfg.timeline.push(TimelineEntry {
-        deploy: Some(Deploy { client: fixed }),
+        deploy: Some(Deploy {
+            client: Some(fixed),
+            upstream: None,
+        }),
         ..entry(30)
     });
     let (rows, t) = go(&cfg);
@@ -562,4 +565,40 @@ fn the_services_door_answers_429_past_its_rate() {
         (reached - 100.0).abs() < 1.0,
         "{reached} a second reached the upstream"
     );
+}
+
+/// The operator reconfigures the dependency at 20 s: a slower latency
+/// distribution, no queue and `drop` for what does not fit. Before, all
+/// requests are served in 50 ms; after, in 200 ms, and with 10 slots the
+/// ones over 50/s are dropped silently (callers time out, no 503s).
+#[test]
+fn a_deployed_upstream_changes_its_latency_queue_and_overflow() {
+    use sim_models::timeline::Deploy;
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(40);
+    cfg.load.rate = 100.0;
+    cfg.load.arrivals = sim_models::config::ArrivalProcess::Constant;
+    cfg.upstream.capacity = 10;
+    cfg.upstream.latency = DistSpec::Constant(ms(50));
+    cfg.client.attempt_timeout = Some(secs(1));
+    cfg.client.retry.max_retries = 0;
+    let mut upstream = cfg.upstream.clone();
+    upstream.latency = DistSpec::Constant(ms(200));
+    upstream.queue_limit = 0;
+    upstream.overflow = OverflowAction::Drop;
+    cfg.timeline.push(TimelineEntry {
+        deploy: Some(Deploy {
+            client: None,
+            upstream: Some(upstream),
+        }),
+        ..entry(20)
+    });
+    let (rows, t) = go(&cfg);
+    let p50 = |r: &BucketRow| r.latency(Latency::FirstAttempt).p50.unwrap_or(0) as f64 / 1e6;
+    assert!((p50(&rows[10]) - 50.0).abs() < 1.0, "{}", p50(&rows[10]));
+    assert!(per_second(&rows, 22..39, |r| r.count(Count::UpstreamDropped)) > 45.0);
+    assert!(per_second(&rows, 22..39, |r| r.outcome(Reason::Success)) > 48.0);
+    assert_eq!(t.outcome(Reason::ServerError), 0, "dropped, not rejected");
+    let served_after = rows[25].latency(Latency::FirstAttempt).p50.unwrap_or(0) as f64 / 1e6;
+    assert!(served_after >= 199.0, "{served_after}");
 }
