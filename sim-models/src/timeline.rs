@@ -287,6 +287,21 @@ pub struct Step {
 }
 
 impl TimelineEntry {
+    /// An entry at `offset` from the start with no action yet: fill in one
+    /// (`TimelineEntry { pulse: Some(..), ..TimelineEntry::at_offset(d) }`).
+    pub fn at_offset(offset: SimDuration) -> Self {
+        TimelineEntry {
+            at: At::Offset(offset),
+            set: None,
+            ramp: None,
+            pulse: None,
+            kill_pod: None,
+            restart_pod: None,
+            restart_all: None,
+            deploy: None,
+        }
+    }
+
     fn action_count(&self) -> usize {
         usize::from(self.set.is_some())
             + usize::from(self.ramp.is_some())

@@ -7,19 +7,10 @@ use sim_models::config::{ClosedLoopConfig, LoadLaw, OverflowAction, RateLimitCon
 use sim_models::outcome::Reason;
 use sim_models::policy::backoff::Backoff;
 use sim_models::recorder::{BucketRow, Count, Latency, Level};
-use sim_models::timeline::{At, Param, RampAction, SetAction, TimelineEntry};
+use sim_models::timeline::{Param, RampAction, SetAction, TimelineEntry};
 
 fn entry(at: u64) -> TimelineEntry {
-    TimelineEntry {
-        at: At::Offset(secs(at)),
-        set: None,
-        ramp: None,
-        pulse: None,
-        kill_pod: None,
-        restart_pod: None,
-        restart_all: None,
-        deploy: None,
-    }
+    TimelineEntry::at_offset(secs(at))
 }
 
 fn per_second(

@@ -484,7 +484,7 @@ fn a_budget_refilled_per_call_bounds_retries_to_its_fraction() {
 /// spread over a second, and the wave is gone.
 #[test]
 fn retry_after_jitter_removes_the_synchronised_wave() {
-    use sim_models::timeline::{At, Param, PulseAction, TimelineEntry};
+    use sim_models::timeline::{Param, PulseAction, TimelineEntry};
     let run_with = |jitter: f64| {
         let mut cfg = WorldConfig::default();
         cfg.clock.duration = secs(10);
@@ -502,18 +502,12 @@ fn retry_after_jitter_removes_the_synchronised_wave() {
         cfg.client.retry.retry_after.mode = RetryAfterMode::Honor;
         cfg.client.retry.retry_after.jitter = jitter;
         cfg.timeline.push(TimelineEntry {
-            at: At::Offset(secs(5)),
-            set: None,
-            ramp: None,
             pulse: Some(PulseAction {
                 param: Param::UpstreamRateLimitRps,
                 value: 0.001,
                 duration: ms(100),
             }),
-            kill_pod: None,
-            restart_pod: None,
-            restart_all: None,
-            deploy: None,
+            ..TimelineEntry::at_offset(secs(5))
         });
         let (rows, t) = go(&cfg);
         let attempts =
@@ -582,7 +576,7 @@ fn adaptive_backoff_doubles_delays_while_most_recent_attempts_fail() {
 #[test]
 fn the_admission_threshold_keeps_throughput_up_where_an_open_door_collapses() {
     use sim_models::config::{AdmissionConfig, LoadLaw};
-    use sim_models::timeline::{At, PulseAction, TimelineEntry};
+    use sim_models::timeline::{PulseAction, TimelineEntry};
     let world = |admission: Option<AdmissionConfig>| {
         let mut cfg = WorldConfig::default();
         cfg.clock.duration = secs(180);
@@ -600,18 +594,12 @@ fn the_admission_threshold_keeps_throughput_up_where_an_open_door_collapses() {
         cfg.client.retry.retry_after.mode = RetryAfterMode::Honor;
         cfg.service.pool.max_connections = 10_000;
         cfg.timeline.push(TimelineEntry {
-            at: At::Offset(secs(30)),
-            set: None,
-            ramp: None,
             pulse: Some(PulseAction {
                 param: sim_models::timeline::Param::UpstreamLatencyScale,
                 value: 3.0,
                 duration: secs(10),
             }),
-            kill_pod: None,
-            restart_pod: None,
-            restart_all: None,
-            deploy: None,
+            ..TimelineEntry::at_offset(secs(30))
         });
         let (rows, _) = go(&cfg);
         let tail = &rows[120..180];
