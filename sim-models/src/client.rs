@@ -549,13 +549,21 @@ impl<S: RowSink> World<S> {
             return; // the pod restarted meanwhile; its pool is new
         }
         let now = sched.now();
-        self.service.pods[pod as usize].pool.dialled();
+        self.service.pods[pod as usize].pool.established();
         if self.att_is(att, AttemptPhase::Connecting) {
             self.service.pods[pod as usize].pool.hand_over();
             self.connection_in_hand(att, sched);
         } else {
             // Whoever dialled it gave up: the next in line gets it.
             self.connection_available(pod, now, sched);
+        }
+        // A multiplexed connection brings more streams: waiters take them.
+        while self.service.pods[pod as usize].pool.free_streams() > 0 {
+            let Some(w) = self.pop_waiter(pod, now, sched) else {
+                break; // nobody waiting
+            };
+            self.service.pods[pod as usize].pool.hand_over();
+            self.connection_in_hand(w.att, sched);
         }
         self.sync_pool(pod, now);
     }
@@ -791,8 +799,15 @@ impl<S: RowSink> World<S> {
                 self.rec.pool_wait(pod, now - since);
             }
             AttemptPhase::InFlight if same_life => {
-                self.service.pods[pod as usize].pool.close_in_use();
-                self.slot_freed(pod, sched);
+                let pool = &mut self.service.pods[pod as usize].pool;
+                if pool.multiplexed() {
+                    // The stream is reset; its connection carries on.
+                    pool.release(false);
+                    self.connection_available(pod, now, sched);
+                } else {
+                    pool.close_in_use();
+                    self.slot_freed(pod, sched);
+                }
             }
             _ => {}
         }

@@ -283,12 +283,19 @@ pub struct PoolConfig {
     /// when a response body is not closed); leaked connections count
     /// against `max_connections` until the pod restarts (default 0).
     pub leak_fraction: f64,
+    /// Multiplexed connections (HTTP/2, gRPC): each carries up to this many
+    /// calls at once as streams, a call takes a free stream on an open
+    /// connection before a new one is dialled, and a call that times out
+    /// resets its stream, not the connection. Connections of a multiplexed
+    /// pool stay open (default: none, one call per connection).
+    pub streams_per_connection: Option<u32>,
 }
 
 impl Default for PoolConfig {
     fn default() -> Self {
         PoolConfig {
             max_connections: 50,
+            streams_per_connection: None,
             acquire_timeout: None,
             connect_time: DistSpec::Constant(millis(5)),
             idle_timeout: Some(secs(90)),
@@ -1093,6 +1100,20 @@ impl WorldConfig {
         }
         p.dist("service.pool.connect_time", &s.pool.connect_time);
         p.probability("service.pool.leak_fraction", s.pool.leak_fraction);
+        if let Some(k) = s.pool.streams_per_connection {
+            if k == 0 || k > 1_000_000 {
+                p.add(
+                    "service.pool.streams_per_connection",
+                    format!("must be in 1..=10^6, found {k}"),
+                );
+            }
+            if s.pool.leak_fraction > 0.0 {
+                p.add(
+                    "service.pool.leak_fraction",
+                    "a multiplexed pool's streams do not leak: set it to 0 with streams_per_connection",
+                );
+            }
+        }
         if let Some(h) = &s.health {
             p.positive("service.health.period", h.period);
             p.positive("service.health.timeout", h.timeout);

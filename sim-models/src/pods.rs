@@ -93,7 +93,8 @@ impl Pod {
             state: PodState::Up,
             epoch: 0,
             pool: Pool::new(cfg.pool.max_connections, cfg.pool.idle_timeout)
-                .with_max_idle(cfg.pool.max_idle),
+                .with_max_idle(cfg.pool.max_idle)
+                .with_streams(cfg.pool.streams_per_connection),
             workers: cfg.workers,
             worker_queue_limit: cfg.worker_queue,
             busy: 0,

@@ -53,6 +53,11 @@ pub struct Pool {
     waiters: WaitLine<Waiter>,
     /// Idle connections closed by the idle timeout, total.
     pub closed_idle: u64,
+    /// Multiplexed: streams each connection carries (`None`: one call per
+    /// connection). Then `in_use` counts streams, `connections` the open
+    /// connections, and there are no idle or leaked ones.
+    streams: Option<u32>,
+    connections: u32,
 }
 
 impl Pool {
@@ -69,6 +74,27 @@ impl Pool {
             idle: VecDeque::new(),
             waiters: WaitLine::new(),
             closed_idle: 0,
+            streams: None,
+            connections: 0,
+        }
+    }
+
+    /// Connections carry up to `k` calls at once (HTTP/2 streams).
+    pub fn with_streams(mut self, k: Option<u32>) -> Self {
+        self.streams = k;
+        self
+    }
+
+    /// Whether calls share connections as streams.
+    pub fn multiplexed(&self) -> bool {
+        self.streams.is_some()
+    }
+
+    /// Streams free on open connections (0 for a one-call pool).
+    pub fn free_streams(&self) -> u32 {
+        match self.streams {
+            Some(k) => (self.connections * k).saturating_sub(self.in_use),
+            None => 0,
         }
     }
 
@@ -81,7 +107,10 @@ impl Pool {
 
     /// Connections that exist or are being dialled.
     pub fn total(&self) -> u32 {
-        self.in_use + self.dialling + self.leaked + self.idle.len() as u32
+        match self.streams {
+            Some(_) => self.connections + self.dialling,
+            None => self.in_use + self.dialling + self.leaked + self.idle.len() as u32,
+        }
     }
     /// The pool's bound.
     pub fn max(&self) -> u32 {
@@ -125,7 +154,8 @@ impl Pool {
     /// Asks for a connection for an attempt that is not already waiting.
     pub fn acquire(&mut self, now: SimTime) -> Acquire {
         self.expire_idle(now);
-        if self.idle.pop_back().is_some() {
+        // A free stream on an open connection, or an idle connection.
+        if self.free_streams() > 0 || self.idle.pop_back().is_some() {
             self.in_use += 1;
             Acquire::Reused
         } else if self.total() < self.max {
@@ -172,6 +202,16 @@ impl Pool {
         self.dialling -= 1;
     }
 
+    /// A dial succeeded: the connection is open (a multiplexed one then
+    /// carries streams until the pod restarts). The caller hands it over
+    /// or puts it idle.
+    pub fn established(&mut self) {
+        self.dialling -= 1;
+        if self.multiplexed() {
+            self.connections += 1;
+        }
+    }
+
     /// The far end refused the dial just started; the pool learns it when
     /// the refusal arrives ([`Pool::refusal_arrived`]).
     pub fn refuse(&mut self) {
@@ -198,6 +238,9 @@ impl Pool {
 
     /// A connection becomes idle.
     pub fn put_idle(&mut self, now: SimTime) {
+        if self.multiplexed() {
+            return; // a free stream on an open connection
+        }
         if self.max_idle.is_some_and(|m| self.idle.len() as u32 >= m) {
             self.closed_idle += 1;
         } else {
@@ -241,7 +284,9 @@ impl Pool {
     /// Empties the pool (pod restart): every connection and waiter is gone.
     pub fn reset(&mut self) {
         let closed_idle = self.closed_idle;
-        *self = Pool::new(self.max, self.idle_timeout).with_max_idle(self.max_idle);
+        *self = Pool::new(self.max, self.idle_timeout)
+            .with_max_idle(self.max_idle)
+            .with_streams(self.streams);
         self.closed_idle = closed_idle;
     }
 
@@ -254,6 +299,14 @@ impl Pool {
 
     /// Checks the pool's bound; `Err` describes the violation.
     pub fn check(&self) -> Result<(), String> {
+        if let Some(k) = self.streams
+            && self.in_use > self.connections * k
+        {
+            return Err(format!(
+                "pool carries {} streams on {} connections of {k}",
+                self.in_use, self.connections
+            ));
+        }
         if self.total() > self.max {
             return Err(format!(
                 "pool holds {} connections (in use {}, dialling {}, idle {}, leaked {}) over its max {}",
@@ -342,5 +395,33 @@ mod tests {
         }
         assert_eq!(p.idle(), 2);
         assert!(p.check().is_ok());
+    }
+
+    #[test]
+    fn a_multiplexed_pool_dials_only_when_every_stream_is_taken() {
+        let mut p = Pool::new(2, None).with_streams(Some(3));
+        assert_eq!(p.acquire(t(0)), Acquire::Dial);
+        p.established();
+        p.hand_over();
+        // Two more calls ride the open connection.
+        assert_eq!(p.acquire(t(1)), Acquire::Reused);
+        assert_eq!(p.acquire(t(1)), Acquire::Reused);
+        assert_eq!((p.in_use(), p.total()), (3, 1));
+        // The fourth needs a second connection, the seventh waits.
+        assert_eq!(p.acquire(t(2)), Acquire::Dial);
+        p.established();
+        p.hand_over();
+        assert_eq!(p.free_streams(), 2);
+        assert_eq!(p.acquire(t(3)), Acquire::Reused);
+        assert_eq!(p.acquire(t(3)), Acquire::Reused);
+        assert_eq!(p.acquire(t(3)), Acquire::Wait);
+        p.check().unwrap();
+        // A call done (or a stream reset) frees a stream, not a connection.
+        assert!(p.release(false));
+        p.put_idle(t(4));
+        assert_eq!((p.free_streams(), p.total(), p.idle()), (1, 2, 0));
+        assert_eq!(p.acquire(t(5)), Acquire::Reused);
+        p.reset();
+        assert!(p.multiplexed() && p.total() == 0);
     }
 }

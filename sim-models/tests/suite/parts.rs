@@ -593,3 +593,42 @@ fn a_deployed_upstream_changes_its_latency_queue_and_overflow() {
     let served_after = rows[25].latency(Latency::FirstAttempt).p50.unwrap_or(0) as f64 / 1e6;
     assert!(served_after >= 199.0, "{served_after}");
 }
+
+/// A multiplexed pool: 2 connections of 100 streams carry 125 calls at
+/// once (100 a second for 1.25 s on average) with no wait, where 2 one-call connections make everyone queue;
+/// and attempts that time out reset their streams, so the pool never
+/// dials past its 2 connections.
+#[test]
+fn a_multiplexed_pool_carries_many_calls_on_few_connections() {
+    let world = |streams: Option<u32>| {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(30);
+        cfg.load.rate = 100.0;
+        cfg.service.pods = 1;
+        cfg.service.pool.max_connections = 2;
+        cfg.service.pool.streams_per_connection = streams;
+        // Half the calls take 1 s, the others time out at 1.5 s.
+        cfg.upstream.latency = DistSpec::Uniform {
+            low: ms(500),
+            high: ms(2_500),
+        };
+        cfg.client.attempt_timeout = Some(ms(1_500));
+        cfg.client.retry.max_retries = 0;
+        go(&cfg)
+    };
+    let (rows, t) = world(Some(100));
+    let waits = t.latency(Latency::PoolWait);
+    assert_eq!(waits.quantile(0.99), Some(0), "nobody waits for a stream");
+    let in_use = rows[10..29]
+        .iter()
+        .map(|r| r.level(Level::PoolInUse).mean)
+        .sum::<f64>()
+        / 19.0;
+    assert!((in_use - 125.0).abs() < 12.0, "{in_use} calls at once");
+    assert!(share(&t, Reason::AttemptTimeout) > 0.4);
+    let (_, plain) = world(None);
+    assert!(
+        share(&plain, Reason::Success) < 0.05,
+        "two one-call connections serve almost nobody"
+    );
+}
