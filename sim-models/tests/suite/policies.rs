@@ -572,14 +572,19 @@ fn adaptive_backoff_doubles_delays_while_most_recent_attempts_fail() {
 /// and the storm never ends. Holding at most 44 × (1 − e²) (e the share of
 /// 5xx answers, 0 here), with 429 + Retry-After for new requests and
 /// resets for retries, keeps it on the knee, and goodput returns to the
-/// offered rate.
+/// offered rate. Plain probabilistic shedding set as a slot limit usually
+/// is, past the knee (from 100 to 300 in service), sheds too late and
+/// collapses like the open door. (Shedding placed at the knee holds too;
+/// what the threshold adds is that it falls with the error rate, which the
+/// upstream's unit test checks.)
 #[test]
-fn the_admission_threshold_keeps_throughput_up_where_an_open_door_collapses() {
-    use sim_models::config::{AdmissionConfig, LoadLaw};
+fn the_admission_threshold_keeps_throughput_up_where_late_shedding_collapses() {
+    use sim_models::config::{AdmissionConfig, LoadLaw, Shedding};
     use sim_models::timeline::{PulseAction, TimelineEntry};
-    let world = |admission: Option<AdmissionConfig>| {
+    let world = |admission: Option<AdmissionConfig>, shedding: Option<Shedding>| {
         let mut cfg = WorldConfig::default();
         cfg.clock.duration = secs(180);
+        cfg.upstream.shedding = shedding;
         cfg.load.rate = 200.0;
         cfg.upstream.capacity = 10_000;
         cfg.upstream.latency = DistSpec::Constant(ms(50));
@@ -605,12 +610,16 @@ fn the_admission_threshold_keeps_throughput_up_where_an_open_door_collapses() {
         let tail = &rows[120..180];
         tail.iter().map(|r| r.outcome(Reason::Success)).sum::<u64>() as f64 / tail.len() as f64
     };
-    let open = world(None);
-    let guarded = world(Some(AdmissionConfig {
-        base_capacity: 44,
-        window: secs(10),
-        retry_after: secs(1),
-    }));
+    let open = world(None, None);
+    let shed = world(None, Some(Shedding { from: 100, to: 300 }));
+    let guarded = world(
+        Some(AdmissionConfig {
+            base_capacity: 44,
+            window: secs(10),
+            retry_after: secs(1),
+        }),
+        None,
+    );
     assert!(
         open < 170.0,
         "without admission control the storm stays: {open}/s"
