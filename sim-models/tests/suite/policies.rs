@@ -624,5 +624,9 @@ fn the_admission_threshold_keeps_throughput_up_where_late_shedding_collapses() {
         open < 170.0,
         "without admission control the storm stays: {open}/s"
     );
+    assert!(
+        shed < 170.0,
+        "shedding past the knee does not save it: {shed}/s"
+    );
     assert!(guarded > 190.0, "with it, goodput is back: {guarded}/s");
 }
