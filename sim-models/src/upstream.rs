@@ -4,8 +4,6 @@
 //! limit, injected errors, other tenants' load, and no idea that a caller
 //! gave up unless cancellation is propagated.
 
-use std::collections::VecDeque;
-
 use rand::RngExt;
 use sim_core::dist::Dist;
 use sim_core::queue::EventId;
@@ -15,10 +13,9 @@ use sim_core::slab::{Ref, Slab};
 use sim_core::time::{SimDuration, SimTime};
 use sim_core::waitline::WaitLine;
 
-use crate::config::{
-    AdmissionConfig, AppliesAt, LoadLaw, OverflowAction, PushbackConfig, Shedding, UpstreamConfig,
-};
+use crate::config::{AppliesAt, LoadLaw, OverflowAction, PushbackConfig, Shedding, UpstreamConfig};
 use crate::outcome::Pushback;
+use crate::policy::admission::AdmissionThreshold;
 use crate::policy::token_bucket::TokenBucket;
 use crate::request::AttRef;
 use crate::world::Event;
@@ -166,11 +163,8 @@ pub struct Upstream {
     reject_after: SimDuration,
     /// When a request's work is fixed: on admission, or when it starts.
     applies_at: AppliesAt,
-    /// The dynamic admission threshold, if any, and its window of answers:
-    /// (when, a 5xx), with the 5xx count.
-    admission: Option<AdmissionConfig>,
-    answers: VecDeque<(SimTime, bool)>,
-    answers_5xx: u32,
+    /// The dynamic admission threshold, if any.
+    admission: Option<AdmissionThreshold>,
     overflow: OverflowAction,
     latency: Dist,
     law: LoadLaw,
@@ -207,9 +201,7 @@ impl Upstream {
             errors_after: cfg.errors.after,
             reject_after: cfg.reject_after,
             applies_at: cfg.applies_at,
-            admission: cfg.admission.clone(),
-            answers: VecDeque::new(),
-            answers_5xx: 0,
+            admission: cfg.admission.as_ref().map(AdmissionThreshold::new),
             overflow: cfg.overflow,
             latency,
             law: cfg.load_law.clone(),
@@ -329,9 +321,10 @@ impl Upstream {
                 Admission::Answered(Status::TooManyRequests(self.retry_after.as_nanos())),
             );
         }
-        if let Some(retry_after) = self.admission.as_ref().map(|a| a.retry_after) {
-            let held = self.in_service + self.queue.len() as u32;
-            if f64::from(held) >= self.threshold(now) {
+        let held = self.in_service + self.queue.len() as u32;
+        if let Some(a) = self.admission.as_mut() {
+            let retry_after = a.config().retry_after;
+            if f64::from(held) >= a.threshold(now) {
                 let answer = match retry {
                     true => Status::Reset,
                     false => Status::TooManyRequests(retry_after.as_nanos()),
@@ -375,39 +368,25 @@ impl Upstream {
         }
     }
 
-    /// The admission threshold now: `base × (1 − e²)`, `e` the share of
-    /// 5xx among the window's answers.
+    /// The admission threshold now (infinite without one).
+    #[cfg(test)]
     fn threshold(&mut self, now: SimTime) -> f64 {
-        let Some(a) = &self.admission else {
-            return f64::INFINITY;
-        };
-        let (base, window) = (f64::from(a.base_capacity), a.window);
-        while let Some(&(t, bad)) = self.answers.front() {
-            if now.saturating_since(t) < window {
-                break;
-            }
-            self.answers.pop_front();
-            self.answers_5xx -= u32::from(bad);
-        }
-        let e = match self.answers.len() {
-            0 => 0.0,
-            n => f64::from(self.answers_5xx) / n as f64,
-        };
-        base * (1.0 - e * e)
+        self.admission
+            .as_mut()
+            .map_or(f64::INFINITY, |a| a.threshold(now))
     }
 
     /// Remembers an answer for the admission threshold's error rate.
     pub fn answered(&mut self, now: SimTime, status: Status) {
-        if self.admission.is_none() {
-            return;
-        }
-        let bad = match status {
+        let Some(a) = self.admission.as_mut() else {
+            return; // no threshold to feed
+        };
+        let failed = match status {
             Status::Error(code) => code >= 500,
             Status::Rejected(_) => true,
             Status::Ok | Status::TooManyRequests(_) | Status::Reset => false,
         };
-        self.answers.push_back((now, bad));
-        self.answers_5xx += u32::from(bad);
+        a.record(now, failed);
     }
 
     /// Takes a new configuration (the timeline's `deploy: { upstream }`):
@@ -426,7 +405,13 @@ impl Upstream {
         self.errors_after = cfg.errors.after;
         self.reject_after = cfg.reject_after;
         self.applies_at = cfg.applies_at;
-        self.admission = cfg.admission.clone();
+        self.admission = match (self.admission.take(), &cfg.admission) {
+            (Some(mut a), Some(c)) => {
+                a.reconfigure(c);
+                Some(a)
+            }
+            (_, c) => c.as_ref().map(AdmissionThreshold::new),
+        };
         self.overflow = cfg.overflow;
         self.latency = latency;
         self.law = cfg.load_law.clone();
@@ -539,7 +524,7 @@ impl Upstream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::UpstreamConfig;
+    use crate::config::{AdmissionConfig, UpstreamConfig};
     use sim_core::rng::RngStreams;
 
     #[test]

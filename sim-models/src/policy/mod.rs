@@ -16,6 +16,7 @@
 //! a user picks them.
 
 pub mod adaptive_backoff;
+pub mod admission;
 pub mod analysis;
 pub mod backoff;
 pub mod breaker;
