@@ -93,9 +93,20 @@ impl Pool {
     /// Streams free on open connections (0 for a one-call pool).
     pub fn free_streams(&self) -> u32 {
         match self.streams {
-            Some(k) => (self.connections * k).saturating_sub(self.in_use),
+            Some(_) => {
+                let free = self
+                    .stream_capacity()
+                    .saturating_sub(u64::from(self.in_use));
+                u32::try_from(free).unwrap_or(u32::MAX)
+            }
             None => 0,
         }
+    }
+
+    /// Streams the open connections can carry (10^6 connections of 10^6
+    /// streams do not fit a `u32`).
+    fn stream_capacity(&self) -> u64 {
+        u64::from(self.connections) * u64::from(self.streams.unwrap_or(1))
     }
 
     /// At most `n` idle connections are kept; one returned past that is
@@ -300,7 +311,7 @@ impl Pool {
     /// Checks the pool's bound; `Err` describes the violation.
     pub fn check(&self) -> Result<(), String> {
         if let Some(k) = self.streams
-            && self.in_use > self.connections * k
+            && u64::from(self.in_use) > self.stream_capacity()
         {
             return Err(format!(
                 "pool carries {} streams on {} connections of {k}",
