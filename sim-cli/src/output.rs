@@ -554,7 +554,7 @@ pub fn timeseries_frame(
             .map(|r| r.span.as_secs_f64())
             .collect::<Vec<_>>(),
     ));
-    for c in Count::ALL {
+    for &c in Count::ALL {
         cols.push(Column::new(
             c.name().into(),
             rows.iter().map(|r| r.count(c)).collect::<Vec<_>>(),

@@ -153,117 +153,103 @@ impl Level {
     }
 }
 
-/// Events counted per bucket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Count {
+/// Declares the counters once: the enum (its order is the column order),
+/// each column's name, `ALL` and `COUNT`.
+macro_rules! counters {
+    ($( $(#[$doc:meta])* $name:ident = $column:literal, )*) => {
+        /// Events counted per bucket.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+        pub enum Count {
+            $( $(#[$doc])* $name, )*
+        }
+
+        impl Count {
+            /// Every counter, in column order.
+            pub const ALL: &'static [Count] = &[$(Count::$name),*];
+            /// Number of counters.
+            pub const COUNT: usize = Count::ALL.len();
+            /// The column name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( Count::$name => $column, )*
+                }
+            }
+        }
+    };
+}
+
+counters! {
     /// Requests sent by users.
-    Offered,
+    Offered = "offered",
     /// First attempts started.
-    AttemptsFirst,
+    AttemptsFirst = "attempts_first",
     /// Retries started.
-    AttemptsRetry,
+    AttemptsRetry = "attempts_retry",
     /// Upstream completions of live client work (the caller still waits).
-    UpstreamGoodput,
+    UpstreamGoodput = "upstream_goodput",
     /// Upstream completions of client work whose caller had given up.
-    UpstreamWasted,
+    UpstreamWasted = "upstream_wasted",
     /// Upstream work stopped because the caller cancelled it.
-    UpstreamCancelled,
+    UpstreamCancelled = "upstream_cancelled",
     /// Requests the upstream answered 503 at admission.
-    UpstreamRejected,
+    UpstreamRejected = "upstream_rejected",
     /// Requests the upstream dropped at admission.
-    UpstreamDropped,
+    UpstreamDropped = "upstream_dropped",
     /// Requests the upstream answered 429.
-    UpstreamRateLimited,
+    UpstreamRateLimited = "upstream_rate_limited",
     /// Other tenants' requests completed.
-    BackgroundCompleted,
+    BackgroundCompleted = "background_completed",
     /// Responses that reached a pod after their attempt was over.
-    LateResponses,
+    LateResponses = "late_responses",
     /// Pod restarts (health checks, timeline).
-    PodRestarts,
+    PodRestarts = "pod_restarts",
     /// Timeline steps applied.
-    TimelineSteps,
+    TimelineSteps = "timeline_steps",
     /// Hedged attempts sent (beyond the first).
-    AttemptsHedge,
+    AttemptsHedge = "attempts_hedge",
     /// Retries that were the 2nd attempt of their call.
-    Retry1,
+    Retry1 = "retries_1",
     /// Retries that were the 3rd attempt.
-    Retry2,
+    Retry2 = "retries_2",
     /// Retries that were the 4th attempt.
-    Retry3,
+    Retry3 = "retries_3",
     /// Retries that were the 5th attempt or later.
-    Retry4Plus,
+    Retry4Plus = "retries_4_plus",
     /// Attempts cut short because another hedge answered first.
-    HedgesCancelled,
+    HedgesCancelled = "hedges_cancelled",
     /// Calls or retries the circuit breaker refused.
-    BreakerRejected,
+    BreakerRejected = "breaker_rejected",
     /// Breaker transitions to open.
-    BreakerOpened,
+    BreakerOpened = "breaker_opened",
     /// Retries the retry budget refused.
-    BudgetDenied,
+    BudgetDenied = "budget_denied",
     /// Attempts the client-side throttle rejected locally.
-    ThrottleRejected,
+    ThrottleRejected = "throttle_rejected",
     /// Attempts that waited for the client's own rate limiter.
-    RateLimiterWaits,
+    RateLimiterWaits = "rate_limiter_waits",
     /// Retries whose delay came from Retry-After or pushback.
-    RetryAfterWaits,
+    RetryAfterWaits = "retry_after_waits",
     /// Queued upstream work dropped because its propagated deadline passed.
-    UpstreamExpired,
+    UpstreamExpired = "upstream_expired",
     /// Attempts that ended with a 2xx.
-    EndedSuccess,
+    EndedSuccess = "attempts_ended_success",
     /// Attempts that ended by their own timeout.
-    EndedTimeout,
+    EndedTimeout = "attempts_ended_timeout",
     /// Attempts whose connection could not be set up.
-    EndedConnectFailure,
+    EndedConnectFailure = "attempts_ended_connect_failure",
     /// Attempts answered 5xx.
-    EndedServerError,
+    EndedServerError = "attempts_ended_server_error",
     /// Attempts answered 4xx (not 429).
-    EndedClientError,
+    EndedClientError = "attempts_ended_client_error",
     /// Attempts answered 429.
-    EndedRateLimited,
+    EndedRateLimited = "attempts_ended_rate_limited",
     /// Attempts that got no pool connection in time.
-    EndedPoolTimeout,
+    EndedPoolTimeout = "attempts_ended_pool_timeout",
     /// Attempts cut short by their call (a hedge won, a deadline, a restart).
-    EndedCancelled,
+    EndedCancelled = "attempts_ended_cancelled",
 }
 
 impl Count {
-    /// Every counter, in column order.
-    pub const ALL: [Count; 34] = [
-        Count::Offered,
-        Count::AttemptsFirst,
-        Count::AttemptsRetry,
-        Count::UpstreamGoodput,
-        Count::UpstreamWasted,
-        Count::UpstreamCancelled,
-        Count::UpstreamRejected,
-        Count::UpstreamDropped,
-        Count::UpstreamRateLimited,
-        Count::BackgroundCompleted,
-        Count::LateResponses,
-        Count::PodRestarts,
-        Count::TimelineSteps,
-        Count::AttemptsHedge,
-        Count::Retry1,
-        Count::Retry2,
-        Count::Retry3,
-        Count::Retry4Plus,
-        Count::HedgesCancelled,
-        Count::BreakerRejected,
-        Count::BreakerOpened,
-        Count::BudgetDenied,
-        Count::ThrottleRejected,
-        Count::RateLimiterWaits,
-        Count::RetryAfterWaits,
-        Count::UpstreamExpired,
-        Count::EndedSuccess,
-        Count::EndedTimeout,
-        Count::EndedConnectFailure,
-        Count::EndedServerError,
-        Count::EndedClientError,
-        Count::EndedRateLimited,
-        Count::EndedPoolTimeout,
-        Count::EndedCancelled,
-    ];
     /// The counters of attempts ended, one per outcome.
     pub const ENDED: [Count; 8] = [
         Count::EndedSuccess,
@@ -275,48 +261,6 @@ impl Count {
         Count::EndedPoolTimeout,
         Count::EndedCancelled,
     ];
-    /// Number of counters.
-    pub const COUNT: usize = Count::ALL.len();
-    /// The column name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Count::Offered => "offered",
-            Count::AttemptsFirst => "attempts_first",
-            Count::AttemptsRetry => "attempts_retry",
-            Count::UpstreamGoodput => "upstream_goodput",
-            Count::UpstreamWasted => "upstream_wasted",
-            Count::UpstreamCancelled => "upstream_cancelled",
-            Count::UpstreamRejected => "upstream_rejected",
-            Count::UpstreamDropped => "upstream_dropped",
-            Count::UpstreamRateLimited => "upstream_rate_limited",
-            Count::BackgroundCompleted => "background_completed",
-            Count::LateResponses => "late_responses",
-            Count::PodRestarts => "pod_restarts",
-            Count::TimelineSteps => "timeline_steps",
-            Count::AttemptsHedge => "attempts_hedge",
-            Count::Retry1 => "retries_1",
-            Count::Retry2 => "retries_2",
-            Count::Retry3 => "retries_3",
-            Count::Retry4Plus => "retries_4_plus",
-            Count::HedgesCancelled => "hedges_cancelled",
-            Count::BreakerRejected => "breaker_rejected",
-            Count::BreakerOpened => "breaker_opened",
-            Count::BudgetDenied => "budget_denied",
-            Count::ThrottleRejected => "throttle_rejected",
-            Count::RateLimiterWaits => "rate_limiter_waits",
-            Count::RetryAfterWaits => "retry_after_waits",
-            Count::UpstreamExpired => "upstream_expired",
-            Count::EndedSuccess => "attempts_ended_success",
-            Count::EndedTimeout => "attempts_ended_timeout",
-            Count::EndedConnectFailure => "attempts_ended_connect_failure",
-            Count::EndedServerError => "attempts_ended_server_error",
-            Count::EndedClientError => "attempts_ended_client_error",
-            Count::EndedRateLimited => "attempts_ended_rate_limited",
-            Count::EndedPoolTimeout => "attempts_ended_pool_timeout",
-            Count::EndedCancelled => "attempts_ended_cancelled",
-        }
-    }
-
     /// The counter of attempts that ended with `o`.
     pub fn ended(o: crate::outcome::AttemptOutcome) -> Count {
         use crate::outcome::AttemptOutcome as O;
@@ -802,7 +746,7 @@ mod tests {
                 assert!(names.insert(name(x)), "duplicate column {}", name(x));
             }
         }
-        check(&Count::ALL, |c| c as usize, Count::name);
+        check(Count::ALL, |c| c as usize, Count::name);
         check(&Level::ALL, |c| c as usize, Level::name);
         check(&Latency::ALL, |c| c as usize, Latency::name);
         check(&Reason::ALL, |c| c as usize, Reason::name);
