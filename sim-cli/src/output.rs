@@ -852,10 +852,8 @@ pub fn attempts_frame(
     ));
     cols.push(Column::new(
         "outcome".into(),
-        attempts
-            .iter()
-            .map(|a| a.outcome.to_string())
-            .collect::<Vec<_>>(),
+        // Borrowed names: no allocation per record.
+        attempts.iter().map(|a| a.outcome).collect::<Vec<&str>>(),
     ));
     cols.push(Column::new(
         "late".into(),
