@@ -475,10 +475,11 @@ impl<S: RowSink> Model for World<S> {
     type Event = Event;
 
     fn handle(&mut self, event: Event, sched: &mut Scheduler<Event>) {
-        // One event in 64, by count (deterministic): enough to name the
-        // busiest kinds, at a fraction of the cost of counting each.
+        // The first 64 events, then one in 64, by count (deterministic):
+        // enough to name the busiest kinds of a short run or a long one, at
+        // a fraction of the cost of counting each.
         self.handled = self.handled.wrapping_add(1);
-        if self.handled.is_multiple_of(KIND_SAMPLE) {
+        if self.handled <= KIND_SAMPLE || self.handled.is_multiple_of(KIND_SAMPLE) {
             self.events_by_kind[event.kind()] += 1;
         }
         match event {

@@ -69,7 +69,9 @@ impl AdaptiveBackoff {
     pub fn new(spec: &AdaptiveBackoffSpec) -> Self {
         AdaptiveBackoff {
             spec: spec.clone(),
-            results: VecDeque::with_capacity(spec.window as usize),
+            // Grows with the attempts seen, never allocated up front: a
+            // window of 10^6 on 10^5 pods must not reserve 100 GB.
+            results: VecDeque::new(),
             failures: 0,
         }
     }

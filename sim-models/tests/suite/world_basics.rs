@@ -472,3 +472,13 @@ fn a_leg_of_no_delay_and_a_leg_of_zero_seconds_are_the_same_world() {
     assert_eq!(a, b);
     assert_eq!(ta.finished(), tb.finished());
 }
+
+/// The event limit names the busiest kinds even when it is tiny.
+#[test]
+fn a_tiny_event_limit_still_names_the_busiest_events() {
+    let mut cfg = WorldConfig::default();
+    cfg.limits.max_events = 10;
+    let msg = run(&cfg, Vec::new()).err().expect("limit hit").to_string();
+    let named = msg.split("most events were ").nth(1).unwrap_or("");
+    assert!(named.contains('%'), "{msg}");
+}
