@@ -328,3 +328,111 @@ pub fn heatmap(
     }
     Ok(svg)
 }
+
+/// A tipping boundary: trigger magnitude across, duration up; the edge as
+/// a line, its 95 % band shaded, and every judged point as a dot coloured
+/// by its storm probability (blue: none of the seeds stormed, red: all).
+pub fn boundary(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    b: &crate::boundary::Boundary,
+) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let xs: Vec<f64> = b.points.iter().map(|p| p.magnitude).collect();
+        let ys: Vec<f64> = b.points.iter().map(|p| p.duration.as_secs_f64()).collect();
+        let (x0, x1) = xs
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, z), &x| {
+                (a.min(x), z.max(x))
+            });
+        // Durations span orders of magnitude (100 ms .. minutes): a log
+        // axis keeps the edge readable.
+        let y0 = ys.iter().copied().fold(f64::INFINITY, f64::min);
+        let y0 = if y0.is_finite() && y0 > 0.0 {
+            y0 / 1.3
+        } else {
+            0.01
+        };
+        let y1 = ys.iter().copied().fold(0.0, f64::max).max(y0 * 10.0) * 1.3;
+        let (x0, x1) = if x0.is_finite() && x1 > x0 {
+            let pad = (x1 - x0) * 0.05;
+            (x0 - pad, x1 + pad)
+        } else if x0.is_finite() {
+            (x0 - 1.0, x0 + 1.0)
+        } else {
+            (0.0, 1.0)
+        };
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(format!("{y_desc} (s)"))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        // The band: where the seeds disagree, from the longest surely calm
+        // duration to the shortest surely stormy one (the range's ends
+        // where a side was never reached).
+        let lo = |e: &crate::boundary::Edge| e.band_low.map_or(y0, |d| d.as_secs_f64());
+        let hi = |e: &crate::boundary::Edge| e.band_high.map_or(y1, |d| d.as_secs_f64());
+        let found: Vec<&crate::boundary::Edge> =
+            b.edges.iter().filter(|e| e.duration.is_some()).collect();
+        if found.len() >= 2 {
+            let mut poly: Vec<(f64, f64)> = found.iter().map(|e| (e.magnitude, hi(e))).collect();
+            poly.extend(found.iter().rev().map(|e| (e.magnitude, lo(e))));
+            chart
+                .draw_series(std::iter::once(Polygon::new(
+                    poly,
+                    RED_600.mix(0.15).filled(),
+                )))
+                .map_err(|e| e.to_string())?;
+        }
+        for e in &found {
+            chart
+                .draw_series(LineSeries::new(
+                    vec![(e.magnitude, lo(e)), (e.magnitude, hi(e))],
+                    RED_600.mix(0.5).stroke_width(6),
+                ))
+                .map_err(|e| e.to_string())?;
+        }
+        chart
+            .draw_series(LineSeries::new(
+                found
+                    .iter()
+                    .filter_map(|e| e.duration.map(|d| (e.magnitude, d.as_secs_f64()))),
+                RED_600.stroke_width(2),
+            ))
+            .map_err(|e| e.to_string())?
+            .label("storm probability crosses 50 %")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED_600.stroke_width(2)));
+        for p in &b.points {
+            let t = p.probability();
+            let colour = RGBColor((30.0 + 200.0 * t) as u8, 60, (230.0 - 200.0 * t) as u8);
+            chart
+                .draw_series(std::iter::once(Circle::new(
+                    (p.magnitude, p.duration.as_secs_f64()),
+                    4,
+                    colour.filled(),
+                )))
+                .map_err(|e| e.to_string())?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperMiddle)
+            .background_style(WHITE.mix(0.9))
+            .border_style(GREY_500)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}

@@ -24,8 +24,10 @@ fn load_with_seed(
     exp.print_warnings();
     if let Some(s) = seed {
         exp.world.seed = s;
-        if let yaml_serde::Value::Mapping(m) = &mut exp.world_value {
-            m.insert("seed".into(), s.into());
+        for doc in [&mut exp.world_value, &mut exp.document] {
+            if let yaml_serde::Value::Mapping(m) = doc {
+                m.insert("seed".into(), s.into());
+            }
         }
     }
     Ok(exp)
@@ -199,6 +201,72 @@ pub fn read_summaries(exp: &Experiment, out: &Path) -> Result<DataFrame, String>
         all.vstack_mut(&f).map_err(|e| e.to_string())?;
     }
     Ok(all)
+}
+
+/// `stormsim calibrate`: fit the file's unknowns to its observed figures.
+pub fn calibrate(
+    file: &Path,
+    opts: crate::calibrate::Options,
+    seed: Option<u64>,
+    limits: &InputLimits,
+) -> Result<(), Failure> {
+    let exp = load_with_seed(file, seed, limits)?;
+    let fit = crate::calibrate::calibrate(&exp, &opts)?;
+    let secs = fit.elapsed.as_secs_f64();
+    if !opts.quiet {
+        crate::say!("{}", crate::calibrate::tables(&fit));
+    }
+    crate::say!(
+        "{}: {} candidates on {} seeds; {} runs now ({} read back from an earlier run), {} events, {:.0} s; the best fit meets every figure on {} of {} seeds{}\ncalibrated experiment: {}  (stormsim replay {})\nevaluations: {}",
+        exp.name,
+        fit.candidates.len(),
+        fit.seeds.len(),
+        fit.ran,
+        fit.read_back,
+        fit.events,
+        secs,
+        fit.best.seeds_met,
+        fit.seeds.len(),
+        if fit.best.median_met {
+            ", its medians every figure"
+        } else {
+            "; its medians miss some"
+        },
+        fit.written.display(),
+        fit.written.display(),
+        opts.out.join("evaluations").display(),
+    );
+    Ok(())
+}
+
+/// `stormsim boundary`: find where the file's trigger tips the system.
+pub fn boundary(
+    file: &Path,
+    opts: RunOptions,
+    seed: Option<u64>,
+    limits: &InputLimits,
+) -> Result<(), Failure> {
+    let exp = load_with_seed(file, seed, limits)?;
+    let b = crate::boundary::boundary(
+        &exp,
+        &opts.out,
+        opts.threads,
+        opts.force,
+        opts.quiet,
+        sim_models::world::Checks {
+            every_event: opts.check_invariants,
+        },
+    )?;
+    if !opts.quiet {
+        crate::say!("points judged:\n{}", crate::boundary::points_table(&b));
+    }
+    crate::say!(
+        "{}: the edge (where the storm probability crosses 50 %; band: the 95 % Wilson intervals' edge):\n{}\nreport: {}",
+        exp.name,
+        crate::boundary::table(&b),
+        opts.out.join("report.html").display()
+    );
+    Ok(())
 }
 
 /// `stormsim replay`: run everything, then rank the cells.

@@ -285,6 +285,67 @@ impl Drop for ClaimLock {
     }
 }
 
+/// Writes one file outside a dataset atomically (a temporary name of this
+/// process's beside it, synced, then renamed): the calibrated experiment
+/// written next to its input.
+pub fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = path.with_file_name(format!(
+        ".{name}{TEMP_MARK}{}-{}",
+        host_name(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = File::create(&tmp).map_err(|e| io_error("create", &tmp, e))?;
+        f.write_all(text.as_bytes())
+            .map_err(|e| io_error("write", &tmp, e))?;
+        f.sync_all().map_err(|e| io_error("sync", &tmp, e))?;
+        fs::rename(&tmp, path).map_err(|e| io_error("move into place", path, e))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Held for the whole of a search (`calibrate`, `boundary`) that rewrites
+/// its evaluations table: a second search of the same folder is refused
+/// instead of replacing the first one's rows with its own.
+#[derive(Debug)]
+pub struct SearchLock {
+    file: File,
+}
+
+impl SearchLock {
+    /// Takes the search lock of `out`, or says who holds it.
+    pub fn try_acquire(out: &Path, command: &str) -> Result<SearchLock, String> {
+        let dir = out.join(STATE_DIR);
+        create_dir(&dir)?;
+        let path = dir.join("search.lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_error("create", &path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(SearchLock { file }),
+            Err(TryLockError::WouldBlock) => Err(format!(
+                "another `stormsim {command}` is writing {} (it holds {}); wait for it, or use another --out",
+                out.display(),
+                path.display()
+            )),
+            Err(TryLockError::Error(e)) => Err(io_error("lock", &path, e)),
+        }
+    }
+}
+
+impl Drop for SearchLock {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

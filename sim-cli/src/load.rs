@@ -135,6 +135,8 @@ struct Doc {
     sweep: Option<SweepSpec>,
     outputs: Option<OutputSpec>,
     objective: Option<Objective>,
+    calibrate: Option<crate::calibrate::CalibrateSpec>,
+    boundary: Option<crate::boundary::BoundarySpec>,
     seed: Option<u64>,
     clock: Option<ClockConfig>,
     load: Option<LoadConfig>,
@@ -148,13 +150,15 @@ struct Doc {
 }
 
 /// Top-level keys that are the experiment's, not the world's.
-const EXPERIMENT_KEYS: [&str; 6] = [
+const EXPERIMENT_KEYS: [&str; 8] = [
     "name",
     "description",
     "extends",
     "sweep",
     "outputs",
     "objective",
+    "calibrate",
+    "boundary",
 ];
 
 /// An input problem, located.
@@ -253,6 +257,13 @@ pub struct Experiment {
     pub objective: Option<Objective>,
     /// What is allowed but probably not meant, located.
     pub warnings: Vec<InputError>,
+    /// The fit to make (`stormsim calibrate`).
+    pub calibrate: Option<crate::calibrate::CalibrateSpec>,
+    /// The edge to find (`stormsim boundary`).
+    pub boundary: Option<crate::boundary::BoundarySpec>,
+    /// The whole merged document (the `extends` chain flattened, the
+    /// experiment's own keys included): what a calibrated file rewrites.
+    pub document: Value,
 }
 
 impl Experiment {
@@ -706,6 +717,7 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
         }
         merge(&mut merged, v);
     }
+    let document = merged.clone();
     let take = |m: &mut Value, key: &str| match m {
         Value::Mapping(map) => map.remove(key),
         _ => None,
@@ -716,6 +728,8 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
     let sweep_value = take(&mut merged, "sweep");
     let outputs_value = take(&mut merged, "outputs");
     let objective_value = take(&mut merged, "objective");
+    let calibrate_value = take(&mut merged, "calibrate");
+    let boundary_value = take(&mut merged, "boundary");
     debug_assert!(EXPERIMENT_KEYS.iter().all(|k| merged.get(*k).is_none()));
     let stub = Experiment {
         path: path.to_path_buf(),
@@ -731,6 +745,9 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
         outputs: OutputSpec::default(),
         objective: None,
         warnings: Vec::new(),
+        calibrate: None,
+        boundary: None,
+        document,
     };
     let world =
         resolve(merged.clone()).map_err(|(p, m)| InputErrors(vec![stub.error_at(&p, m)]))?;
@@ -754,12 +771,28 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
         ),
         None => None,
     };
+    let calibrate = match calibrate_value {
+        Some(v) => Some(
+            from_value(v)
+                .map_err(|e| InputErrors(vec![stub.error_at("calibrate", e.to_string())]))?,
+        ),
+        None => None,
+    };
+    let boundary = match boundary_value {
+        Some(v) => Some(
+            from_value(v)
+                .map_err(|e| InputErrors(vec![stub.error_at("boundary", e.to_string())]))?,
+        ),
+        None => None,
+    };
     let exp = Experiment {
         world_value,
         world,
         sweep,
         outputs,
         objective,
+        calibrate,
+        boundary,
         ..stub
     };
     check(&exp, limits)?;

@@ -22,6 +22,8 @@ Examples:
   stormsim sweep experiments/sweeps/retries-x-timeout.yaml --threads 2
   stormsim sweep FILE --shard 3/8        # one of 8 shards (or set JOB_COMPLETION_INDEX / SLURM_ARRAY_TASK_ID with --shards 8)
   stormsim explain experiments/sweeps/presets-compared.yaml
+  stormsim calibrate experiments/incidents/llm-api-1402.calibrate.yaml
+  stormsim boundary experiments/boundary/near-capacity.yaml
   stormsim report out/retries-x-timeout --kpi peak_error_rate --x client.retry.max_retries --y client.attempt_timeout
   stormsim list
 
@@ -114,6 +116,26 @@ enum Command {
         #[command(flatten)]
         args: RunArgs,
     },
+    /// Fit the file's `calibrate.unknowns` to its `calibrate.observed`
+    /// figures: a space-filling start, then an optimiser; every candidate
+    /// judged on the same seeds. Resumable; writes the evaluations as
+    /// Parquet and a calibrated experiment beside the file.
+    Calibrate {
+        #[command(flatten)]
+        args: RunArgs,
+        /// Where to write the calibrated experiment (default: beside the
+        /// file, `NAME.calibrated.yaml`).
+        #[arg(long)]
+        write: Option<PathBuf>,
+    },
+    /// Find where the file's trigger tips the system into a storm: per
+    /// `boundary.magnitude`, the `boundary.duration` at which the storm
+    /// probability over seeds crosses 50 %, with Wilson intervals.
+    /// Resumable; writes the points as Parquet and a report.
+    Boundary {
+        #[command(flatten)]
+        args: RunArgs,
+    },
     /// Check a file and exit: 0 when it is valid, 2 with its problems (a
     /// syntax or type error stops the check at that file; the values'
     /// checks report every problem found).
@@ -200,6 +222,30 @@ fn main() -> ExitCode {
             args.seed,
             &args.limits.get(),
         ),
+        Command::Calibrate { args, write } => {
+            let o = search_opts(&args, flags, "calibrate");
+            commands::calibrate(
+                &args.file,
+                stormsim::calibrate::Options {
+                    out: o.out,
+                    threads: o.threads,
+                    force: o.force,
+                    quiet: o.quiet,
+                    checks: sim_models::world::Checks {
+                        every_event: o.check_invariants,
+                    },
+                    write,
+                },
+                args.seed,
+                &args.limits.get(),
+            )
+        }
+        Command::Boundary { args } => commands::boundary(
+            &args.file,
+            search_opts(&args, flags, "boundary"),
+            args.seed,
+            &args.limits.get(),
+        ),
         Command::Validate { file, limits } => commands::validate(&file, &limits.get()),
         Command::Explain { file, cell, limits } => {
             commands::explain(&file, &limits.get(), cell.as_deref())
@@ -235,6 +281,18 @@ fn main() -> ExitCode {
 struct Flags {
     quiet: bool,
     check_invariants: bool,
+}
+
+/// A search's options: its default folder is `out/<file name>-<command>`,
+/// beside the file's run and sweep datasets.
+fn search_opts(args: &RunArgs, flags: Flags, command: &str) -> stormsim::runner::RunOptions {
+    let mut o = opts(args, flags);
+    if o.default_out {
+        let mut name = o.out.file_name().unwrap_or_default().to_os_string();
+        name.push(format!("-{command}"));
+        o.out.set_file_name(name);
+    }
+    o
 }
 
 fn opts(args: &RunArgs, flags: Flags) -> stormsim::runner::RunOptions {

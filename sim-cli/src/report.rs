@@ -103,7 +103,7 @@ fn has(df: &DataFrame, name: &str) -> bool {
     df.column(name).is_ok()
 }
 
-fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

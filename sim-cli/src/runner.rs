@@ -94,6 +94,10 @@ pub enum DatasetKind {
     Base,
     /// The cells of the file's sweep.
     Sweep,
+    /// A calibration's evaluations and fit (`stormsim calibrate`).
+    Calibrate,
+    /// A tipping boundary's points (`stormsim boundary`).
+    Boundary,
 }
 
 impl DatasetKind {
@@ -110,11 +114,13 @@ impl DatasetKind {
         match self {
             DatasetKind::Base => "base",
             DatasetKind::Sweep => "sweep",
+            DatasetKind::Calibrate => "calibrate",
+            DatasetKind::Boundary => "boundary",
         }
     }
 }
 
-fn manifest(exp: &Experiment, cells: &[Cell], kind: DatasetKind) -> String {
+fn manifest(exp: &Experiment, cells: &[Cell], kind: DatasetKind, hash: &str) -> String {
     let axes: Vec<String> = exp
         .sweep
         .iter()
@@ -123,7 +129,7 @@ fn manifest(exp: &Experiment, cells: &[Cell], kind: DatasetKind) -> String {
     serde_json::to_string_pretty(&serde_json::json!({
         "stormsim": env!("CARGO_PKG_VERSION"),
         "experiment": exp.name,
-        "experiment_hash": experiment_hash(exp),
+        "experiment_hash": hash,
         "dataset": kind.name(),
         "cells": cells.len(),
         "axes": if kind == DatasetKind::Sweep { axes } else { Vec::new() },
@@ -133,6 +139,9 @@ fn manifest(exp: &Experiment, cells: &[Cell], kind: DatasetKind) -> String {
     .expect("manifest serialises")
         + "\n"
 }
+
+/// The tables a search writes (removed with the rest by `--force`).
+pub const SEARCH_TABLES: [&str; 3] = ["evaluations", "calibrate", "boundary"];
 
 /// Whose results a manifest says a folder holds.
 enum Holder {
@@ -144,7 +153,7 @@ enum Holder {
     Other(String),
 }
 
-fn holder(exp: &Experiment, kind: DatasetKind, path: &Path) -> Result<Holder, Failure> {
+fn holder(kind: DatasetKind, hash: &str, path: &Path) -> Result<Holder, Failure> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Holder::Nobody),
@@ -156,14 +165,14 @@ fn holder(exp: &Experiment, kind: DatasetKind, path: &Path) -> Result<Holder, Fa
             path.display()
         ))
     })?;
-    let hash = v["experiment_hash"].as_str().unwrap_or("unknown");
+    let their_hash = v["experiment_hash"].as_str().unwrap_or("unknown");
     // Manifests written before datasets had kinds: judged by hash alone.
     let their_kind = v["dataset"].as_str().unwrap_or(kind.name());
     let name = v["experiment"].as_str().unwrap_or("?");
-    if hash == experiment_hash(exp) && their_kind == kind.name() {
+    if their_hash == hash && their_kind == kind.name() {
         return Ok(Holder::Us);
     }
-    Ok(Holder::Other(if hash == experiment_hash(exp) {
+    Ok(Holder::Other(if their_hash == hash {
         let (theirs, ours) = match kind {
             DatasetKind::Base => (
                 "the cells of this experiment's sweep",
@@ -173,10 +182,16 @@ fn holder(exp: &Experiment, kind: DatasetKind, path: &Path) -> Result<Holder, Fa
                 "a plain run of this experiment's base configuration",
                 "the cells of its sweep (`stormsim run --cell ID` runs one of them)",
             ),
+            DatasetKind::Calibrate | DatasetKind::Boundary => (
+                "another kind of results of this experiment",
+                "a search's evaluations (its default folder is out/<file name>-calibrate or -boundary)",
+            ),
         };
         format!("{theirs}, and this command writes {ours}")
     } else {
-        format!("the results of a different experiment ({name:?}, hash {hash})")
+        format!(
+            "the results of a different experiment, or of a different search of it ({name:?}, hash {their_hash})"
+        )
     }))
 }
 
@@ -185,19 +200,20 @@ fn holder(exp: &Experiment, kind: DatasetKind, path: &Path) -> Result<Holder, Fa
 /// different experiments started at once exactly one wins. An unchanged
 /// manifest is not rewritten (a complete dataset in a read-only folder
 /// still reads).
-fn claim_output(
+pub(crate) fn claim_output(
     exp: &Experiment,
     all: &[Cell],
     kind: DatasetKind,
+    hash: &str,
     out: &Path,
     force: bool,
 ) -> Result<(), Failure> {
     let path = out.join("manifest.json");
-    if let Holder::Us = holder(exp, kind, &path)? {
+    if let Holder::Us = holder(kind, hash, &path)? {
         return Ok(());
     }
     let _lock = ClaimLock::acquire(out).map_err(Failure::Input)?;
-    match holder(exp, kind, &path)? {
+    match holder(kind, hash, &path)? {
         Holder::Us => return Ok(()),
         Holder::Nobody => {}
         Holder::Other(what) if !force => {
@@ -207,7 +223,7 @@ fn claim_output(
             )));
         }
         Holder::Other(_) => {
-            for table in crate::output::TABLES {
+            for table in crate::output::TABLES.iter().chain(&SEARCH_TABLES) {
                 let dir = out.join(table);
                 if dir.exists() {
                     std::fs::remove_dir_all(&dir)
@@ -218,7 +234,7 @@ fn claim_output(
     }
     let writer = Writer::register(out).map_err(Failure::Run)?;
     writer
-        .write_text(&path, &manifest(exp, all, kind))
+        .write_text(&path, &manifest(exp, all, kind, hash))
         .map_err(Failure::Run)
 }
 
@@ -355,7 +371,14 @@ pub fn run_cells(exp: &Experiment, opts: &RunOptions) -> Result<Report, Failure>
         None => None,
     };
     create_dir(&opts.out).map_err(Failure::Input)?;
-    claim_output(exp, &all, DatasetKind::of(exp, opts), &opts.out, opts.force)?;
+    claim_output(
+        exp,
+        &all,
+        DatasetKind::of(exp, opts),
+        &experiment_hash(exp),
+        &opts.out,
+        opts.force,
+    )?;
     let (done, todo): (Vec<Cell>, Vec<Cell>) = chosen
         .iter()
         .cloned()

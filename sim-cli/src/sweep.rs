@@ -592,8 +592,7 @@ pub fn cells(exp: &Experiment) -> Result<Vec<Cell>, InputErrors> {
             let h = hash(master, &key);
             let seed = match sweep.seeds {
                 Seeds::PerCell => splitmix64(&mut h.clone()),
-                Seeds::Shared if r == 0 => master,
-                Seeds::Shared => splitmix64(&mut hash(master, &format!("replication={r}"))),
+                Seeds::Shared => shared_seed(master, r),
             };
             out.push(Cell {
                 index: out.len() as u64,
@@ -606,6 +605,16 @@ pub fn cells(exp: &Experiment) -> Result<Vec<Cell>, InputErrors> {
         }
     }
     Ok(out)
+}
+
+/// The seed of replication `r` when every cell shares its seeds (common
+/// random numbers): the master seed itself for the first.
+pub fn shared_seed(master: u64, r: u32) -> u64 {
+    if r == 0 {
+        master
+    } else {
+        splitmix64(&mut hash(master, &format!("replication={r}")))
+    }
 }
 
 /// Sets the value at a field path (`a.b[2].c`) inside `root`, creating

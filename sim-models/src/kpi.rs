@@ -252,8 +252,9 @@ fn slo_violation(rows: &[KpiRow], n: usize, slo: &Slo) -> f64 {
     total
 }
 
-/// The figures a summary row holds.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The figures a summary row holds (`Default`: a run that saw nothing,
+/// for listing the figures' names).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Kpis {
     /// Requests sent by users.
     pub offered: u64,

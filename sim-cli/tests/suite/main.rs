@@ -9,3 +9,4 @@ mod operator;
 mod python;
 mod replay_1402;
 mod report;
+mod search;
