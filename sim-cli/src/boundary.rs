@@ -600,7 +600,18 @@ fn write_tables(exp: &Experiment, out: &Path, b: &Boundary, c: &Checked) -> Resu
         &writer,
     )
     .map_err(Failure::Run)?;
-    let html = report_html(exp, b, c).map_err(Failure::Run)?;
+    let about = About {
+        title: exp.name.clone(),
+        magnitude: c.spec.magnitude.path.clone(),
+        duration: c.spec.duration.path.clone(),
+        verdict: verdict_text(c),
+        seeds: c.seeds.len(),
+    };
+    let json = serde_json::to_string_pretty(&about).map_err(|e| Failure::Run(e.to_string()))?;
+    writer
+        .write_text(&out.join("boundary").join("about.json"), &(json + "\n"))
+        .map_err(Failure::Run)?;
+    let html = report_html(&about, b).map_err(Failure::Run)?;
     writer
         .write_text(&out.join("report.html"), &html)
         .map_err(Failure::Run)
@@ -673,21 +684,92 @@ pub fn points_table(b: &Boundary) -> String {
     s
 }
 
-fn report_html(exp: &Experiment, b: &Boundary, c: &Checked) -> Result<String, String> {
+/// What the report says besides the points: written beside them as
+/// `boundary/about.json`, so `stormsim report DIR` redraws it from the
+/// folder alone.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct About {
+    title: String,
+    magnitude: String,
+    duration: String,
+    verdict: String,
+    seeds: usize,
+}
+
+fn report_html(a: &About, b: &Boundary) -> Result<String, String> {
     let chart = crate::charts::boundary(
-        &format!("Tipping boundary: {}", exp.name),
-        &c.spec.magnitude.path,
-        &c.spec.duration.path,
+        &format!("Tipping boundary: {}", a.title),
+        &a.magnitude,
+        &a.duration,
         b,
     )?;
     let esc = crate::report::escape;
     Ok(format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}: boundary</title>\n<style>body{{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}}pre{{background:#f6f6f6;padding:1em}}</style></head><body>\n<h1>{title}: where it tips</h1>\n<p>Storm: {verdict}. Each point judged on {n} seeds (the same seeds at every point); the band is the 95 % Wilson interval's edge: below it no storm, above it a storm, with 95 % confidence.</p>\n<figure>{chart}</figure>\n<h2>Edge</h2>\n<pre>{edges}</pre>\n<h2>Points</h2>\n<pre>{points}</pre>\n</body></html>\n",
-        title = esc(&exp.name),
-        verdict = esc(&verdict_text(c)),
-        n = c.seeds.len(),
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}: boundary</title>\n<style>body{{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}}pre{{background:#f6f6f6;padding:1em}}svg{{max-width:100%;height:auto}}</style></head><body>\n<h1>{title}: where it tips</h1>\n<p>Storm: {verdict}. Each point judged on {n} seeds (the same seeds at every point); the band is the 95 % Wilson interval's edge: below it no storm, above it a storm, with 95 % confidence. Generated from the Parquet in this directory: <code>stormsim report DIR</code> redraws it.</p>\n<figure>{chart}</figure>\n<h2>Edge</h2>\n<pre>{edges}</pre>\n<h2>Points</h2>\n<pre>{points}</pre>\n</body></html>\n",
+        title = esc(&a.title),
+        verdict = esc(&a.verdict),
+        n = a.seeds,
         chart = chart,
         edges = esc(&table(b)),
         points = esc(&points_table(b)),
     ))
+}
+
+/// Redraws `dir/report.html` from a boundary dataset's tables.
+pub fn rerender(dir: &Path) -> Result<std::path::PathBuf, String> {
+    let about_path = dir.join("boundary").join("about.json");
+    let about: About = serde_json::from_str(
+        &std::fs::read_to_string(&about_path)
+            .map_err(|e| crate::dataset::io_error("read", &about_path, e))?,
+    )
+    .map_err(|e| format!("{}: {e}", about_path.display()))?;
+    let read = |name: &str| -> Result<DataFrame, String> {
+        let p = dir.join("boundary").join(name);
+        let f = std::fs::File::open(&p).map_err(|e| crate::dataset::io_error("open", &p, e))?;
+        ParquetReader::new(f)
+            .finish()
+            .map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let (points, edges) = (read("points.parquet")?, read("edges.parquet")?);
+    let f = |df: &DataFrame, c: &str| crate::report::optional_floats(df, c);
+    let dur = |x: Option<f64>| x.map(SimDuration::from_secs_f64);
+    let (m, d, k, n) = (
+        f(&points, "magnitude")?,
+        f(&points, "duration_s")?,
+        f(&points, "storms")?,
+        f(&points, "seeds")?,
+    );
+    let points: Vec<Point> = (0..m.len())
+        .map(|i| Point {
+            magnitude: m[i].unwrap_or(0.0),
+            duration: dur(d[i]).unwrap_or(SimDuration::ZERO),
+            storms: k[i].unwrap_or(0.0) as u64,
+            seeds: n[i].unwrap_or(0.0) as u64,
+        })
+        .collect();
+    let status = crate::report::strings(&edges, "status")?;
+    let (em, eb, lo, hi) = (
+        f(&edges, "magnitude")?,
+        f(&edges, "boundary_s")?,
+        f(&edges, "band_low_s")?,
+        f(&edges, "band_high_s")?,
+    );
+    let edges: Vec<Edge> = (0..em.len())
+        .map(|i| Edge {
+            magnitude: em[i].unwrap_or(0.0),
+            duration: dur(eb[i]),
+            band_low: dur(lo[i]),
+            band_high: dur(hi[i]),
+            status: match status[i].as_str() {
+                "below range" => "below range",
+                "beyond range" => "beyond range",
+                _ => "found",
+            },
+        })
+        .collect();
+    let html = report_html(&about, &Boundary { points, edges })?;
+    let writer = Writer::register(dir)?;
+    let path = dir.join("report.html");
+    writer.write_text(&path, &html)?;
+    Ok(path)
 }

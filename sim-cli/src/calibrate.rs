@@ -13,11 +13,14 @@
 //! ```text
 //! loss = Σ_figures outside(median over seeds)        the medians must fit
 //!      + mean over seeds of Σ_figures outside(value)  and each seed, as far as it can
-//!      + share of seeds missing any figure
+//!      + 1 − mean over seeds of Π_figures σ(margin / 0.05)   and as many seeds as can
 //! ```
 //!
 //! where `outside` is the distance outside the accepted range in units of
-//! its width (`evaluate.rs`). Candidates are ranked by: medians inside
+//! its width, `margin` the distance inside it from the nearer end
+//! (`evaluate.rs`) and σ the logistic: a smooth share of the seeds that
+//! meet every figure, which rewards fits whose seeds sit inside their
+//! ranges with room to spare. Candidates are ranked by: medians inside
 //! every range, then seeds meeting every figure, then loss.
 //!
 //! Everything is a function of the file and its seed: the start, the
@@ -441,6 +444,10 @@ fn check(exp: &Experiment, spec: &CalibrateSpec) -> Result<Checked, InputErrors>
     })
 }
 
+/// The width, in range units, of the logistic that counts a seed inside
+/// a range smoothly (module docs).
+const SOFT_WIDTH: f64 = 0.05;
+
 /// A candidate judged on every seed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Candidate {
@@ -492,7 +499,22 @@ fn judge(
         .iter()
         .filter(|s| observed.iter().zip(s.iter()).all(|(o, v)| o.met(*v)))
         .count();
-    let loss = median_loss + seed_losses.iter().sum::<f64>() / n + (1.0 - seeds_met as f64 / n);
+    // A smooth count of the seeds inside every range: each figure's margin
+    // through a logistic of width SOFT_WIDTH, multiplied over figures, so a
+    // seed on a bound counts half and one well inside counts one (the
+    // optimiser needs a slope, not a step).
+    let soft_met: f64 = per_seed
+        .iter()
+        .map(|s| {
+            observed
+                .iter()
+                .zip(s)
+                .map(|(o, v)| 1.0 / (1.0 + (-o.margin(*v) / SOFT_WIDTH).exp()))
+                .product::<f64>()
+        })
+        .sum::<f64>()
+        / n;
+    let loss = median_loss + seed_losses.iter().sum::<f64>() / n + (1.0 - soft_met);
     (medians, median_met, seeds_met, loss)
 }
 
@@ -908,22 +930,58 @@ pub fn calibrate(exp: &Experiment, opts: &Options) -> Result<Fit, Failure> {
     };
     write_tables(exp, out, &fit, &c)?;
     write_calibrated(exp, &fit, &c, out)?;
+    write_report(exp, out, &fit)?;
     Ok(fit)
 }
 
 /// Nelder–Mead from the best point so far; when it converges, again from
-/// the (new) best with half the simplex, until the simplex is tiny or the
-/// budget is spent.
+/// the best point of the same basin with half the simplex; when the
+/// simplex is tiny, from the best candidate far from every start so far
+/// (another basin the space-filling start found). Until the budget is
+/// spent or no basin is left.
 fn nelder_mead(search: &Search, d: usize) -> Result<(), Failure> {
+    // Max-norm distance in the cube.
+    let far = |a: &[f64], b: &[f64]| {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max)
+    };
+    let ranked = || {
+        let mut c = search
+            .candidates
+            .lock()
+            .expect("no panics while held")
+            .clone();
+        c.sort_by(better);
+        c
+    };
+    let Some(first) = search.best() else {
+        return Ok(());
+    };
+    let mut starts = vec![first.x.clone()];
+    let mut origin = first.x;
     let mut step = 0.25;
     let mut last_loss = f64::INFINITY;
-    while step > 0.004 && !search.spent() {
-        let Some(best) = search.best() else {
+    while !search.spent() {
+        if step <= 0.004 {
+            let next = ranked()
+                .into_iter()
+                .find(|c| starts.iter().all(|s| far(&c.x, s) > BASIN));
+            let Some(next) = next else {
+                break;
+            };
+            origin = next.x.clone();
+            starts.push(next.x);
+            step = 0.25;
+            last_loss = f64::INFINITY;
+        }
+        let Some(from) = ranked().into_iter().find(|c| far(&c.x, &origin) <= BASIN) else {
             break;
         };
-        let mut simplex = vec![best.x.clone()];
+        let mut simplex = vec![from.x.clone()];
         for j in 0..d {
-            let mut p = best.x.clone();
+            let mut p = from.x.clone();
             p[j] = if p[j] + step <= 1.0 {
                 p[j] + step
             } else {
@@ -937,20 +995,23 @@ fn nelder_mead(search: &Search, d: usize) -> Result<(), Failure> {
         let result = Executor::new(Problem(search), solver)
             .configure(|s| s.max_iters(50 * (d as u64 + 1)))
             .run();
-        if result.is_err()
-            && !search.spent()
-            && search
-                .failure
-                .lock()
-                .expect("no panics while held")
-                .is_none()
+        if search
+            .failure
+            .lock()
+            .expect("no panics while held")
+            .is_some()
         {
-            return Err(Failure::Run(format!(
-                "the optimiser stopped: {}",
-                result.err().map(|e| e.to_string()).unwrap_or_default()
-            )));
+            return Ok(());
         }
-        let now = search.best().map_or(f64::INFINITY, |b| b.loss);
+        if let Err(e) = result
+            && !search.spent()
+        {
+            return Err(Failure::Run(format!("the optimiser stopped: {e}")));
+        }
+        let now = ranked()
+            .into_iter()
+            .find(|c| far(&c.x, &origin) <= BASIN)
+            .map_or(f64::INFINITY, |b| b.loss);
         if now < last_loss - 1e-9 {
             last_loss = now;
         } else {
@@ -959,6 +1020,10 @@ fn nelder_mead(search: &Search, d: usize) -> Result<(), Failure> {
     }
     Ok(())
 }
+
+/// How far apart (max-norm, in the unit cube) two Nelder–Mead starts must
+/// be to count as different basins.
+const BASIN: f64 = 0.25;
 
 /// argmin's particle swarm over the cube, seeded from the file's seed.
 fn particle_swarm(search: &Search, d: usize, seed: u64) -> Result<(), Failure> {
@@ -1087,6 +1152,58 @@ pub fn tables(fit: &Fit) -> String {
         }
     }
     s
+}
+
+/// `OUT/report.html`: how the search converged (the best loss and the
+/// most seeds meeting every figure, after each candidate) and the tables.
+fn write_report(exp: &Experiment, out: &Path, fit: &Fit) -> Result<(), Failure> {
+    let mut best_loss = Vec::new();
+    let mut most_met = Vec::new();
+    let (mut l, mut m) = (f64::INFINITY, 0usize);
+    for c in &fit.candidates {
+        l = l.min(c.loss);
+        m = m.max(c.seeds_met);
+        best_loss.push((c.index as f64 + 1.0, l));
+        most_met.push((c.index as f64 + 1.0, m as f64));
+    }
+    let whole = |x: f64| format!("{x:.0}");
+    let loss = crate::charts::lines_over(
+        "Best loss so far",
+        "candidates judged",
+        "loss",
+        &[crate::charts::Series {
+            name: "best loss".into(),
+            points: best_loss,
+        }],
+        &[],
+        &whole,
+    )
+    .map_err(Failure::Run)?;
+    let met = crate::charts::lines_over(
+        &format!("Most seeds (of {}) meeting every figure", fit.seeds.len()),
+        "candidates judged",
+        "seeds",
+        &[crate::charts::Series {
+            name: "seeds meeting every figure".into(),
+            points: most_met,
+        }],
+        &[],
+        &whole,
+    )
+    .map_err(Failure::Run)?;
+    let esc = crate::report::escape;
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}: calibration</title>\n<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}pre{{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:.8em}}svg{{max-width:100%;height:auto}}</style></head><body>\n<h1>{t}: calibration</h1>\n<p>{n} candidates, each judged on {s} seeds; x axes: candidates in the order they were judged. The calibrated experiment: <code>{w}</code>.</p>\n<figure>{loss}</figure>\n<figure>{met}</figure>\n<pre>{tables}</pre>\n</body></html>\n",
+        t = esc(&exp.name),
+        n = fit.candidates.len(),
+        s = fit.seeds.len(),
+        w = esc(&fit.written.display().to_string()),
+        tables = esc(&tables(fit)),
+    );
+    let writer = Writer::register(out).map_err(Failure::Run)?;
+    writer
+        .write_text(&out.join("report.html"), &html)
+        .map_err(Failure::Run)
 }
 
 fn write_tables(exp: &Experiment, out: &Path, fit: &Fit, c: &Checked) -> Result<(), Failure> {
@@ -1314,15 +1431,26 @@ mod tests {
         };
         let inside = judge(
             std::slice::from_ref(&o),
-            vec![vec![Some(1.5)], vec![Some(1.2)]],
+            vec![vec![Some(1.5)], vec![Some(1.4)]],
         );
-        assert_eq!(inside.3, 0.0);
+        // Well inside (margins of half and 0.4 of the range): no loss to speak of.
+        assert!(inside.3 < 1e-3, "{inside:?}");
         assert!(inside.1 && inside.2 == 2);
+        let edge = judge(
+            std::slice::from_ref(&o),
+            vec![vec![Some(1.0)], vec![Some(1.0)]],
+        );
+        // On the bound: met, but counted half.
+        assert!(
+            edge.1 && edge.2 == 2 && (edge.3 - 0.5).abs() < 1e-12,
+            "{edge:?}"
+        );
         let half = judge(
             std::slice::from_ref(&o),
             vec![vec![Some(1.5)], vec![Some(3.0)]],
         );
-        // Median 2.25 is 0.25 ranges out; seeds 0 and 1 ranges; one seed fails.
-        assert!((half.3 - (0.25 + 0.5 + 0.5)).abs() < 1e-12, "{half:?}");
+        // Median 2.25 is 0.25 ranges out; the seeds 0 and 1 range out; one
+        // seed counts (almost) one, the other (almost) none.
+        assert!((half.3 - (0.25 + 0.5 + 0.5)).abs() < 1e-3, "{half:?}");
     }
 }

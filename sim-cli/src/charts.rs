@@ -61,6 +61,7 @@ type TimeChart<'a, 'b> =
 fn time_chart<'a, 'b>(
     root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
     title: &str,
+    x_desc: &str,
     y_desc: &str,
     series: &[Series],
     x_label_of: &dyn Fn(f64) -> String,
@@ -76,7 +77,7 @@ fn time_chart<'a, 'b>(
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
-        .x_desc("time")
+        .x_desc(x_desc)
         .y_desc(y_desc)
         .x_labels(8)
         .x_label_formatter(&|x| x_label_of(*x))
@@ -147,12 +148,24 @@ pub fn lines(
     markers: &[Marker],
     x_label_of: &dyn Fn(f64) -> String,
 ) -> Result<String, String> {
+    lines_over(title, "time", y_desc, series, markers, x_label_of)
+}
+
+/// [`lines`] over another x axis, named `x_desc`.
+pub fn lines_over(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    markers: &[Marker],
+    x_label_of: &dyn Fn(f64) -> String,
+) -> Result<String, String> {
     let mut svg = String::new();
     {
         let full = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         full.fill(&WHITE).map_err(|e| e.to_string())?;
         let (root, panel) = with_legend_panel(full.clone(), series.len());
-        let (mut chart, y1) = time_chart(&root, title, y_desc, series, x_label_of)?;
+        let (mut chart, y1) = time_chart(&root, title, x_desc, y_desc, series, x_label_of)?;
         for m in markers {
             chart
                 .draw_series(LineSeries::new(
@@ -221,7 +234,7 @@ pub fn stacked(
         let full = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         full.fill(&WHITE).map_err(|e| e.to_string())?;
         let (root, panel) = with_legend_panel(full.clone(), cumulative.len());
-        let (mut chart, _) = time_chart(&root, title, y_desc, &cumulative, x_label_of)?;
+        let (mut chart, _) = time_chart(&root, title, "time", y_desc, &cumulative, x_label_of)?;
         // Top layer first so lower layers paint over it.
         for (i, s) in cumulative.iter().enumerate().rev() {
             let colour = COLOURS[i % COLOURS.len()];

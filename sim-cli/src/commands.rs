@@ -172,14 +172,22 @@ pub fn sweep(
         return Ok(());
     }
     let report = run_cells(&exp, &opts)?;
-    print_report(
+    let outcome = print_report(
         &exp,
         file,
         &report,
         &opts.out,
         exp.sweep.is_none(),
         opts.quiet,
-    )
+    );
+    if exp.sweep.as_ref().is_some_and(|s| s.replications > 1)
+        && opts.shard.is_none()
+        && let Ok(table) = read_summaries(&exp, &opts.out)
+        && let Some(t) = crate::replicas::table(&table, &axes_of(&exp)).map_err(Failure::Run)?
+    {
+        crate::say!("\n{t}");
+    }
+    outcome
 }
 
 /// Reads the `summary` rows of every cell of `exp` present in `out`.
@@ -269,6 +277,14 @@ pub fn boundary(
     Ok(())
 }
 
+/// The swept paths of `exp`.
+fn axes_of(exp: &Experiment) -> Vec<String> {
+    exp.sweep
+        .iter()
+        .flat_map(|s| s.axes.iter().map(|a| a.path.clone()))
+        .collect()
+}
+
 /// `stormsim replay`: run everything, then rank the cells.
 pub fn replay(
     file: &Path,
@@ -288,6 +304,9 @@ pub fn replay(
     );
     let table = read_summaries(&exp, &opts.out).map_err(Failure::Run)?;
     crate::say!("\n{}", ranked_table(&exp, &table).map_err(Failure::Run)?);
+    if let Some(t) = crate::replicas::table(&table, &axes_of(&exp)).map_err(Failure::Run)? {
+        crate::say!("\n{t}");
+    }
     crate::say!(
         "\nincident figures (trailing-window peaks, times after the first trigger):\n{}",
         figures_table(&exp, &table).map_err(Failure::Run)?

@@ -311,7 +311,19 @@ impl Observed {
         if (self.low..=self.high).contains(&v) {
             return 0.0;
         }
-        let scale = if self.low.is_finite() && self.high.is_finite() && self.high > self.low {
+        let scale = self.scale();
+        let d = if v < self.low {
+            self.low - v
+        } else {
+            v - self.high
+        };
+        (d / scale).min(5.0)
+    }
+
+    /// The unit distances are measured in: the range's width, or its
+    /// finite end for a one-sided range.
+    fn scale(&self) -> f64 {
+        if self.low.is_finite() && self.high.is_finite() && self.high > self.low {
             self.high - self.low
         } else {
             let end = if self.low.is_finite() {
@@ -320,13 +332,20 @@ impl Observed {
                 self.high
             };
             end.abs().max(1e-9)
+        }
+    }
+
+    /// How far inside its range `v` is, from the nearer end, in the units
+    /// of [`Observed::outside`] (capped at 5); negative outside (minus the
+    /// distance outside), -1 for a figure the run did not produce.
+    pub fn margin(&self, v: Option<f64>) -> f64 {
+        let Some(x) = v.filter(|v| !v.is_nan()) else {
+            return -1.0;
         };
-        let d = if v < self.low {
-            self.low - v
-        } else {
-            v - self.high
-        };
-        (d / scale).min(5.0)
+        if !self.met(Some(x)) {
+            return -self.outside(Some(x));
+        }
+        ((x - self.low).min(self.high - x) / self.scale()).min(5.0)
     }
 
     /// Whether `v` is inside the range.

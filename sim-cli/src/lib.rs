@@ -16,6 +16,7 @@ pub mod golden;
 pub mod load;
 pub mod locate;
 pub mod output;
+pub mod replicas;
 pub mod report;
 pub mod runner;
 pub mod stats;

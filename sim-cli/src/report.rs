@@ -190,6 +190,16 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             ));
         }
     };
+    match manifest["dataset"].as_str() {
+        Some("boundary") => return crate::boundary::rerender(dir),
+        Some("calibrate") => {
+            return Err(format!(
+                "{} holds a calibration: its tables are in calibrate/ and evaluations/, and `stormsim calibrate` prints its report (run it again with the same --out: it reads everything back); `stormsim replay` the calibrated file for the full report",
+                dir.display()
+            ));
+        }
+        _ => {}
+    }
     let objective: Objective = serde_json::from_value(manifest["objective"].clone())
         .ok()
         .flatten()
@@ -244,6 +254,14 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             sections.push(story_section(&summary, &axes, &objective, &marks, &label)?);
         }
         sections.push(ranked_section(&summary, &axes, &objective)?);
+        if let Some(rows) = crate::replicas::rows(&summary, &axes)? {
+            sections.push(Section {
+                title: "Over replications".into(),
+                text: "Each variant over its replications (seeds): the mean of each figure with its 95 % t interval, and the share of replications that stayed down (metastable) with Wilson's 95 % interval. A ranking of single runs can rest on one lucky seed; these intervals say how far it can.".into(),
+                charts: Vec::new(),
+                table: Some(table_html(&crate::replicas::headings(), &rows)),
+            });
+        }
         sections.push(figures_section(&summary, &axes, &objective)?);
         if runs.len() <= 12 {
             sections.push(overlay_section(

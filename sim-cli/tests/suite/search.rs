@@ -137,9 +137,15 @@ fn the_bundled_boundary_is_monotone_and_certain_away_from_its_edge() {
             }
         }
     }
-    // The report draws the edge.
+    // The report draws the edge, and `stormsim report` redraws the same
+    // page from the folder alone.
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("crosses 50 %"));
+    ok(&["report", out.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(out.join("report.html")).unwrap(),
+        html
+    );
 }
 
 /// A small boundary (one magnitude, four seeds) beside the bundled one.
