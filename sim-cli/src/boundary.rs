@@ -21,7 +21,7 @@ use yaml_serde::Value;
 use crate::dataset::{SearchLock, Writer};
 use crate::error::Failure;
 use crate::evaluate::{Observed, ObservedSpec, SeedsSpec, Store};
-use crate::load::{Experiment, InputErrors};
+use crate::load::{Experiment, InputErrors, InputLimits};
 use crate::output::write_parquet;
 use crate::runner::{DatasetKind, claim_output, hash_of};
 use crate::stats::wilson;
@@ -110,6 +110,16 @@ type Bracket = Result<(SimDuration, f64, SimDuration, f64), &'static str>;
 /// Most bisection steps per magnitude, whatever the resolution.
 const MAX_STEPS: u32 = 24;
 
+/// Bisection steps per magnitude from `from..to` down to `resolution`
+/// (at most; geometric steps may need fewer).
+fn steps(from: SimDuration, to: SimDuration, resolution: SimDuration) -> u32 {
+    let span = to.as_nanos().saturating_sub(from.as_nanos()) as f64;
+    (span / resolution.as_nanos().max(1) as f64)
+        .log2()
+        .ceil()
+        .clamp(0.0, f64::from(MAX_STEPS)) as u32
+}
+
 /// A boundary spec, checked.
 struct Checked {
     spec: BoundarySpec,
@@ -120,7 +130,11 @@ struct Checked {
     resolution: SimDuration,
 }
 
-fn check(exp: &Experiment, spec: &BoundarySpec) -> Result<Checked, InputErrors> {
+fn check(
+    exp: &Experiment,
+    spec: &BoundarySpec,
+    limits: &InputLimits,
+) -> Result<Checked, InputErrors> {
     let err = |path: &str, m: String| InputErrors(vec![exp.error_at(path, m)]);
     if spec.magnitude.values.is_empty() {
         return Err(err(
@@ -145,7 +159,7 @@ fn check(exp: &Experiment, spec: &BoundarySpec) -> Result<Checked, InputErrors> 
     }
     let seeds = spec
         .seeds
-        .seeds(exp.world.seed)
+        .seeds(exp.world.seed, limits)
         .map_err(|m| err("boundary.seeds", m))?;
     let v = &spec.verdict;
     let (above, threshold) = match (v.above, v.below) {
@@ -182,15 +196,25 @@ fn check(exp: &Experiment, spec: &BoundarySpec) -> Result<Checked, InputErrors> 
     if resolution.is_zero() {
         return Err(err("boundary.resolution", "must be longer than 0s".into()));
     }
+    let mut sorted = spec.magnitude.values.clone();
+    sorted.sort_by(f64::total_cmp);
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(err(
+            "boundary.magnitude.values",
+            format!("{} is listed twice", w[0]),
+        ));
+    }
+    let runs = (spec.magnitude.values.len() as u64)
+        .saturating_mul(2 + u64::from(steps(spec.duration.from, spec.duration.to, resolution)))
+        .saturating_mul(seeds.len() as u64);
+    crate::evaluate::check_runs(exp, runs, limits, "boundary.seeds")
+        .map_err(|e| InputErrors(vec![e]))?;
     // Every corner of the search must be a valid world, and a metastable
     // verdict needs the run to last past the longest trigger by the
     // recovery horizon and sustain, or no run could be judged a storm.
     for (m, d) in [
-        (spec.magnitude.values[0], spec.duration.from),
-        (
-            *spec.magnitude.values.last().unwrap_or(&0.0),
-            spec.duration.to,
-        ),
+        (sorted[0], spec.duration.from),
+        (*sorted.last().unwrap_or(&0.0), spec.duration.to),
     ] {
         let cell = Cell {
             index: 0,
@@ -201,6 +225,12 @@ fn check(exp: &Experiment, spec: &BoundarySpec) -> Result<Checked, InputErrors> 
             labels: Vec::new(),
         };
         let world = cell_world(exp, &cell).map_err(|e| InputErrors(vec![e]))?;
+        crate::load::check_work(&world, limits).map_err(|(p, msg)| {
+            err(
+                "boundary.magnitude.values",
+                format!("with magnitude {m} and duration {d}: {p}: {msg}"),
+            )
+        })?;
         let steps = sim_models::timeline::resolve(&world);
         let Some(end) = sim_models::timeline::last_trigger_end(&steps) else {
             return Err(err(
@@ -315,6 +345,7 @@ pub fn boundary(
     force: bool,
     quiet: bool,
     checks: Checks,
+    limits: &InputLimits,
 ) -> Result<Boundary, Failure> {
     let spec = exp.boundary.as_ref().ok_or_else(|| {
         Failure::Input(format!(
@@ -322,7 +353,7 @@ pub fn boundary(
             exp.path.display()
         ))
     })?;
-    let c = check(exp, spec).map_err(|e| Failure::Input(e.to_string()))?;
+    let c = check(exp, spec, limits).map_err(|e| Failure::Input(e.to_string()))?;
     crate::dataset::create_dir(out).map_err(Failure::Input)?;
     let _lock = SearchLock::try_acquire(out, "boundary").map_err(Failure::Input)?;
     let identity = hash_of(&(
@@ -345,11 +376,11 @@ pub fn boundary(
         quiet,
     )?;
     let mags = &c.spec.magnitude.values;
-    let steps = ((c.spec.duration.to.as_nanos() - c.spec.duration.from.as_nanos()) as f64
-        / c.resolution.as_nanos() as f64)
-        .log2()
-        .ceil()
-        .clamp(0.0, MAX_STEPS as f64) as u64;
+    let steps = u64::from(steps(
+        c.spec.duration.from,
+        c.spec.duration.to,
+        c.resolution,
+    ));
     store.expect_runs(mags.len() as u64 * (2 + steps) * c.seeds.len() as u64);
     let mut points: Vec<Point> = Vec::new();
     let mut judge =

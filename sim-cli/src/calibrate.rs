@@ -47,7 +47,7 @@ use yaml_serde::Value;
 use crate::dataset::{SearchLock, Writer};
 use crate::error::Failure;
 use crate::evaluate::{Observed, ObservedSpec, SeedsSpec, Store, numeric};
-use crate::load::{Experiment, InputError, InputErrors};
+use crate::load::{Experiment, InputError, InputErrors, InputLimits};
 use crate::output::write_parquet;
 use crate::runner::{DatasetKind, claim_output, hash_of};
 use crate::stats::{mean_ci, median};
@@ -147,11 +147,6 @@ pub struct CalibrateSpec {
 fn default_seeds() -> SeedsSpec {
     SeedsSpec::Count(5)
 }
-
-/// Most unknowns a calibration fits.
-pub const MAX_UNKNOWNS: usize = 16;
-/// Most candidates a budget may allow.
-pub const MAX_EVALUATIONS: u32 = 100_000;
 
 /// An unknown, checked.
 #[derive(Clone, Debug, PartialEq)]
@@ -289,22 +284,17 @@ struct Checked {
     start: usize,
 }
 
-fn check(exp: &Experiment, spec: &CalibrateSpec) -> Result<Checked, InputErrors> {
+fn check(
+    exp: &Experiment,
+    spec: &CalibrateSpec,
+    limits: &InputLimits,
+) -> Result<Checked, InputErrors> {
     let mut errors: Vec<InputError> = Vec::new();
     let mut err = |path: String, m: String| errors.push(exp.error_at(&path, m));
     if spec.unknowns.is_empty() {
         err(
             "calibrate.unknowns".into(),
             "list at least one unknown".into(),
-        );
-    }
-    if spec.unknowns.len() > MAX_UNKNOWNS {
-        err(
-            "calibrate.unknowns".into(),
-            format!(
-                "at most {MAX_UNKNOWNS} unknowns, found {}",
-                spec.unknowns.len()
-            ),
         );
     }
     if spec.observed.is_empty() {
@@ -395,20 +385,17 @@ fn check(exp: &Experiment, spec: &CalibrateSpec) -> Result<Checked, InputErrors>
             Err((f, m)) => err(format!("calibrate.observed[{i}].{f}"), m),
         }
     }
-    let seeds = match spec.seeds.seeds(exp.world.seed) {
+    let seeds = match spec.seeds.seeds(exp.world.seed, limits) {
         Ok(s) => s,
         Err(m) => {
             err("calibrate.seeds".into(), m);
             Vec::new()
         }
     };
-    if spec.budget.evaluations == 0 || spec.budget.evaluations > MAX_EVALUATIONS {
+    if spec.budget.evaluations == 0 {
         err(
             "calibrate.budget.evaluations".into(),
-            format!(
-                "must be between 1 and {MAX_EVALUATIONS}, found {}",
-                spec.budget.evaluations
-            ),
+            "must be at least 1".into(),
         );
     }
     let start = spec
@@ -420,7 +407,12 @@ fn check(exp: &Experiment, spec: &CalibrateSpec) -> Result<Checked, InputErrors>
     if !errors.is_empty() {
         return Err(InputErrors(errors));
     }
-    // Both corners of the box must be valid worlds.
+    // The budget and the sensitivity runs, on every seed.
+    let runs = (u64::from(spec.budget.evaluations) + 2 * unknowns.len() as u64)
+        .saturating_mul(seeds.len() as u64);
+    crate::evaluate::check_runs(exp, runs, limits, "calibrate.budget.evaluations")
+        .map_err(|e| InputErrors(vec![e]))?;
+    // Both corners of the box must be valid worlds, within the work limits.
     for u in [0.0, 1.0] {
         let cell = Cell {
             index: 0,
@@ -433,7 +425,16 @@ fn check(exp: &Experiment, spec: &CalibrateSpec) -> Result<Checked, InputErrors>
             seed: exp.world.seed,
             labels: Vec::new(),
         };
-        cell_world(exp, &cell).map_err(|e| InputErrors(vec![e]))?;
+        let world = cell_world(exp, &cell).map_err(|e| InputErrors(vec![e]))?;
+        crate::load::check_work(&world, limits).map_err(|(p, m)| {
+            InputErrors(vec![exp.error_at(
+                "calibrate.unknowns",
+                format!(
+                    "with every unknown at the {} end of its range: {p}: {m}",
+                    if u == 0.0 { "low" } else { "high" }
+                ),
+            )])
+        })?;
     }
     Ok(Checked {
         spec: spec.clone(),
@@ -794,6 +795,9 @@ pub struct Options {
     pub checks: Checks,
     /// Where to write the calibrated file (default: beside the input).
     pub write: Option<PathBuf>,
+    /// The input limits (`--max-cells` bounds the runs, `--max-requests`
+    /// each run).
+    pub limits: InputLimits,
 }
 
 /// The calibrated file's default path: `x.calibrate.yaml` →
@@ -816,7 +820,7 @@ pub fn calibrate(exp: &Experiment, opts: &Options) -> Result<Fit, Failure> {
             exp.path.display()
         ))
     })?;
-    let c = check(exp, spec).map_err(|e| Failure::Input(e.to_string()))?;
+    let c = check(exp, spec, &opts.limits).map_err(|e| Failure::Input(e.to_string()))?;
     let out = &opts.out;
     crate::dataset::create_dir(out).map_err(Failure::Input)?;
     let _lock = SearchLock::try_acquire(out, "calibrate").map_err(Failure::Input)?;

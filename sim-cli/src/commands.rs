@@ -264,6 +264,7 @@ pub fn boundary(
         sim_models::world::Checks {
             every_event: opts.check_invariants,
         },
+        limits,
     )?;
     if !opts.quiet {
         crate::say!("points judged:\n{}", crate::boundary::points_table(&b));

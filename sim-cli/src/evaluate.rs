@@ -27,7 +27,7 @@ use yaml_serde::Value;
 
 use crate::dataset::Writer;
 use crate::error::Failure;
-use crate::load::Experiment;
+use crate::load::{Experiment, InputLimits};
 use crate::output::{summary_frame, write_parquet};
 use crate::sweep::{Cell, canonical, cell_world, describe};
 
@@ -726,9 +726,6 @@ pub fn numeric(v: &Value) -> Option<f64> {
     }
 }
 
-/// Most seeds a search judges each point or candidate on.
-pub const MAX_SEEDS: usize = 1000;
-
 /// The seeds a search judges on: a count (derived from the master seed
 /// the way a sweep's shared replications are, the first being the master
 /// seed itself) or an explicit list.
@@ -742,23 +739,28 @@ pub enum SeedsSpec {
 }
 
 impl SeedsSpec {
-    /// The seeds, or why not.
-    pub fn seeds(&self, master: u64) -> Result<Vec<u64>, String> {
+    /// The seeds, or why not: at least one, distinct, and no more than
+    /// `limits.max_cells` (the runs a search may make at most).
+    pub fn seeds(&self, master: u64, limits: &InputLimits) -> Result<Vec<u64>, String> {
+        let n = match self {
+            SeedsSpec::Count(n) => u64::from(*n),
+            SeedsSpec::List(v) => v.len() as u64,
+        };
+        if n == 0 {
+            return Err("give at least one seed".into());
+        }
+        if n > limits.max_cells {
+            return Err(format!(
+                "{n} seeds is more runs per point than --max-cells allows ({}; raise it with --max-cells)",
+                limits.max_cells
+            ));
+        }
         let seeds: Vec<u64> = match self {
             SeedsSpec::Count(n) => (0..*n)
                 .map(|r| crate::sweep::shared_seed(master, r))
                 .collect(),
             SeedsSpec::List(v) => v.clone(),
         };
-        if seeds.is_empty() {
-            return Err("give at least one seed".into());
-        }
-        if seeds.len() > MAX_SEEDS {
-            return Err(format!(
-                "{} seeds is more than {MAX_SEEDS} per point",
-                seeds.len()
-            ));
-        }
         let mut sorted = seeds.clone();
         sorted.sort_unstable();
         if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
@@ -766,4 +768,24 @@ impl SeedsSpec {
         }
         Ok(seeds)
     }
+}
+
+/// Checks a search's total runs against `--max-cells`, and the work of
+/// one of its worlds against `--max-requests` (and the events limit).
+pub fn check_runs(
+    exp: &Experiment,
+    runs: u64,
+    limits: &InputLimits,
+    at: &str,
+) -> Result<(), crate::load::InputError> {
+    if runs > limits.max_cells {
+        return Err(exp.error_at(
+            at,
+            format!(
+                "the search may make {runs} runs, more than --max-cells allows ({}; raise it with --max-cells)",
+                limits.max_cells
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -235,6 +235,7 @@ fn main() -> ExitCode {
                         every_event: o.check_invariants,
                     },
                     write,
+                    limits: args.limits.get(),
                 },
                 args.seed,
                 &args.limits.get(),

@@ -110,7 +110,7 @@ fn the_bundled_boundary_is_monotone_and_certain_away_from_its_edge() {
     .check(&exp)
     .unwrap();
     let spec = exp.boundary.as_ref().unwrap();
-    let seeds: Vec<u64> = spec.seeds.seeds(exp.world.seed).unwrap();
+    let seeds: Vec<u64> = spec.seeds.seeds(exp.world.seed, &InputLimits::default()).unwrap();
     for &(m, t) in &found {
         for (d, storms) in [(t / 10.0, false), ((t * 10.0).min(30.0), true)] {
             let params = vec![
@@ -415,6 +415,22 @@ fn bad_searches_are_refused_with_their_location() {
         (
             "boundary:\n  magnitude:\n    path: timeline[0].pulse.value\n    values: [2]\n  duration:\n    path: timeline[0].pulse.for\n    from: 10s\n    to: 5s\n",
             "boundary.duration.to",
+        ),
+        (
+            "calibrate:\n  unknowns:\n    - { path: load.rate, range: [10, 50] }\n  observed:\n    - { figure: peak_error_rate, at_most: 0.1 }\n  seeds: 4294967295\n",
+            "--max-cells",
+        ),
+        (
+            "calibrate:\n  unknowns:\n    - { path: load.rate, range: [10, 50] }\n  observed:\n    - { figure: peak_error_rate, at_most: 0.1 }\n  budget: { evaluations: 1000000 }\n",
+            "--max-cells",
+        ),
+        (
+            "calibrate:\n  unknowns:\n    - { path: load.rate, range: [10, 1e12] }\n  observed:\n    - { figure: peak_error_rate, at_most: 0.1 }\n",
+            "--max-requests",
+        ),
+        (
+            "boundary:\n  magnitude:\n    path: timeline[0].pulse.value\n    values: [2, 2]\n  duration:\n    path: timeline[0].pulse.for\n    from: 1s\n    to: 5s\n",
+            "listed twice",
         ),
         (
             "boundary:\n  magnitude:\n    path: timeline[0].pulse.value\n    values: [2]\n  duration:\n    path: timeline[0].pulse.for\n    from: 1s\n    to: 100s\n",
