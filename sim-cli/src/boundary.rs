@@ -20,7 +20,7 @@ use yaml_serde::Value;
 
 use crate::dataset::{SearchLock, Writer};
 use crate::error::Failure;
-use crate::evaluate::{Observed, ObservedSpec, SeedsSpec, Store};
+use crate::evaluate::{Observed, ObservedSpec, Running, SeedsSpec, Store};
 use crate::load::{Experiment, InputErrors, InputLimits};
 use crate::output::write_parquet;
 use crate::runner::{DatasetKind, claim_output, hash_of};
@@ -371,9 +371,12 @@ pub fn boundary(
         out,
         paths,
         vec![c.verdict.clone()],
-        threads,
-        checks,
-        quiet,
+        Running {
+            threads,
+            checks,
+            quiet,
+            force,
+        },
     )?;
     let mags = &c.spec.magnitude.values;
     let steps = u64::from(steps(

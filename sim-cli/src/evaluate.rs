@@ -430,6 +430,19 @@ pub fn evaluate(
 /// What one run gives: its figures and events, or why it stopped.
 type Outcome = Result<(Vec<Option<f64>>, u64), String>;
 
+/// How a search runs its evaluations.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Running {
+    /// Worker threads (default: one per core).
+    pub threads: Option<usize>,
+    /// Per-event invariant checks.
+    pub checks: Checks,
+    /// No progress bar.
+    pub quiet: bool,
+    /// Start over a table that is not this search's.
+    pub force: bool,
+}
+
 /// One evaluation: field values, seed, and the figures read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Evaluation {
@@ -472,16 +485,21 @@ fn key(values: &[Value]) -> String {
 
 impl<'a> Store<'a> {
     /// Opens the store of `out`, reading the evaluations a previous run of
-    /// the same search left there.
+    /// the same search left there (a table that is not this search's is
+    /// an error, or, with `force`, started over).
     pub fn open(
         exp: &'a Experiment,
         out: &Path,
         paths: Vec<String>,
         observed: Vec<Observed>,
-        threads: Option<usize>,
-        checks: Checks,
-        quiet: bool,
+        how: Running,
     ) -> Result<Store<'a>, Failure> {
+        let Running {
+            threads,
+            checks,
+            quiet,
+            force,
+        } = how;
         let writer = Writer::register(out).map_err(Failure::Run)?;
         crate::dataset::remove_stale_temporaries(out);
         let file = out.join("evaluations").join("part-0.parquet");
@@ -528,7 +546,15 @@ impl<'a> Store<'a> {
             events: 0,
             read_back: 0,
         };
-        store.read_back().map_err(Failure::Run)?;
+        if let Err(e) = store.read_back() {
+            if !force {
+                return Err(Failure::Input(e));
+            }
+            // --force: start the table over.
+            store.rows.clear();
+            store.index.clear();
+            let _ = fs::remove_file(&store.file);
+        }
         store.read_back = store.rows.len();
         Ok(store)
     }

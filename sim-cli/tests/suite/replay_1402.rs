@@ -98,7 +98,12 @@ fn figures(seed: u64) -> Vec<Option<f64>> {
 /// The figures of the replay with `seed`, its configuration changed by
 /// `tweak` first.
 fn figures_with(seed: u64, tweak: impl Fn(&mut WorldConfig)) -> Vec<Option<f64>> {
-    let path = common::root().join("experiments/incidents/llm-api-1402.yaml");
+    figures_of("experiments/incidents/llm-api-1402.yaml", seed, tweak)
+}
+
+/// The figures of the experiment at `file` with `seed`, changed by `tweak`.
+fn figures_of(file: &str, seed: u64, tweak: impl Fn(&mut WorldConfig)) -> Vec<Option<f64>> {
+    let path = common::root().join(file);
     let exp = load(&path, &InputLimits::default()).expect("the replay loads");
     let mut cfg = exp.world.clone();
     cfg.seed = seed;
@@ -173,3 +178,39 @@ fn the_storm_does_not_hinge_on_the_network_delay() {
         check(&format!("median of seeds 1-7, {label}"), &medians, 0.1);
     }
 }
+
+/// Whether every figure of `values` is inside its range.
+fn meets_all(values: &[Option<f64>]) -> bool {
+    FIGURES
+        .iter()
+        .zip(values)
+        .all(|(f, v)| v.is_some_and(|v| (f.low..=f.high).contains(&v)))
+}
+
+/// The calibrated replay (`stormsim calibrate
+/// experiments/incidents/llm-api-1402.calibrate.yaml`, which fits the
+/// unknowns to these figures on seeds 1-12): its medians meet every
+/// figure, and as many single seeds as the fit reported do.
+#[test]
+fn the_calibrated_replay_meets_the_figures_on_the_median_and_on_its_seeds() {
+    let file = "experiments/incidents/llm-api-1402.calibrated.yaml";
+    let runs: Vec<Vec<Option<f64>>> = (1..=12).map(|s| figures_of(file, s, |_| {})).collect();
+    let medians: Vec<Option<f64>> = (0..FIGURES.len())
+        .map(|i| {
+            let mut xs: Vec<f64> = runs.iter().filter_map(|r| r[i]).collect();
+            xs.sort_by(f64::total_cmp);
+            // The calibration's median: the mean of the middle two.
+            (xs.len() == runs.len()).then(|| (xs[5] + xs[6]) / 2.0)
+        })
+        .collect();
+    check("calibrated, median of seeds 1-12", &medians, 0.0);
+    let met = runs.iter().filter(|r| meets_all(r)).count();
+    assert!(
+        met >= CALIBRATED_SEEDS_MET,
+        "{met} of 12 seeds meet every figure, the fit reported {CALIBRATED_SEEDS_MET}"
+    );
+}
+
+/// Seeds (of 1-12) on which the calibrated replay meets every figure, as
+/// its calibration reported (the comment block of the calibrated file).
+const CALIBRATED_SEEDS_MET: usize = 4;

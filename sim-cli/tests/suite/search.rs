@@ -26,8 +26,22 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// Every result file under `dir` (not the folder's locks), with its bytes.
+/// Every result file under `dir` (not the folder's locks), with its bytes;
+/// the folder's own path, which a report names, written as `OUT`.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = raw_files(dir);
+    let me = dir.display().to_string();
+    for (name, bytes) in out.iter_mut() {
+        if name.ends_with(".html") {
+            *bytes = String::from_utf8_lossy(bytes)
+                .replace(&me, "OUT")
+                .into_bytes();
+        }
+    }
+    out
+}
+
+fn raw_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -110,7 +124,10 @@ fn the_bundled_boundary_is_monotone_and_certain_away_from_its_edge() {
     .check(&exp)
     .unwrap();
     let spec = exp.boundary.as_ref().unwrap();
-    let seeds: Vec<u64> = spec.seeds.seeds(exp.world.seed, &InputLimits::default()).unwrap();
+    let seeds: Vec<u64> = spec
+        .seeds
+        .seeds(exp.world.seed, &InputLimits::default())
+        .unwrap();
     for &(m, t) in &found {
         for (d, storms) in [(t / 10.0, false), ((t * 10.0).min(30.0), true)] {
             let params = vec![
