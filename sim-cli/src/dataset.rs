@@ -256,6 +256,20 @@ pub fn remove_stale_temporaries(out: &Path) -> usize {
     removed
 }
 
+/// Opens (creating) the lock file `OUT/.stormsim/<name>`, not yet locked.
+fn lock_file(out: &Path, name: &str) -> Result<(File, PathBuf), String> {
+    let dir = out.join(STATE_DIR);
+    create_dir(&dir)?;
+    let path = dir.join(name);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io_error("create", &path, e))?;
+    Ok((file, path))
+}
+
 /// Holds `OUT/.stormsim/claim.lock` exclusively while alive: the claim of
 /// the manifest is checked and written under it.
 pub struct ClaimLock {
@@ -265,15 +279,7 @@ pub struct ClaimLock {
 impl ClaimLock {
     /// Waits for the claim lock of `out`.
     pub fn acquire(out: &Path) -> Result<ClaimLock, String> {
-        let dir = out.join(STATE_DIR);
-        create_dir(&dir)?;
-        let path = dir.join("claim.lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io_error("create", &path, e))?;
+        let (file, path) = lock_file(out, "claim.lock")?;
         file.lock().map_err(|e| io_error("lock", &path, e))?;
         Ok(ClaimLock { file })
     }
@@ -319,15 +325,7 @@ pub struct SearchLock {
 impl SearchLock {
     /// Takes the search lock of `out`, or says who holds it.
     pub fn try_acquire(out: &Path, command: &str) -> Result<SearchLock, String> {
-        let dir = out.join(STATE_DIR);
-        create_dir(&dir)?;
-        let path = dir.join("search.lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io_error("create", &path, e))?;
+        let (file, path) = lock_file(out, "search.lock")?;
         match file.try_lock() {
             Ok(()) => Ok(SearchLock { file }),
             Err(TryLockError::WouldBlock) => Err(format!(

@@ -37,3 +37,24 @@ pub fn stormsim_ok(args: &[&str]) {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Every result file under `dir` (not the folder's locks in `.stormsim`),
+/// by relative path, with its bytes.
+pub fn result_files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if !p.ends_with(".stormsim") {
+                    stack.push(p);
+                }
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}

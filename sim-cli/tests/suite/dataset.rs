@@ -25,23 +25,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Every file under `dir`, by relative path, with its bytes.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                // The folder's locks, not results.
-                if !p.ends_with(".stormsim") {
-                    stack.push(p);
-                }
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
+    common::result_files(dir)
 }
 
 fn sweep_into(out: &Path, extra: &[&str]) {

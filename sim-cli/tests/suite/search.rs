@@ -29,32 +29,13 @@ fn scratch(name: &str) -> PathBuf {
 /// Every result file under `dir` (not the folder's locks), with its bytes;
 /// the folder's own path, which a report names, written as `OUT`.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = raw_files(dir);
+    let mut out = common::result_files(dir);
     let me = dir.display().to_string();
     for (name, bytes) in out.iter_mut() {
         if name.ends_with(".html") {
             *bytes = String::from_utf8_lossy(bytes)
                 .replace(&me, "OUT")
                 .into_bytes();
-        }
-    }
-    out
-}
-
-fn raw_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                if !p.ends_with(".stormsim") {
-                    stack.push(p);
-                }
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
         }
     }
     out
