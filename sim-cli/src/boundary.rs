@@ -267,6 +267,39 @@ fn check(
     })
 }
 
+/// Checks the file's `boundary:` section (for `validate`) and describes
+/// the search it asks for (for `explain`): one line each.
+pub fn plan(exp: &Experiment, limits: &InputLimits) -> Result<Vec<String>, InputErrors> {
+    let Some(spec) = &exp.boundary else {
+        return Ok(Vec::new());
+    };
+    let c = check(exp, spec, limits)?;
+    let steps = steps(spec.duration.from, spec.duration.to, c.resolution);
+    Ok(vec![
+        format!(
+            "boundary: a storm is {}; {} magnitude(s) of {}, {} from {} to {} (bisected to {}), each point on {} seeds: at most {} runs",
+            verdict_text(&c),
+            spec.magnitude.values.len(),
+            spec.magnitude.path,
+            spec.duration.path,
+            spec.duration.from,
+            spec.duration.to,
+            c.resolution,
+            c.seeds.len(),
+            spec.magnitude.values.len() as u64 * (2 + u64::from(steps)) * c.seeds.len() as u64,
+        ),
+        format!(
+            "  magnitudes: {}",
+            spec.magnitude
+                .values
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    ])
+}
+
 /// The field values of one point.
 fn params(spec: &BoundarySpec, magnitude: f64, duration: SimDuration) -> Vec<(String, Value)> {
     vec![

@@ -450,6 +450,36 @@ fn check(
 /// a range smoothly (module docs).
 const SOFT_WIDTH: f64 = 0.05;
 
+/// Checks the file's `calibrate:` section (for `validate`) and describes
+/// the search it asks for (for `explain`): one line each.
+pub fn plan(exp: &Experiment, limits: &InputLimits) -> Result<Vec<String>, InputErrors> {
+    let Some(spec) = &exp.calibrate else {
+        return Ok(Vec::new());
+    };
+    let c = check(exp, spec, limits)?;
+    let mut lines = vec![format!(
+        "calibrate: {} unknowns against {} observed figures; {} candidates at most ({} from a Latin hypercube, then {}), each on {} seeds: {} runs, plus {} for the sensitivity",
+        c.unknowns.len(),
+        c.observed.len(),
+        c.spec.budget.evaluations,
+        c.start,
+        match c.spec.optimiser {
+            Optimiser::NelderMead => "Nelder–Mead",
+            Optimiser::ParticleSwarm => "a particle swarm",
+        },
+        c.seeds.len(),
+        u64::from(c.spec.budget.evaluations) * c.seeds.len() as u64,
+        2 * c.unknowns.len() * c.seeds.len(),
+    )];
+    for u in &c.unknowns {
+        lines.push(format!("  unknown {}: {}", u.path(), u.describe()));
+    }
+    for o in &c.observed {
+        lines.push(format!("  observed {}: {}", o.name, o.range_text()));
+    }
+    Ok(lines)
+}
+
 /// A candidate judged on every seed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Candidate {

@@ -468,13 +468,28 @@ pub fn validate(file: &Path, limits: &InputLimits) -> Result<(), Failure> {
     let n = cells(&exp)
         .map_err(|e| Failure::Input(e.to_string()))?
         .len();
+    search_plans(&exp, limits)?;
     crate::say!(
-        "{}: valid ({} cell{})",
+        "{}: valid ({} cell{}{})",
         file.display(),
         n,
-        if n == 1 { "" } else { "s" }
+        if n == 1 { "" } else { "s" },
+        match (exp.calibrate.is_some(), exp.boundary.is_some()) {
+            (true, true) => ", a calibration and a boundary",
+            (true, false) => ", a calibration",
+            (false, true) => ", a boundary",
+            (false, false) => "",
+        }
     );
     Ok(())
+}
+
+/// The file's searches, checked and described (`calibrate:`, `boundary:`).
+fn search_plans(exp: &Experiment, limits: &InputLimits) -> Result<Vec<String>, Failure> {
+    let mut lines =
+        crate::calibrate::plan(exp, limits).map_err(|e| Failure::Input(e.to_string()))?;
+    lines.extend(crate::boundary::plan(exp, limits).map_err(|e| Failure::Input(e.to_string()))?);
+    Ok(lines)
 }
 
 /// Most cells `explain` lists one by one.
@@ -558,6 +573,13 @@ pub fn explain(file: &Path, limits: &InputLimits, cell: Option<&str>) -> Result<
             );
         }
         crate::say!("#   `stormsim explain FILE --cell ID` prints one cell's whole configuration");
+    }
+    let searches = search_plans(&exp, limits)?;
+    if !searches.is_empty() {
+        crate::say!("\n# Searches (`stormsim calibrate`, `stormsim boundary`)");
+        for line in searches {
+            crate::say!("#   {line}");
+        }
     }
     crate::say!("\n# Resolved configuration of {what} (defaults filled in, presets expanded)");
     crate::say!(

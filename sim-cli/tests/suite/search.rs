@@ -453,5 +453,10 @@ fn bad_searches_are_refused_with_their_location() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "case {i}: {err}");
         assert!(err.contains(path), "case {i} names {path}: {err}");
+        // `validate` finds the same problem before anything runs.
+        let v = stormsim(&["validate", file.to_str().unwrap()]);
+        let verr = String::from_utf8_lossy(&v.stderr);
+        assert_eq!(v.status.code(), Some(2), "validate, case {i}: {verr}");
+        assert!(verr.contains(path), "validate, case {i} names {path}: {verr}");
     }
 }
