@@ -457,6 +457,9 @@ fn bad_searches_are_refused_with_their_location() {
         let v = stormsim(&["validate", file.to_str().unwrap()]);
         let verr = String::from_utf8_lossy(&v.stderr);
         assert_eq!(v.status.code(), Some(2), "validate, case {i}: {verr}");
-        assert!(verr.contains(path), "validate, case {i} names {path}: {verr}");
+        assert!(
+            verr.contains(path),
+            "validate, case {i} names {path}: {verr}"
+        );
     }
 }
