@@ -1,4 +1,5 @@
-//! `stormsim`: run, sweep, replay, validate and explain experiments.
+//! `stormsim`: run, sweep, replay, calibrate, find the edge of, validate
+//! and explain experiments.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
