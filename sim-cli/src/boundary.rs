@@ -97,6 +97,10 @@ pub struct BoundarySpec {
     /// of the duration range).
     #[serde(default)]
     pub resolution: Option<SimDuration>,
+    /// A point whose interval still holds 50 % is judged again on twice
+    /// its seeds, up to this many (default: `seeds`, no refinement).
+    #[serde(default)]
+    pub max_seeds: Option<u32>,
 }
 
 fn default_seeds() -> SeedsSpec {
@@ -123,7 +127,10 @@ fn steps(from: SimDuration, to: SimDuration, resolution: SimDuration) -> u32 {
 /// A boundary spec, checked.
 struct Checked {
     spec: BoundarySpec,
+    /// Every seed a point may be judged on (`max_seeds` of them).
     seeds: Vec<u64>,
+    /// How many of them every point is judged on (`seeds`).
+    first: usize,
     verdict: Observed,
     above: bool,
     threshold: f64,
@@ -157,10 +164,39 @@ fn check(
             ),
         ));
     }
-    let seeds = spec
+    let mut seeds = spec
         .seeds
         .seeds(exp.world.seed, limits)
         .map_err(|m| err("boundary.seeds", m))?;
+    let first = seeds.len();
+    if let Some(max) = spec.max_seeds {
+        let max = u64::from(max);
+        if max < first as u64 {
+            return Err(err(
+                "boundary.max_seeds",
+                format!("must be at least `seeds` ({first}), found {max}"),
+            ));
+        }
+        if max > limits.max_cells {
+            return Err(err(
+                "boundary.max_seeds",
+                format!(
+                    "{max} seeds is more runs per point than --max-cells allows ({}; raise it with --max-cells)",
+                    limits.max_cells
+                ),
+            ));
+        }
+        // The seeds beyond the list: the shared replications' seeds, in
+        // order, skipping any already listed.
+        let mut r = 0u32;
+        while (seeds.len() as u64) < max {
+            let s = crate::sweep::shared_seed(exp.world.seed, r);
+            if !seeds.contains(&s) {
+                seeds.push(s);
+            }
+            r += 1;
+        }
+    }
     let v = &spec.verdict;
     let (above, threshold) = match (v.above, v.below) {
         (Some(_), Some(_)) => {
@@ -260,6 +296,7 @@ fn check(
     Ok(Checked {
         spec: spec.clone(),
         seeds,
+        first,
         verdict,
         above,
         threshold,
@@ -277,7 +314,7 @@ pub fn plan(exp: &Experiment, limits: &InputLimits) -> Result<Vec<String>, Input
     let steps = steps(spec.duration.from, spec.duration.to, c.resolution);
     Ok(vec![
         format!(
-            "boundary: a storm is {}; {} magnitude(s) of {}, {} from {} to {} (bisected to {}), each point on {} seeds: at most {} runs",
+            "boundary: a storm is {}; {} magnitude(s) of {}, {} from {} to {} (bisected to {}), each point on {} seeds{}: at most {} runs",
             verdict_text(&c),
             spec.magnitude.values.len(),
             spec.magnitude.path,
@@ -285,7 +322,12 @@ pub fn plan(exp: &Experiment, limits: &InputLimits) -> Result<Vec<String>, Input
             spec.duration.from,
             spec.duration.to,
             c.resolution,
-            c.seeds.len(),
+            c.first,
+            if c.seeds.len() > c.first {
+                format!(" (up to {} where its interval holds 50 %)", c.seeds.len())
+            } else {
+                String::new()
+            },
             spec.magnitude.values.len() as u64 * (2 + u64::from(steps)) * c.seeds.len() as u64,
         ),
         format!(
@@ -417,44 +459,66 @@ pub fn boundary(
         c.spec.duration.to,
         c.resolution,
     ));
-    store.expect_runs(mags.len() as u64 * (2 + steps) * c.seeds.len() as u64);
+    store.expect_runs(mags.len() as u64 * (2 + steps) * c.first as u64);
     let mut points: Vec<Point> = Vec::new();
+    let stormy = |f: &Option<f64>| {
+        f.is_some_and(|v| {
+            if c.above {
+                v > c.threshold
+            } else {
+                v < c.threshold
+            }
+        })
+    };
+    let first_seeds = c.seeds.len().min(c.first);
+    // Judges each (magnitude, duration) on the first seeds, then, while a
+    // point's interval still holds 50 % and it has fewer than the most
+    // seeds, on twice as many: more runs only where the edge is unclear.
     let mut judge =
         |store: &mut Store, asks: &[(f64, SimDuration)]| -> Result<Vec<Point>, Failure> {
-            let jobs: Vec<(Vec<Value>, u64)> = asks
+            let mut found: Vec<Point> = asks
                 .iter()
-                .flat_map(|&(m, d)| {
-                    c.seeds
-                        .iter()
-                        .map(move |&s| (vec![Value::from(m), duration_value(d)], s))
+                .map(|&(m, d)| Point {
+                    magnitude: m,
+                    duration: d,
+                    storms: 0,
+                    seeds: 0,
                 })
                 .collect();
-            let figures = store.batch(&jobs)?;
-            let per = c.seeds.len();
-            let found: Vec<Point> = asks
-                .iter()
-                .enumerate()
-                .map(|(i, &(m, d))| {
-                    let storms = figures[i * per..(i + 1) * per]
-                        .iter()
-                        .filter(|f| {
-                            f[0].is_some_and(|v| {
-                                if c.above {
-                                    v > c.threshold
-                                } else {
-                                    v < c.threshold
-                                }
-                            })
-                        })
-                        .count() as u64;
-                    Point {
-                        magnitude: m,
-                        duration: d,
-                        storms,
-                        seeds: per as u64,
+            let mut want: Vec<usize> = vec![first_seeds; asks.len()];
+            loop {
+                let grow: Vec<(usize, std::ops::Range<usize>)> = found
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, p)| (p.seeds as usize) < want[*i])
+                    .map(|(i, p)| (i, p.seeds as usize..want[i]))
+                    .collect();
+                if grow.is_empty() {
+                    break;
+                }
+                let jobs: Vec<(Vec<Value>, u64)> = grow
+                    .iter()
+                    .flat_map(|(i, range)| {
+                        let (m, d) = asks[*i];
+                        c.seeds[range.clone()]
+                            .iter()
+                            .map(move |&s| (vec![Value::from(m), duration_value(d)], s))
+                    })
+                    .collect();
+                let figures = store.batch(&jobs)?;
+                let mut at = 0;
+                for (i, range) in &grow {
+                    let n = range.len();
+                    let p = &mut found[*i];
+                    p.storms += figures[at..at + n].iter().filter(|f| stormy(&f[0])).count() as u64;
+                    p.seeds += n as u64;
+                    at += n;
+                    let (lo, hi) = p.ci();
+                    if lo <= 0.5 && 0.5 <= hi {
+                        want[*i] = (2 * p.seeds as usize).min(c.seeds.len());
                     }
-                })
-                .collect();
+                }
+            }
             points.extend(found.iter().cloned());
             Ok(found)
         };
@@ -672,7 +736,8 @@ fn write_tables(exp: &Experiment, out: &Path, b: &Boundary, c: &Checked) -> Resu
         magnitude: c.spec.magnitude.path.clone(),
         duration: c.spec.duration.path.clone(),
         verdict: verdict_text(c),
-        seeds: c.seeds.len(),
+        seeds: c.first,
+        max_seeds: c.seeds.len(),
     };
     let json = serde_json::to_string_pretty(&about).map_err(|e| Failure::Run(e.to_string()))?;
     writer
@@ -761,6 +826,7 @@ struct About {
     duration: String,
     verdict: String,
     seeds: usize,
+    max_seeds: usize,
 }
 
 fn report_html(a: &About, b: &Boundary) -> Result<String, String> {
@@ -772,10 +838,18 @@ fn report_html(a: &About, b: &Boundary) -> Result<String, String> {
     )?;
     let esc = crate::report::escape;
     Ok(format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}: boundary</title>\n<style>body{{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}}pre{{background:#f6f6f6;padding:1em}}svg{{max-width:100%;height:auto}}</style></head><body>\n<h1>{title}: where it tips</h1>\n<p>Storm: {verdict}. Each point judged on {n} seeds (the same seeds at every point); the band is the 95 % Wilson interval's edge: below it no storm, above it a storm, with 95 % confidence. Generated from the Parquet in this directory: <code>stormsim report DIR</code> redraws it.</p>\n<figure>{chart}</figure>\n<h2>Edge</h2>\n<pre>{edges}</pre>\n<h2>Points</h2>\n<pre>{points}</pre>\n</body></html>\n",
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}: boundary</title>\n<style>body{{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}}pre{{background:#f6f6f6;padding:1em}}svg{{max-width:100%;height:auto}}</style></head><body>\n<h1>{title}: where it tips</h1>\n<p>Storm: {verdict}. Each point judged on {n} seeds (the same seeds at every point){more}; the band is the 95 % Wilson interval's edge: below it no storm, above it a storm, with 95 % confidence. Generated from the Parquet in this directory: <code>stormsim report DIR</code> redraws it.</p>\n<figure>{chart}</figure>\n<h2>Edge</h2>\n<pre>{edges}</pre>\n<h2>Points</h2>\n<pre>{points}</pre>\n</body></html>\n",
         title = esc(&a.title),
         verdict = esc(&a.verdict),
         n = a.seeds,
+        more = if a.max_seeds > a.seeds {
+            format!(
+                ", and on up to {} where its interval still held 50 %",
+                a.max_seeds
+            )
+        } else {
+            String::new()
+        },
         chart = chart,
         edges = esc(&table(b)),
         points = esc(&points_table(b)),

@@ -83,6 +83,14 @@ fn the_bundled_boundary_is_monotone_and_certain_away_from_its_edge() {
         .filter_map(|(m, t)| Some((m.unwrap(), (*t)?)))
         .collect();
     assert!(found.len() >= 3, "an edge for most magnitudes: {found:?}");
+    // Points near the edge were judged on more seeds than the rest.
+    let points = read(&out.join("boundary/points.parquet"));
+    let seeds = floats(&points, "seeds");
+    assert!(
+        seeds.iter().any(|s| s.unwrap() > 8.0),
+        "refined near the edge: {seeds:?}"
+    );
+    assert!(seeds.iter().all(|s| (8.0..=32.0).contains(&s.unwrap())));
     // A bigger slowdown tips the system sooner.
     for w in found.windows(2) {
         assert!(w[1].1 <= w[0].1, "the edge is monotone: {found:?}");
