@@ -646,6 +646,10 @@ impl Search<'_, '_> {
                 fresh.push(i);
             }
         }
+        // After a failed run, nothing more runs (the failure is reported).
+        if self.failure.lock().expect("no panics while held").is_some() {
+            fresh.clear();
+        }
         if !fresh.is_empty() && self.out_of_time() {
             *self.stop.lock().expect("no panics while held") = Some(Stop::Time);
             fresh.clear();
@@ -735,29 +739,27 @@ impl CostFunction for Problem<'_, '_, '_> {
         f64: argmin::core::SendAlias,
         Self: argmin::core::SyncAlias,
     {
+        // argmin unwraps some cost calls (Nelder–Mead's first simplex), so
+        // the cost never fails: a point the search will not run (the
+        // budget is spent, or a run failed) costs infinity, and the
+        // executor winds down on answers it already has.
         let search = self.0;
         let xs: Vec<Vec<f64>> = params.iter().map(|p| p.borrow().clone()).collect();
         match search.ask(&xs) {
-            Ok(answers) => {
-                let mut out = Vec::with_capacity(answers.len());
-                for a in answers {
-                    match a {
-                        Answer::Loss(l) => out.push(l),
-                        Answer::OverBudget => {
-                            let mut stop = search.stop.lock().expect("no panics while held");
-                            stop.get_or_insert(Stop::Budget);
-                            return Err(ArgminError::msg("the evaluation budget is spent"));
-                        }
+            Ok(answers) => Ok(answers
+                .into_iter()
+                .map(|a| match a {
+                    Answer::Loss(l) => l,
+                    Answer::OverBudget => {
+                        let mut stop = search.stop.lock().expect("no panics while held");
+                        stop.get_or_insert(Stop::Budget);
+                        f64::INFINITY
                     }
-                }
-                if search.spent() {
-                    return Err(ArgminError::msg("the time budget is spent"));
-                }
-                Ok(out)
-            }
+                })
+                .collect()),
             Err(f) => {
                 *search.failure.lock().expect("no panics while held") = Some(f);
-                Err(ArgminError::msg("a run failed"))
+                Ok(vec![f64::INFINITY; xs.len()])
             }
         }
     }

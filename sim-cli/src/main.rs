@@ -290,8 +290,11 @@ struct Flags {
 fn search_opts(args: &RunArgs, flags: Flags, command: &str) -> stormsim::runner::RunOptions {
     let mut o = opts(args, flags);
     if o.default_out {
-        let mut name = o.out.file_name().unwrap_or_default().to_os_string();
-        name.push(format!("-{command}"));
+        // `x.calibrate.yaml` searches into out/x-calibrate, not
+        // out/x.calibrate-calibrate.
+        let name = o.out.file_name().unwrap_or_default().to_string_lossy();
+        let stem = name.strip_suffix(&format!(".{command}")).unwrap_or(&name);
+        let name = format!("{stem}-{command}");
         o.out.set_file_name(name);
     }
     o

@@ -124,6 +124,40 @@ fn every_notebook_executes_headless_on_bundled_experiments() {
         "--out",
         sweep.to_str().unwrap(),
     ]);
+    // A small boundary and a small calibration for the searches' notebook.
+    let (edge, fit) = (base.join("boundary"), base.join("calibration"));
+    let edge_file = base.join("edge.yaml");
+    std::fs::write(
+        &edge_file,
+        format!(
+            "extends: {}\nboundary:\n  magnitude:\n    path: timeline[0].pulse.value\n    values: [5, 10]\n  duration:\n    path: timeline[0].pulse.for\n    from: 100ms\n    to: 2s\n  seeds: 4\n",
+            root().join("experiments/boundary/near-capacity.yaml").display()
+        ),
+    )
+    .unwrap();
+    let fit_file = base.join("fit.yaml");
+    std::fs::write(
+        &fit_file,
+        format!(
+            "extends: {}\ncalibrate:\n  unknowns:\n    - {{ path: upstream.latency.log_normal.median, range: [20ms, 100ms], scale: log }}\n  observed:\n    - {{ figure: e2e_p99_s, range: [0.1, 0.3] }}\n  seeds: 2\n  budget: {{ evaluations: 12 }}\n",
+            root().join("experiments/basics/steady.yaml").display()
+        ),
+    )
+    .unwrap();
+    stormsim_ok(&[
+        "boundary",
+        edge_file.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        edge.to_str().unwrap(),
+    ]);
+    stormsim_ok(&[
+        "calibrate",
+        fit_file.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        fit.to_str().unwrap(),
+    ]);
     let o = Command::new(python())
         .arg(root().join("notebooks/execute.py"))
         .env("STORMSIM_DATA", &replay)
@@ -132,6 +166,8 @@ fn every_notebook_executes_headless_on_bundled_experiments() {
             "NOTEBOOK_ENV_02_sweep_analysis",
             format!("STORMSIM_DATA={}", sweep.display()),
         )
+        .env("STORMSIM_BOUNDARY", &edge)
+        .env("STORMSIM_CALIBRATION", &fit)
         .output()
         .unwrap();
     let text = succeeded(o);
@@ -139,6 +175,7 @@ fn every_notebook_executes_headless_on_bundled_experiments() {
         "01-incident-replay",
         "02-sweep-analysis",
         "03-parquet-schema",
+        "04-searches",
     ] {
         assert!(text.contains(&format!("{nb}: ")), "{text}");
     }

@@ -471,3 +471,27 @@ fn bad_searches_are_refused_with_their_location() {
         );
     }
 }
+
+/// A budget spent anywhere (inside the start, or in the optimiser's first
+/// simplex) ends the search cleanly with what it judged.
+#[test]
+fn a_budget_spent_anywhere_ends_the_search_cleanly() {
+    let dir = scratch("budgets");
+    truth(&dir);
+    for (i, (budget, start)) in [(3, 8), (9, 8), (12, 8)].iter().enumerate() {
+        let file = dir.join(format!("b{i}.yaml"));
+        std::fs::write(
+            &file,
+            format!(
+                "extends: truth.yaml\ncalibrate:\n  unknowns:\n    - {{ path: upstream.latency.exponential.mean, range: [10ms, 200ms], scale: log }}\n  observed:\n    - {{ figure: baseline_e2e_p99_s, range: [0.1, 0.3] }}\n  seeds: 2\n  start: {start}\n  budget: {{ evaluations: {budget} }}\n"
+            ),
+        )
+        .unwrap();
+        let out = dir.join(format!("out-{i}"));
+        let text = calibrate(&file, &out, "2");
+        assert!(
+            text.contains(&format!("{budget} candidates on 2 seeds")),
+            "budget {budget}: {text}"
+        );
+    }
+}
