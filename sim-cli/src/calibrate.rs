@@ -399,6 +399,12 @@ fn check(
             "must be at least 1".into(),
         );
     }
+    if spec.budget.time.is_some_and(|t| t.is_zero()) {
+        err(
+            "calibrate.budget.time".into(),
+            "must be longer than 0s (or left out: no time limit)".into(),
+        );
+    }
     let start = spec
         .start
         .map_or((4 * unknowns.len()).max(8), |s| s as usize);

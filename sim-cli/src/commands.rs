@@ -225,10 +225,15 @@ pub fn calibrate(
         crate::say!("{}", crate::calibrate::tables(&fit));
     }
     crate::say!(
-        "{}: {} candidates on {} seeds; {} runs now ({} read back from an earlier run), {} events, {:.0} s; the best fit meets every figure on {} of {} seeds{}\ncalibrated experiment: {}  (stormsim replay {})\nevaluations: {}",
+        "{}: {} candidates on {} seeds{}; {} runs now ({} read back from an earlier run), {} events, {:.0} s; the best fit meets every figure on {} of {} seeds{}\ncalibrated experiment: {}  (stormsim replay {})\nevaluations: {}",
         exp.name,
         fit.candidates.len(),
         fit.seeds.len(),
+        match fit.stop {
+            crate::calibrate::Stop::Budget => "",
+            crate::calibrate::Stop::Time => " (stopped by the time budget)",
+            crate::calibrate::Stop::Converged => " (the optimiser converged before the budget)",
+        },
         fit.ran,
         fit.read_back,
         fit.events,
