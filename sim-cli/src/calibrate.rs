@@ -570,7 +570,8 @@ fn better(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
 }
 
 /// Why the search stopped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Stop {
     /// Every candidate of the budget was judged.
     Budget,
@@ -979,7 +980,7 @@ pub fn calibrate(exp: &Experiment, opts: &Options) -> Result<Fit, Failure> {
     };
     write_tables(exp, out, &fit, &c)?;
     write_calibrated(exp, &fit, &c, out)?;
-    write_report(exp, out, &fit)?;
+    write_report(&exp.name, out, &fit)?;
     Ok(fit)
 }
 
@@ -1205,7 +1206,7 @@ pub fn tables(fit: &Fit) -> String {
 
 /// `OUT/report.html`: how the search converged (the best loss and the
 /// most seeds meeting every figure, after each candidate) and the tables.
-fn write_report(exp: &Experiment, out: &Path, fit: &Fit) -> Result<(), Failure> {
+fn write_report(title: &str, out: &Path, fit: &Fit) -> Result<(), Failure> {
     let mut best_loss = Vec::new();
     let mut most_met = Vec::new();
     let (mut l, mut m) = (f64::INFINITY, 0usize);
@@ -1243,7 +1244,7 @@ fn write_report(exp: &Experiment, out: &Path, fit: &Fit) -> Result<(), Failure> 
     let esc = crate::report::escape;
     let html = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}: calibration</title>\n<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}pre{{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:.8em}}svg{{max-width:100%;height:auto}}</style></head><body>\n<h1>{t}: calibration</h1>\n<p>{n} candidates, each judged on {s} seeds; x axes: candidates in the order they were judged. The calibrated experiment: <code>{w}</code>.</p>\n<figure>{loss}</figure>\n<figure>{met}</figure>\n<pre>{tables}</pre>\n</body></html>\n",
-        t = esc(&exp.name),
+        t = esc(title),
         n = fit.candidates.len(),
         s = fit.seeds.len(),
         w = esc(&fit.written.display().to_string()),
@@ -1267,10 +1268,18 @@ fn write_tables(exp: &Experiment, out: &Path, fit: &Fit, c: &Checked) -> Result<
     ];
     let pe = |e: PolarsError| Failure::Run(e.to_string());
     let cs = &fit.candidates;
-    let mut cols = vec![Column::new(
-        "candidate".into(),
-        cs.iter().map(|x| x.index as u32).collect::<Vec<_>>(),
-    )];
+    let mut cols = vec![
+        Column::new(
+            "candidate".into(),
+            cs.iter().map(|x| x.index as u32).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "key".into(),
+            cs.iter()
+                .map(|x| canonical(&Value::Sequence(x.values.clone())))
+                .collect::<Vec<_>>(),
+        ),
+    ];
     for (j, p) in fit.paths.iter().enumerate() {
         let nums: Vec<Option<f64>> = cs.iter().map(|x| numeric(&x.values[j])).collect();
         if nums.iter().all(Option::is_some) {
@@ -1336,7 +1345,167 @@ fn write_tables(exp: &Experiment, out: &Path, fit: &Fit, c: &Checked) -> Result<
         &meta,
         &writer,
     )
-    .map_err(Failure::Run)
+    .map_err(Failure::Run)?;
+    let about = About {
+        title: exp.name.clone(),
+        paths: fit.paths.clone(),
+        observed: fit
+            .observed
+            .iter()
+            .map(|o| {
+                (
+                    o.name.clone(),
+                    o.low.is_finite().then_some(o.low),
+                    o.high.is_finite().then_some(o.high),
+                )
+            })
+            .collect(),
+        seeds: fit.seeds.clone(),
+        written: fit.written.clone(),
+        stop: fit.stop,
+    };
+    let json = serde_json::to_string_pretty(&about).map_err(|e| Failure::Run(e.to_string()))?;
+    writer
+        .write_text(&out.join("calibrate").join("about.json"), &(json + "\n"))
+        .map_err(Failure::Run)
+}
+
+/// What the report needs besides the tables, written beside them as
+/// `calibrate/about.json` so `stormsim report DIR` redraws it from the
+/// folder alone.
+#[derive(Debug, Serialize, Deserialize)]
+struct About {
+    title: String,
+    paths: Vec<String>,
+    /// Each observed figure: name, low and high ends (none: unbounded).
+    observed: Vec<(String, Option<f64>, Option<f64>)>,
+    seeds: Vec<u64>,
+    written: PathBuf,
+    stop: Stop,
+}
+
+/// Redraws `dir/report.html` from a calibration's tables: every candidate
+/// judged again from the evaluations table, exactly as the search did.
+pub fn rerender(dir: &Path) -> Result<PathBuf, String> {
+    let about_path = dir.join("calibrate").join("about.json");
+    let about: About = serde_json::from_str(
+        &std::fs::read_to_string(&about_path)
+            .map_err(|e| crate::dataset::io_error("read", &about_path, e))?,
+    )
+    .map_err(|e| format!("{}: {e}", about_path.display()))?;
+    let read = |path: PathBuf| -> Result<DataFrame, String> {
+        let f =
+            std::fs::File::open(&path).map_err(|e| crate::dataset::io_error("open", &path, e))?;
+        ParquetReader::new(f)
+            .finish()
+            .map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let observed: Vec<Observed> = about
+        .observed
+        .iter()
+        .map(|(name, low, high)| Observed {
+            name: name.clone(),
+            reading: crate::evaluate::Reading::Figure(name.clone()),
+            low: low.unwrap_or(f64::NEG_INFINITY),
+            high: high.unwrap_or(f64::INFINITY),
+        })
+        .collect();
+    let evals = read(dir.join("evaluations").join("part-0.parquet"))?;
+    let ekeys = crate::report::strings(&evals, "key")?;
+    let eseeds = crate::evaluate::u64s(&evals, "seed")?;
+    let figures: Vec<Vec<Option<f64>>> = observed
+        .iter()
+        .map(|o| crate::report::optional_floats(&evals, &format!("figure:{}", o.name)))
+        .collect::<Result<_, _>>()?;
+    let mut runs: std::collections::BTreeMap<(String, u64), Vec<Option<f64>>> =
+        std::collections::BTreeMap::new();
+    for (i, k) in ekeys.iter().enumerate() {
+        runs.insert(
+            (k.clone(), eseeds[i]),
+            figures.iter().map(|c| c[i]).collect(),
+        );
+    }
+    let cands = read(dir.join("calibrate").join("candidates.parquet"))?;
+    let keys = crate::report::strings(&cands, "key")?;
+    let mut candidates = Vec::new();
+    for (index, k) in keys.iter().enumerate() {
+        let values = match yaml_serde::from_str::<Value>(k) {
+            Ok(Value::Sequence(v)) => v,
+            _ => {
+                return Err(format!(
+                    "{}: a candidate key that is not a list",
+                    dir.display()
+                ));
+            }
+        };
+        let per_seed: Vec<Vec<Option<f64>>> = about
+            .seeds
+            .iter()
+            .map(|&s| {
+                runs.get(&(k.clone(), s)).cloned().ok_or_else(|| {
+                    format!(
+                        "{}: candidate {index} has no run for seed {s}",
+                        dir.display()
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let (medians, median_met, seeds_met, loss) = judge(&observed, per_seed.clone());
+        candidates.push(Candidate {
+            index,
+            x: Vec::new(),
+            values,
+            per_seed,
+            medians,
+            median_met,
+            seeds_met,
+            loss,
+        });
+    }
+    let best = candidates
+        .iter()
+        .min_by(|a, b| better(a, b))
+        .cloned()
+        .ok_or_else(|| format!("{}: no candidates", dir.display()))?;
+    let sens = read(dir.join("calibrate").join("sensitivity.parquet"))?;
+    let unknown = crate::report::strings(&sens, "unknown")?;
+    let factor = crate::report::optional_floats(&sens, "factor")?;
+    let medians: Vec<Vec<Option<f64>>> = observed
+        .iter()
+        .map(|o| crate::report::optional_floats(&sens, &format!("median:{}", o.name)))
+        .collect::<Result<_, _>>()?;
+    let sensitivity = (0..unknown.len())
+        .map(|r| {
+            let j = about
+                .paths
+                .iter()
+                .position(|p| *p == unknown[r])
+                .unwrap_or(0);
+            (
+                j,
+                factor[r].unwrap_or(1.0),
+                medians.iter().map(|c| c[r]).collect(),
+            )
+        })
+        .collect();
+    let fit = Fit {
+        candidates,
+        best,
+        stop: about.stop,
+        paths: about.paths,
+        observed,
+        seeds: about.seeds,
+        sensitivity,
+        written: about.written,
+        ran: 0,
+        events: 0,
+        read_back: 0,
+        elapsed: SimDuration::ZERO,
+    };
+    write_report(&about.title, dir, &fit).map_err(|f| match f {
+        Failure::Input(m) | Failure::Run(m) => m,
+    })?;
+    Ok(dir.join("report.html"))
 }
 
 /// The calibrated experiment: the input's merged document with every

@@ -603,14 +603,7 @@ impl<'a> Store<'a> {
             )
         };
         let keys = crate::report::strings(&df, "key").map_err(|_| bad("no key column"))?;
-        let seeds = df
-            .column("seed")
-            .and_then(|c| c.cast(&DataType::UInt64))
-            .map_err(|_| bad("no seed column"))?;
-        let seeds = seeds.u64().map_err(|_| bad("seed column"))?;
-        let seeds: Vec<u64> = (0..seeds.len())
-            .map(|i| seeds.get(i).unwrap_or(0))
-            .collect();
+        let seeds = u64s(&df, "seed").map_err(|_| bad("no seed column"))?;
         let events = df
             .column("events")
             .and_then(|c| c.cast(&DataType::UInt64))
@@ -737,6 +730,17 @@ impl<'a> Store<'a> {
             })
             .collect())
     }
+}
+
+/// A whole-number column exactly (seeds above 2^53 do not survive a
+/// float).
+pub(crate) fn u64s(df: &DataFrame, name: &str) -> Result<Vec<u64>, String> {
+    let c = df
+        .column(name)
+        .and_then(|c| c.cast(&DataType::UInt64))
+        .map_err(|e| format!("{name}: {e}"))?;
+    let c = c.u64().map_err(|e| format!("{name}: {e}"))?;
+    Ok((0..c.len()).map(|i| c.get(i).unwrap_or(0)).collect())
 }
 
 /// A value as a number, when it is one (durations in seconds).

@@ -192,12 +192,7 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
     };
     match manifest["dataset"].as_str() {
         Some("boundary") => return crate::boundary::rerender(dir),
-        Some("calibrate") => {
-            return Err(format!(
-                "{} holds a calibration: its tables are in calibrate/ and evaluations/, and `stormsim calibrate` prints its report (run it again with the same --out: it reads everything back); `stormsim replay` the calibrated file for the full report",
-                dir.display()
-            ));
-        }
+        Some("calibrate") => return crate::calibrate::rerender(dir),
         _ => {}
     }
     let objective: Objective = serde_json::from_value(manifest["objective"].clone())

@@ -27,12 +27,13 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// Every result file under `dir` (not the folder's locks), with its bytes;
-/// the folder's own path, which a report names, written as `OUT`.
+/// the folder's own path, which a report and its about.json name, written
+/// as `OUT`.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = common::result_files(dir);
     let me = dir.display().to_string();
     for (name, bytes) in out.iter_mut() {
-        if name.ends_with(".html") {
+        if name.ends_with(".html") || name.ends_with(".json") {
             *bytes = String::from_utf8_lossy(bytes)
                 .replace(&me, "OUT")
                 .into_bytes();
@@ -351,6 +352,11 @@ fn a_synthetic_calibration_recovers_its_true_parameters_on_any_thread_count() {
         "{text}"
     );
     assert!(files(&one) == files(&two), "thread count changed the bytes");
+    // `stormsim report` redraws the calibration's page from the folder
+    // alone, to the same bytes.
+    let page = std::fs::read(one.join("report.html")).unwrap();
+    ok(&["report", one.to_str().unwrap()]);
+    assert!(std::fs::read(one.join("report.html")).unwrap() == page);
     // The calibrated file runs as it is.
     ok(&["validate", one.join("fit.yaml").to_str().unwrap()]);
 }
