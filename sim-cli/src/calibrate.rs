@@ -237,7 +237,9 @@ impl Unknown {
         let x = numeric(value)?;
         let mut y = (x * factor).clamp(*low, *high);
         if *integer && !*duration && y.round() == x.round() {
-            y = (x + factor.signum() * if factor > 1.0 { 1.0 } else { -1.0 }).clamp(*low, *high);
+            // At least one whole step, up or down with the factor.
+            let step = if factor > 1.0 { 1.0 } else { -1.0 };
+            y = (x + step).clamp(*low, *high);
         }
         let v = self.number(y, *integer, *duration);
         (v != *value).then_some(v)
