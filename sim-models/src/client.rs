@@ -10,11 +10,12 @@
 //! deadline passed, the pod restarted). An answer that comes back after its
 //! attempt ended is counted as late and never as a success.
 
-use crate::config::{ClientConfig, ConfigError, Scope, WorldConfig};
+use crate::config::{ClientConfig, ConfigError, PoolConfig, Scope};
+use crate::graph::{Edge, Target, Topology, stream_name};
 use crate::policy::adaptive_backoff::AdaptiveBackoff;
 use crate::policy::budget::RetryBudget;
 use crate::policy::gate::{Gate, build_gates};
-use crate::world::compile;
+use crate::world::{compile, compile_opt};
 use rand::RngExt;
 use sim_core::deadlines::DeadlineLine;
 use sim_core::dist::Dist;
@@ -32,20 +33,22 @@ use crate::policy::budget::{AttemptReport, RetryCause};
 use crate::policy::gate::{Admit, AttemptEnd};
 use crate::pool::{Acquire, Waiter};
 use crate::recorder::{AttemptRecord, Count, Latency, Level, RowSink, WorldEvent};
-use crate::request::{AttRef, AttemptPhase, Phase, ReqRef};
+use crate::request::{AttRef, AttemptPhase, CallPhase, CallRef, Phase, ReqRef};
 use crate::upstream::{DependencyEvent, Status};
-use crate::world::{Event, Leg, World, cross};
+use crate::world::{Event, World, cross};
 
 crate::part_events! {
     /// What happens to a client's calls and attempts.
     pub enum ClientEvent {
         /// The call's total deadline across attempts passed.
         CallDeadlinePassed {
-            /// The request.
-            req: ReqRef,
+            /// The call.
+            call: CallRef,
         },
         /// A new connection finished setting up.
         ConnectionEstablished {
+            /// The edge.
+            edge: u32,
             /// The pod.
             pod: u32,
             /// The pod's incarnation when dialling began.
@@ -55,6 +58,8 @@ crate::part_events! {
         },
         /// A new connection was refused or its connect timeout passed.
         ConnectionFailed {
+            /// The edge.
+            edge: u32,
             /// The pod.
             pod: u32,
             /// The pod's incarnation when dialling began.
@@ -71,7 +76,10 @@ crate::part_events! {
         },
         /// The earliest deadline in the client's timeout line is due: the
         /// attempts whose per-attempt timeout passed time out.
-        TimeoutsDue,
+        TimeoutsDue {
+            /// The edge whose line is due.
+            edge: u32,
+        },
         /// An attempt's wait for the client's own rate limiter is over.
         RateLimiterWaited {
             /// The attempt.
@@ -79,19 +87,19 @@ crate::part_events! {
         },
         /// The delay before a retry is over.
         RetryDelayElapsed {
-            /// The request.
-            req: ReqRef,
+            /// The call.
+            call: CallRef,
             /// The number of the attempt that just failed.
             attempt: u32,
         },
         /// Time to send the next hedge.
         HedgeDue {
-            /// The request.
-            req: ReqRef,
+            /// The call.
+            call: CallRef,
             /// The number the hedge will have.
             number: u32,
         },
-        /// The upstream's answer crossed the network back to the pod.
+        /// The far end's answer crossed the network back to the pod.
         ResponseReachedPod {
             /// The attempt.
             att: AttRef,
@@ -175,10 +183,22 @@ pub(crate) fn policy_of<'a>(
     &mut policies[i]
 }
 
-/// The service's client of its dependency: the state its policies keep
-/// and its own draws (connections, backoff, throttling).
+/// An edge's client: the caller's policy for it, the state its policies
+/// keep, and its own draws (connections, backoff, throttling).
 pub struct Client {
+    /// The policy in force (a deploy replaces it).
+    pub(crate) cfg: ClientConfig,
+    /// The caller's pool settings for this edge.
+    pub(crate) pool: PoolConfig,
+    /// The calling service, and this edge's pool among its pods' pools.
+    pub(crate) from: u32,
+    pub(crate) local: u32,
+    /// What it calls.
+    pub(crate) to: Target,
     pub(crate) connect_time: Dist,
+    /// Network delays there and back.
+    pub(crate) there: Option<Dist>,
+    pub(crate) back: Option<Dist>,
     /// Budgets and gates: one set per pod, or one in all.
     pub(crate) policies: Vec<PolicySet>,
     pub(crate) backoff_rng: SimRng,
@@ -194,21 +214,44 @@ pub struct Client {
 }
 
 impl Client {
-    /// The client as configured, its policies fresh.
-    pub(crate) fn new(cfg: &WorldConfig, streams: &RngStreams) -> Result<Self, Vec<ConfigError>> {
-        Ok(Client {
-            connect_time: compile(&cfg.service.pool.connect_time, "service.pool.connect_time")?,
-            policies: match cfg.client.scope {
-                Scope::Global => vec![PolicySet::new(&cfg.client)],
-                Scope::Pod => (0..cfg.service.pods)
-                    .map(|_| PolicySet::new(&cfg.client))
-                    .collect(),
+    /// The edge's client as configured, its policies fresh.
+    pub(crate) fn new(
+        index: u32,
+        edge: &Edge,
+        topo: &Topology,
+        streams: &RngStreams,
+    ) -> Result<Self, Vec<ConfigError>> {
+        let _ = index;
+        let pods = topo.services[edge.from as usize].cfg.pods;
+        let at = |leg: &str| match topo.services.len() {
+            _ if edge.suffix.is_none() => match leg {
+                "there" => "network.pod_to_upstream".to_string(),
+                _ => "network.upstream_to_pod".to_string(),
             },
-            backoff_rng: streams.stream("client/backoff"),
-            throttle_rng: streams.stream("client/throttle"),
+            _ => format!("{}.{leg}", edge.path),
+        };
+        let connect_at = match edge.suffix {
+            None => "service.pool.connect_time".to_string(),
+            Some(_) => format!("{}.pool.connect_time", edge.path),
+        };
+        Ok(Client {
+            connect_time: compile(&edge.pool.connect_time, &connect_at)?,
+            there: compile_opt(&edge.there, &at("there"))?,
+            back: compile_opt(&edge.back, &at("back"))?,
+            policies: match edge.client.scope {
+                Scope::Global => vec![PolicySet::new(&edge.client)],
+                Scope::Pod => (0..pods).map(|_| PolicySet::new(&edge.client)).collect(),
+            },
+            backoff_rng: streams.stream(stream_name("client/backoff", &edge.suffix).as_str()),
+            throttle_rng: streams.stream(stream_name("client/throttle", &edge.suffix).as_str()),
             timeouts: DeadlineLine::new(),
             timeout_wake: None,
             sweeping: false,
+            cfg: edge.client.clone(),
+            pool: edge.pool.clone(),
+            from: edge.from,
+            local: edge.local,
+            to: edge.to,
         })
     }
 }
@@ -217,131 +260,175 @@ impl<S: RowSink> World<S> {
     /// Routes the client's events to their handlers.
     pub(crate) fn on_client_event(&mut self, e: ClientEvent, sched: &mut Scheduler<Event>) {
         match e {
-            ClientEvent::CallDeadlinePassed { req } => self.on_call_deadline(req, sched),
-            ClientEvent::ConnectionEstablished { pod, epoch, att } => {
-                self.on_connection_established(pod, epoch, att, sched)
-            }
+            ClientEvent::CallDeadlinePassed { call } => self.on_call_deadline(call, sched),
+            ClientEvent::ConnectionEstablished {
+                edge,
+                pod,
+                epoch,
+                att,
+            } => self.on_connection_established(edge, pod, epoch, att, sched),
             ClientEvent::ConnectionFailed {
+                edge,
                 pod,
                 epoch,
                 att,
                 refused,
-            } => self.on_connection_failed(pod, epoch, att, refused, sched),
+            } => self.on_connection_failed(edge, pod, epoch, att, refused, sched),
             ClientEvent::PoolWaitTimedOut { att } => self.on_pool_wait_timed_out(att, sched),
-            ClientEvent::TimeoutsDue => self.on_timeouts_due(sched),
+            ClientEvent::TimeoutsDue { edge } => self.on_timeouts_due(edge, sched),
             ClientEvent::RateLimiterWaited { att } => self.on_rate_limiter_waited(att, sched),
-            ClientEvent::RetryDelayElapsed { req, attempt } => {
-                self.on_retry_delay_elapsed(req, attempt, sched)
+            ClientEvent::RetryDelayElapsed { call, attempt } => {
+                self.on_retry_delay_elapsed(call, attempt, sched)
             }
-            ClientEvent::HedgeDue { req, number } => self.on_hedge_due(req, number, sched),
+            ClientEvent::HedgeDue { call, number } => self.on_hedge_due(call, number, sched),
             ClientEvent::ResponseReachedPod { att, status } => {
                 self.on_response_reached_pod(att, status, sched)
             }
         }
     }
 
-    /// The worker starts the call: arms the total deadline, tells the
-    /// budget, starts the first attempt (and schedules hedges).
-    pub(crate) fn begin_call(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
+    /// The pod of `edge`'s caller that `att` runs on, and its pool.
+    #[inline]
+    fn pool_of(&mut self, edge: u32, pod: u32) -> &mut crate::pool::Pool {
+        let c = &self.clients[edge as usize];
+        let (from, local) = (c.from as usize, c.local as usize);
+        &mut self.services[from].pods[pod as usize].pools[local]
+    }
+
+    /// The caller's pod on `edge`.
+    #[inline]
+    fn caller_pod(&mut self, edge: u32, pod: u32) -> &mut crate::pods::Pod {
+        let from = self.clients[edge as usize].from as usize;
+        &mut self.services[from].pods[pod as usize]
+    }
+
+    /// Brings the levels up to date with `edge`'s pool on `pod`.
+    #[inline]
+    fn sync_edge_pool(&mut self, edge: u32, pod: u32, now: SimTime) {
+        let c = &self.clients[edge as usize];
+        let (from, local) = (c.from, c.local);
+        self.sync_pool(from, pod, local, now);
+    }
+
+    /// A pool wait on `edge`'s pool of `pod`: in the totals, and in the
+    /// pod's group when the pod is the entry service's.
+    #[inline]
+    fn record_pool_wait(&mut self, edge: u32, pod: u32, d: SimDuration) {
+        let group = (self.clients[edge as usize].from == self.topo.entry).then_some(pod);
+        self.rec.pool_wait(group, edge, d);
+    }
+
+    /// The worker starts a call on `edge`: arms the total deadline, tells
+    /// the budget, starts the first attempt (and schedules hedges).
+    pub(crate) fn begin_call(&mut self, call: CallRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let deadline = self.cfg.client.total_deadline;
-        let q = stale!(self.reqs.get_mut(req));
-        q.has_worker = true;
-        q.phase = Phase::Calling;
+        let c = stale!(self.reqs.call_mut(call));
+        let (req, edge) = (c.req, c.edge);
+        let deadline = self.clients[edge as usize].cfg.total_deadline;
         if let Some(d) = deadline {
-            q.call_deadline = Some(now.saturating_add(d));
-            q.call_timer =
-                Some(sched.schedule_in(d, ClientEvent::CallDeadlinePassed { req }.into()));
+            c.deadline = Some(now.saturating_add(d));
+            c.deadline_timer =
+                Some(sched.schedule_in(d, ClientEvent::CallDeadlinePassed { call }.into()));
         }
-        let pod = q.pod;
-        if let Some(b) = self.policy(pod).budget.as_mut() {
+        self.rec.node_call_started(edge);
+        let pod = stale!(self.reqs.get(req)).pod;
+        if let Some(b) = self.policy(edge, pod).budget.as_mut() {
             b.on_request(now);
         }
-        self.start_attempt(req, false, sched);
-        self.schedule_hedge(req, sched);
+        self.start_attempt(call, false, sched);
+        self.schedule_hedge(call, sched);
     }
 
-    /// Schedules the next hedge of `req`, if hedging and attempts are left.
-    fn schedule_hedge(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
-        let Some(h) = self.cfg.client.hedging.clone() else {
+    /// Schedules the next hedge of `call`, if hedging and attempts are left.
+    fn schedule_hedge(&mut self, call: CallRef, sched: &mut Scheduler<Event>) {
+        let Some(c) = self.reqs.call(call) else {
+            return; // the call ended while starting
+        };
+        let Some(h) = self.clients[c.edge as usize].cfg.hedging.clone() else {
             return; // not hedging
         };
-        let q = stale!(self.reqs.get_mut(req));
-        if q.phase != Phase::Calling || q.attempts >= h.max_attempts {
+        let c = stale!(self.reqs.call_mut(call));
+        if c.phase != CallPhase::Calling || c.attempts >= h.max_attempts {
             return;
         }
-        if let Some(t) = q.aux_timer.take() {
+        if let Some(t) = c.aux_timer.take() {
             sched.cancel(t);
         }
-        let number = q.attempts + 1;
+        let number = c.attempts + 1;
         if h.delay.is_zero() {
-            self.start_attempt(req, true, sched);
-            self.schedule_hedge(req, sched);
+            self.start_attempt(call, true, sched);
+            self.schedule_hedge(call, sched);
         } else {
-            q.aux_timer =
-                Some(sched.schedule_in(h.delay, ClientEvent::HedgeDue { req, number }.into()));
+            c.aux_timer =
+                Some(sched.schedule_in(h.delay, ClientEvent::HedgeDue { call, number }.into()));
         }
     }
 
-    pub(crate) fn on_hedge_due(&mut self, req: ReqRef, number: u32, sched: &mut Scheduler<Event>) {
-        let q = stale!(self.reqs.get_mut(req));
-        if q.phase != Phase::Calling || q.attempts + 1 != number {
+    pub(crate) fn on_hedge_due(
+        &mut self,
+        call: CallRef,
+        number: u32,
+        sched: &mut Scheduler<Event>,
+    ) {
+        let c = stale!(self.reqs.call_mut(call));
+        if c.phase != CallPhase::Calling || c.attempts + 1 != number {
             return;
         }
-        q.aux_timer = None;
-        self.start_attempt(req, true, sched);
-        self.schedule_hedge(req, sched);
+        c.aux_timer = None;
+        self.start_attempt(call, true, sched);
+        self.schedule_hedge(call, sched);
     }
 
-    /// Starts the next attempt of `req` if the client's gates let it; when
-    /// they refuse the only attempt the call would have, the call ends.
-    fn start_attempt(&mut self, req: ReqRef, hedge: bool, sched: &mut Scheduler<Event>) {
+    /// Starts the next attempt of `call` if the client's gates let it;
+    /// when they refuse the only attempt the call would have, the call
+    /// ends.
+    fn start_attempt(&mut self, call: CallRef, hedge: bool, sched: &mut Scheduler<Event>) {
         let now = sched.now();
+        let c = stale!(self.reqs.call(call));
+        let (req, edge, number, deadline, live) =
+            (c.req, c.edge, c.attempts + 1, c.deadline, c.live_count());
         let q = stale!(self.reqs.get(req));
-        let (pod, epoch, number, deadline, live) = (
-            q.pod,
-            q.pod_epoch,
-            q.attempts + 1,
-            q.call_deadline,
-            q.live_count(),
-        );
-        let min_budget = self.cfg.client.min_attempt_budget;
+        let (pod, epoch) = (q.pod, q.pod_epoch);
+        let min_budget = self.clients[edge as usize].cfg.min_attempt_budget;
         if let Some(d) = deadline
             && !min_budget.is_zero()
             && now.saturating_add(min_budget) >= d
         {
             if live == 0 {
-                self.complete_request(req, Reason::DeadlineExceeded, sched);
+                self.finish_call(call, Reason::DeadlineExceeded, sched);
             }
             return;
         }
-        let wait = match self.ask_gates(pod, now) {
+        let wait = match self.ask_gates(edge, pod, now) {
             Ok(wait) => wait,
             Err((reason, counter)) => {
                 self.rec.count(counter, 1);
                 if live == 0 {
-                    self.complete_request(req, reason, sched);
+                    self.finish_call(call, reason, sched);
                 }
                 return;
             }
         };
-        let att = self.reqs.new_attempt(req, number, hedge, pod, epoch, now);
-        let q = stale!(self.reqs.get_mut(req));
-        q.attempts = number;
-        q.phase = Phase::Calling;
-        if !q.add_live(att) {
+        let att = self
+            .reqs
+            .new_attempt(call, req, edge, number, hedge, pod, epoch, now);
+        let c = stale!(self.reqs.call_mut(call));
+        c.attempts = number;
+        c.phase = CallPhase::Calling;
+        if !c.add_live(att) {
             self.violated(now, || {
                 "more than five attempts of one call in progress".into()
             });
             return;
         }
-        let cost = std::mem::take(&mut q.pending_retry_cost);
+        let cost = std::mem::take(&mut c.pending_retry_cost);
         let counter = match (number, hedge) {
             (1, _) => Count::AttemptsFirst,
             (_, true) => Count::AttemptsHedge,
             _ => Count::AttemptsRetry,
         };
         self.rec.count(counter, 1);
+        self.rec.node_attempt_started(edge, number > 1);
         if !hedge && number > 1 {
             let which = match number {
                 2 => Count::Retry1,
@@ -351,14 +438,15 @@ impl<S: RowSink> World<S> {
             };
             self.rec.count(which, 1);
         }
-        let timeout = self.cfg.client.attempt_timeout;
-        let arm_now = self.cfg.client.timeout_starts == TimeoutStart::AttemptStart;
-        if let Some(b) = self.policy(pod).budget.as_mut() {
+        let client = &self.clients[edge as usize].cfg;
+        let timeout = client.attempt_timeout;
+        let arm_now = client.timeout_starts == TimeoutStart::AttemptStart;
+        if let Some(b) = self.policy(edge, pod).budget.as_mut() {
             b.on_attempt_start(now, cost);
         }
         stale!(self.reqs.att_mut(att)).retry_cost = cost;
         if arm_now && let Some(t) = timeout {
-            self.arm_timeout(att, t, sched);
+            self.arm_timeout(att, edge, t, sched);
         }
         let a = stale!(self.reqs.att_mut(att));
         if !wait.is_zero() {
@@ -371,17 +459,23 @@ impl<S: RowSink> World<S> {
         self.acquire_connection(att, sched);
     }
 
-    /// Asks `pod`'s gates, in order, whether an attempt may go: the
-    /// longest wait asked for, or the first refusal (its reason and
+    /// Asks `pod`'s gates on `edge`, in order, whether an attempt may go:
+    /// the longest wait asked for, or the first refusal (its reason and
     /// counter). Breaker moves are shown as they happen.
-    fn ask_gates(&mut self, pod: u32, now: SimTime) -> Result<SimDuration, (Reason, Count)> {
+    fn ask_gates(
+        &mut self,
+        edge: u32,
+        pod: u32,
+        now: SimTime,
+    ) -> Result<SimDuration, (Reason, Count)> {
         let mut wait = SimDuration::ZERO;
         let mut moves = Vec::new();
         let mut refused = None;
-        let set = policy_of(&mut self.client.policies, &self.cfg.client, pod);
+        let client = &mut self.clients[edge as usize];
+        let set = policy_of(&mut client.policies, &client.cfg, pod);
         for gate in set.gates.iter_mut() {
             let draw = if gate.draws() {
-                self.client.throttle_rng.random()
+                client.throttle_rng.random()
             } else {
                 0.0
             };
@@ -402,7 +496,7 @@ impl<S: RowSink> World<S> {
             }
         }
         for (from, to) in moves {
-            self.breaker_moved(pod, from, to, now);
+            self.breaker_moved(edge, pod, from, to, now);
         }
         match refused {
             Some(r) => Err(r),
@@ -410,26 +504,35 @@ impl<S: RowSink> World<S> {
         }
     }
 
-    fn breaker_moved(&mut self, pod: u32, from: BreakerState, to: BreakerState, now: SimTime) {
+    fn breaker_moved(
+        &mut self,
+        edge: u32,
+        pod: u32,
+        from: BreakerState,
+        to: BreakerState,
+        now: SimTime,
+    ) {
         if to == BreakerState::Open {
             self.rec.count(Count::BreakerOpened, 1);
         }
-        let whose = match self.cfg.client.scope {
+        let mut whose = match self.clients[edge as usize].cfg.scope {
             crate::config::Scope::Global => "global breaker".to_string(),
             crate::config::Scope::Pod => format!("pod {pod} breaker"),
         };
+        if self.cfg.is_graph() {
+            whose = format!("{} {whose}", self.topo.edges[edge as usize].name);
+        }
         self.rec.sink_mut().event(WorldEvent {
             at: now,
             kind: "breaker",
             detail: format!("{whose}: {} -> {}", from.name(), to.name()),
         });
         let (mut open, mut half) = (0, 0);
-        for state in self
-            .client
-            .policies
-            .iter()
-            .flat_map(|p| p.gates.iter().filter_map(|g| g.breaker_state()))
-        {
+        for state in self.clients.iter().flat_map(|c| {
+            c.policies
+                .iter()
+                .flat_map(|p| p.gates.iter().filter_map(|g| g.breaker_state()))
+        }) {
             match state {
                 BreakerState::Open => open += 1,
                 BreakerState::HalfOpen => half += 1,
@@ -453,26 +556,28 @@ impl<S: RowSink> World<S> {
         let now = sched.now();
         let a = stale!(self.reqs.att_mut(att));
         a.wait_started = now;
-        let pod = a.pod;
-        match self.service.pods[pod as usize].pool.acquire(now) {
+        let (pod, edge) = (a.pod, a.edge);
+        match self.pool_of(edge, pod).acquire(now) {
             Acquire::Reused => {
-                self.rec.pool_wait(pod, SimDuration::ZERO);
+                self.record_pool_wait(edge, pod, SimDuration::ZERO);
                 self.connection_in_hand(att, sched);
             }
             Acquire::Dial => {
-                self.rec.pool_wait(pod, SimDuration::ZERO);
+                self.record_pool_wait(edge, pod, SimDuration::ZERO);
                 self.set_phase(att, AttemptPhase::Connecting);
-                self.dial(pod, att, sched);
+                self.dial(edge, pod, att, sched);
             }
             Acquire::Wait => {
                 self.set_phase(att, AttemptPhase::WaitingPool);
+                let c = &self.clients[edge as usize];
+                let (from, local) = (c.from as usize, c.local as usize);
                 let reqs = &self.reqs;
-                let p = &mut self.service.pods[pod as usize];
+                let p = &mut self.services[from].pods[pod as usize];
                 let epoch = p.epoch;
-                p.pool.wait(Waiter { att, since: now }, |w| {
+                p.pools[local].wait(Waiter { att, since: now }, |w| {
                     waiter_is_live(reqs, pod, epoch, w)
                 });
-                if let Some(t) = self.cfg.service.pool.acquire_timeout {
+                if let Some(t) = self.clients[edge as usize].pool.acquire_timeout {
                     let timer = sched.schedule_in(t, ClientEvent::PoolWaitTimedOut { att }.into());
                     if let Some(a) = self.reqs.att_mut(att) {
                         a.aux_timer = Some(timer);
@@ -480,7 +585,7 @@ impl<S: RowSink> World<S> {
                 }
             }
         }
-        self.sync_pool(pod, now);
+        self.sync_edge_pool(edge, pod, now);
     }
 
     fn set_phase(&mut self, att: AttRef, phase: AttemptPhase) {
@@ -490,46 +595,65 @@ impl<S: RowSink> World<S> {
     }
 
     /// Dials a new connection on `pod` for `att`.
-    fn dial(&mut self, pod: u32, att: AttRef, sched: &mut Scheduler<Event>) {
-        let p = &mut self.service.pods[pod as usize];
+    fn dial(&mut self, edge: u32, pod: u32, att: AttRef, sched: &mut Scheduler<Event>) {
+        let c = &self.clients[edge as usize];
+        let (from, local) = (c.from as usize, c.local as usize);
+        let p = &mut self.services[from].pods[pod as usize];
         let epoch = p.epoch;
-        let setup = self.client.connect_time.sample(&mut p.connect_rng);
+        let setup = c.connect_time.sample(&mut p.connect_rng);
         let failure = self.cfg.network.connect_failure;
         let refused = failure > 0.0 && p.connect_rng.random::<f64>() < failure;
-        let refused = refused || self.upstream_full(sched.now());
-        let timeout = self.cfg.client.connect_timeout;
+        let refused = refused || self.far_end_full(edge, sched.now());
+        let timeout = self.clients[edge as usize].cfg.connect_timeout;
         // A refusal comes back when the handshake would have; either way
         // the connect timeout may give up first.
         let failed_at = if refused {
-            self.service.pods[pod as usize].pool.refuse();
+            self.services[from].pods[pod as usize].pools[local].refuse();
             Some(timeout.map_or(setup, |t| setup.min(t)))
         } else {
             timeout.filter(|&t| setup > t)
         };
         let event = match failed_at {
             Some(_) => ClientEvent::ConnectionFailed {
+                edge,
                 pod,
                 epoch,
                 att,
                 refused,
             }
             .into(),
-            None => ClientEvent::ConnectionEstablished { pod, epoch, att }.into(),
+            None => ClientEvent::ConnectionEstablished {
+                edge,
+                pod,
+                epoch,
+                att,
+            }
+            .into(),
         };
         sched.schedule_in(failed_at.unwrap_or(setup), event);
     }
 
-    /// Whether the upstream's connection limit turns a new dial away: the
-    /// connections open or being set up (refused dials left out), this
-    /// one included, exceed it.
-    fn upstream_full(&mut self, now: SimTime) -> bool {
-        let Some(limit) = self.cfg.upstream.max_connections else {
+    /// Whether the far end's connection limit turns a new dial away: the
+    /// connections open or being set up to that dependency (refused dials
+    /// left out), this one included, exceed it.
+    fn far_end_full(&mut self, edge: u32, now: SimTime) -> bool {
+        let Target::Dependency(d) = self.clients[edge as usize].to else {
+            return false;
+        };
+        let Some(limit) = self.dependencies[d as usize].cfg.max_connections else {
             return false;
         };
         let mut open = 0;
-        for p in &mut self.service.pods {
-            p.pool.expire_idle(now);
-            open += p.pool.open();
+        for (e, c) in self.clients.iter().enumerate() {
+            if c.to != Target::Dependency(d) {
+                continue;
+            }
+            let _ = e;
+            for p in &mut self.services[c.from as usize].pods {
+                let pool = &mut p.pools[c.local as usize];
+                pool.expire_idle(now);
+                open += pool.open();
+            }
         }
         open > limit
     }
@@ -540,47 +664,49 @@ impl<S: RowSink> World<S> {
 
     pub(crate) fn on_connection_established(
         &mut self,
+        edge: u32,
         pod: u32,
         epoch: u32,
         att: AttRef,
         sched: &mut Scheduler<Event>,
     ) {
-        if self.service.pods[pod as usize].epoch != epoch {
+        if self.caller_pod(edge, pod).epoch != epoch {
             return; // the pod restarted meanwhile; its pool is new
         }
         let now = sched.now();
-        self.service.pods[pod as usize].pool.established();
+        self.pool_of(edge, pod).established();
         if self.att_is(att, AttemptPhase::Connecting) {
-            self.service.pods[pod as usize].pool.hand_over();
+            self.pool_of(edge, pod).hand_over();
             self.connection_in_hand(att, sched);
         } else {
             // Whoever dialled it gave up: the next in line gets it.
-            self.connection_available(pod, now, sched);
+            self.connection_available(edge, pod, now, sched);
         }
         // A multiplexed connection brings more streams: waiters take them.
-        while self.service.pods[pod as usize].pool.free_streams() > 0 {
-            let Some(w) = self.pop_waiter(pod, now, sched) else {
+        while self.pool_of(edge, pod).free_streams() > 0 {
+            let Some(w) = self.pop_waiter(edge, pod, now, sched) else {
                 break; // nobody waiting
             };
-            self.service.pods[pod as usize].pool.hand_over();
+            self.pool_of(edge, pod).hand_over();
             self.connection_in_hand(w.att, sched);
         }
-        self.sync_pool(pod, now);
+        self.sync_edge_pool(edge, pod, now);
     }
 
     pub(crate) fn on_connection_failed(
         &mut self,
+        edge: u32,
         pod: u32,
         epoch: u32,
         att: AttRef,
         refused: bool,
         sched: &mut Scheduler<Event>,
     ) {
-        if self.service.pods[pod as usize].epoch != epoch {
+        if self.caller_pod(edge, pod).epoch != epoch {
             return;
         }
         let now = sched.now();
-        let pool = &mut self.service.pods[pod as usize].pool;
+        let pool = self.pool_of(edge, pod);
         if refused {
             pool.refusal_arrived();
         } else {
@@ -589,83 +715,97 @@ impl<S: RowSink> World<S> {
         if self.att_is(att, AttemptPhase::Connecting) {
             self.end_attempt(att, AttemptOutcome::ConnectFailure, sched);
         }
-        self.slot_freed(pod, sched);
-        self.sync_pool(pod, now);
+        self.slot_freed(edge, pod, sched);
+        self.sync_edge_pool(edge, pod, now);
     }
 
     /// A connection is free on `pod`: the next live waiter gets it, or it
     /// goes idle.
-    fn connection_available(&mut self, pod: u32, now: SimTime, sched: &mut Scheduler<Event>) {
-        if let Some(w) = self.pop_waiter(pod, now, sched) {
-            self.service.pods[pod as usize].pool.hand_over();
+    fn connection_available(
+        &mut self,
+        edge: u32,
+        pod: u32,
+        now: SimTime,
+        sched: &mut Scheduler<Event>,
+    ) {
+        if let Some(w) = self.pop_waiter(edge, pod, now, sched) {
+            self.pool_of(edge, pod).hand_over();
             self.connection_in_hand(w.att, sched);
         } else {
-            self.service.pods[pod as usize].pool.put_idle(now);
+            self.pool_of(edge, pod).put_idle(now);
         }
     }
 
     /// A connection slot on `pod` opened up (a connection closed or a dial
     /// failed): the next live waiter dials a new one.
-    fn slot_freed(&mut self, pod: u32, sched: &mut Scheduler<Event>) {
+    fn slot_freed(&mut self, edge: u32, pod: u32, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let pool = &self.service.pods[pod as usize].pool;
+        let pool = self.pool_of(edge, pod);
         if !pool.has_room() || pool.waiters() == 0 {
             return;
         }
-        if let Some(w) = self.pop_waiter(pod, now, sched) {
-            self.service.pods[pod as usize].pool.try_dial();
+        if let Some(w) = self.pop_waiter(edge, pod, now, sched) {
+            self.pool_of(edge, pod).try_dial();
             self.set_phase(w.att, AttemptPhase::Connecting);
-            self.dial(pod, w.att, sched);
+            self.dial(edge, pod, w.att, sched);
         }
     }
 
     /// Takes the next live waiter out of `pod`'s line, ending its wait.
     fn pop_waiter(
         &mut self,
+        edge: u32,
         pod: u32,
         now: SimTime,
         sched: &mut Scheduler<Event>,
     ) -> Option<Waiter> {
-        let epoch = self.service.pods[pod as usize].epoch;
+        let c = &self.clients[edge as usize];
+        let (from, local) = (c.from as usize, c.local as usize);
+        let p = &mut self.services[from].pods[pod as usize];
+        let epoch = p.epoch;
         let reqs = &self.reqs;
-        let w = self.service.pods[pod as usize]
-            .pool
-            .next_waiter(|w| waiter_is_live(reqs, pod, epoch, w))?;
+        let w = p.pools[local].next_waiter(|w| waiter_is_live(reqs, pod, epoch, w))?;
         if let Some(a) = self.reqs.att_mut(w.att) {
             if let Some(t) = a.aux_timer.take() {
                 sched.cancel(t);
             }
             a.pool_wait += now - w.since;
         }
-        self.rec.pool_wait(pod, now - w.since);
+        self.record_pool_wait(edge, pod, now - w.since);
         Some(w)
     }
 
-    /// The attempt holds a connection: send the request.
+    /// The attempt holds a connection: send the request, to the
+    /// dependency or to the service called.
     fn connection_in_hand(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
-        let timeout = self.cfg.client.attempt_timeout;
-        let arm_now = self.cfg.client.timeout_starts == TimeoutStart::ConnectionAcquired;
-        stale!(self.reqs.att_mut(att)).phase = AttemptPhase::InFlight;
+        let a = stale!(self.reqs.att_mut(att));
+        a.phase = AttemptPhase::InFlight;
+        let edge = a.edge;
+        let client = &self.clients[edge as usize];
+        let timeout = client.cfg.attempt_timeout;
+        let arm_now = client.cfg.timeout_starts == TimeoutStart::ConnectionAcquired;
         if arm_now && let Some(t) = timeout {
-            self.arm_timeout(att, t, sched);
+            self.arm_timeout(att, edge, t, sched);
         }
-        let d = self.net.delay(Leg::PodToUpstream);
-        cross(sched, d, DependencyEvent::Received { att }.into());
+        let d = self.net.delay(&self.clients[edge as usize].there);
+        match self.clients[edge as usize].to {
+            Target::Dependency(_) => {
+                cross(sched, d, DependencyEvent::Received { att, edge }.into())
+            }
+            Target::Service(s) => self.send_to_service(att, s, d, sched),
+        }
     }
 
     /// The deadline an attempt carries to the upstream, when propagated:
     /// the earlier of the call's deadline and the attempt's own timeout.
     pub(crate) fn propagated_deadline(&self, att: AttRef) -> Option<SimTime> {
-        if !self.cfg.client.propagate_deadline {
+        let a = self.reqs.att(att)?;
+        let client = &self.clients[a.edge as usize].cfg;
+        if !client.propagate_deadline {
             return None;
         }
-        let a = self.reqs.att(att)?;
-        let call = self.reqs.get(a.req).and_then(|q| q.call_deadline);
-        let own = self
-            .cfg
-            .client
-            .attempt_timeout
-            .map(|t| a.started.saturating_add(t));
+        let call = self.reqs.call(a.call).and_then(|c| c.deadline);
+        let own = client.attempt_timeout.map(|t| a.started.saturating_add(t));
         match (call, own) {
             (Some(c), Some(o)) => Some(c.min(o)),
             (c, o) => c.or(o),
@@ -688,64 +828,73 @@ impl<S: RowSink> World<S> {
             return;
         }
         a.job = None;
-        let pod = a.pod;
-        let leak_fraction = self.cfg.service.pool.leak_fraction;
-        let p = &mut self.service.pods[pod as usize];
+        a.child = None;
+        let (pod, edge) = (a.pod, a.edge);
+        let leak_fraction = self.clients[edge as usize].pool.leak_fraction;
+        let p = self.caller_pod(edge, pod);
         let leak = leak_fraction > 0.0 && p.leak_rng.random::<f64>() < leak_fraction;
-        if p.pool.release(leak) {
-            self.connection_available(pod, now, sched);
+        if self.pool_of(edge, pod).release(leak) {
+            self.connection_available(edge, pod, now, sched);
         }
         self.end_attempt(att, outcome_of(status), sched);
-        self.sync_pool(pod, now);
+        self.sync_edge_pool(edge, pod, now);
     }
 
-    /// Arms `att`'s timeout, `t` from now, in the client's timeout line.
-    fn arm_timeout(&mut self, att: AttRef, t: SimDuration, sched: &mut Scheduler<Event>) {
+    /// Arms `att`'s timeout, `t` from now, in its edge's timeout line.
+    fn arm_timeout(
+        &mut self,
+        att: AttRef,
+        edge: u32,
+        t: SimDuration,
+        sched: &mut Scheduler<Event>,
+    ) {
         let at = sched.now().saturating_add(t);
         stale!(self.reqs.att_mut(att)).timeout_at = Some(at);
-        self.client.timeouts.push(at, att);
-        self.wake_for_timeouts(sched);
+        self.clients[edge as usize].timeouts.push(at, att);
+        self.wake_for_timeouts(edge, sched);
     }
 
     /// Makes sure a wake-up is due at the earliest live deadline of the
     /// timeout line (stale ones at the front dropped first).
-    fn wake_for_timeouts(&mut self, sched: &mut Scheduler<Event>) {
-        if self.client.sweeping {
+    fn wake_for_timeouts(&mut self, edge: u32, sched: &mut Scheduler<Event>) {
+        let client = &mut self.clients[edge as usize];
+        if client.sweeping {
             return;
         }
         let reqs = &self.reqs;
-        self.client
+        client
             .timeouts
             .drop_stale(|at, &att| reqs.att(att).is_some_and(|a| a.timeout_at == Some(at)));
-        let Some(next) = self.client.timeouts.next() else {
+        let Some(next) = client.timeouts.next() else {
             return; // nothing armed
         };
-        match self.client.timeout_wake {
+        match client.timeout_wake {
             Some((at, _)) if at <= next => {} // already due in time
             wake => {
                 if let Some((_, id)) = wake {
                     sched.cancel(id);
                 }
                 let at = next.max(sched.now());
-                let id = sched.schedule_at(at, ClientEvent::TimeoutsDue.into());
-                self.client.timeout_wake = id.ok().map(|id| (at, id));
+                let id = sched.schedule_at(at, ClientEvent::TimeoutsDue { edge }.into());
+                client.timeout_wake = id.ok().map(|id| (at, id));
             }
         }
     }
 
     /// The timeout line's wake-up: every attempt whose deadline is now
     /// times out, in the order the deadlines were armed.
-    fn on_timeouts_due(&mut self, sched: &mut Scheduler<Event>) {
+    fn on_timeouts_due(&mut self, edge: u32, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        self.client.timeout_wake = None;
-        self.client.sweeping = true;
-        while let Some((at, att)) = self.client.timeouts.pop_due(now) {
+        let client = &mut self.clients[edge as usize];
+        client.timeout_wake = None;
+        client.sweeping = true;
+        while let Some((at, att)) = self.clients[edge as usize].timeouts.pop_due(now) {
             if self.reqs.att(att).is_some_and(|a| a.timeout_at == Some(at)) {
                 self.on_attempt_timed_out(att, sched);
             }
         }
-        self.client.sweeping = false;
-        self.wake_for_timeouts(sched);
+        self.clients[edge as usize].sweeping = false;
+        self.wake_for_timeouts(edge, sched);
     }
 
     fn on_attempt_timed_out(&mut self, att: AttRef, sched: &mut Scheduler<Event>) {
@@ -772,47 +921,55 @@ impl<S: RowSink> World<S> {
     }
 
     /// Gives back what an attempt being cut short holds: its place in line,
-    /// or its connection (closed, and the upstream told if cancellation
+    /// or its connection (closed, and the dependency told if cancellation
     /// propagates). A dial in progress carries on for others. An attempt
-    /// from a pod's previous life touches nothing: that pool is gone.
+    /// from a pod's previous life touches nothing: that pool is gone. A
+    /// request it made at another service carries on, for nobody.
     fn release_attempt(&mut self, att: AttRef, now: SimTime, sched: &mut Scheduler<Event>) {
         let a = stale!(self.reqs.att_mut(att));
-        let (phase, pod, epoch, job, since) =
-            (a.phase, a.pod, a.pod_epoch, a.job.take(), a.wait_started);
+        let (phase, pod, epoch, job, since, edge) = (
+            a.phase,
+            a.pod,
+            a.pod_epoch,
+            a.job.take(),
+            a.wait_started,
+            a.edge,
+        );
+        a.child = None;
         match phase {
             AttemptPhase::WaitingPool => a.pool_wait += now - since,
             AttemptPhase::InFlight => a.late = true,
             _ => {}
         }
-        if let Some(job) = job
-            && self.dependency.upstream.abandon(job, sched)
+        if let (Some(job), Target::Dependency(d)) = (job, self.clients[edge as usize].to)
+            && self.dependencies[d as usize].upstream.abandon(job, sched)
         {
             self.rec.count(Count::UpstreamCancelled, 1);
-            self.sync_upstream_levels(now);
+            self.sync_upstream_levels(d, now);
         }
-        let same_life = self.service.pods[pod as usize].epoch == epoch;
+        let same_life = self.caller_pod(edge, pod).epoch == epoch;
         match phase {
             AttemptPhase::WaitingPool => {
                 if same_life {
-                    self.service.pods[pod as usize].pool.waiter_left();
+                    self.pool_of(edge, pod).waiter_left();
                 }
-                self.rec.pool_wait(pod, now - since);
+                self.record_pool_wait(edge, pod, now - since);
             }
             AttemptPhase::InFlight if same_life => {
-                let pool = &mut self.service.pods[pod as usize].pool;
+                let pool = self.pool_of(edge, pod);
                 if pool.multiplexed() {
                     // The stream is reset; its connection carries on.
                     pool.release(false);
-                    self.connection_available(pod, now, sched);
+                    self.connection_available(edge, pod, now, sched);
                 } else {
                     pool.close_in_use();
-                    self.slot_freed(pod, sched);
+                    self.slot_freed(edge, pod, sched);
                 }
             }
             _ => {}
         }
         if same_life {
-            self.sync_pool(pod, now);
+            self.sync_edge_pool(edge, pod, now);
         }
     }
 
@@ -841,18 +998,16 @@ impl<S: RowSink> World<S> {
             started: a.started,
             retry_cost: a.retry_cost,
         };
-        let (req, hedge, pod, pool_wait, late) = (a.req, a.hedge, a.pod, a.pool_wait, a.late);
+        let (req, call, edge, hedge, pod, pool_wait, late) =
+            (a.req, a.call, a.edge, a.hedge, a.pod, a.pool_wait, a.late);
         self.reqs.remove_attempt(att);
-        if let Some(b) = self.policy(pod).budget.as_mut() {
+        if let Some(b) = self.policy(edge, pod).budget.as_mut() {
             b.on_attempt_closed(now, closed.retry_cost);
         }
-        let id = match self.reqs.get_mut(req) {
-            Some(q) => {
-                q.remove_live(att);
-                q.id
-            }
-            None => u64::MAX,
-        };
+        if let Some(c) = self.reqs.call_mut(call) {
+            c.remove_live(att);
+        }
+        let id = self.reqs.get(req).map_or(u64::MAX, |q| q.id);
         self.rec.count(Count::ended(outcome), 1);
         if outcome != AttemptOutcome::Cancelled {
             let which = if closed.number == 1 {
@@ -862,6 +1017,8 @@ impl<S: RowSink> World<S> {
             };
             self.rec.latency(which, now - closed.started);
         }
+        self.rec
+            .node_attempt_ended(edge, outcome, now - closed.started);
         let sample = self.rec.sink().attempt_sample();
         if sample > 0.0 && sampled(id, self.cfg.seed, sample) {
             self.rec.sink_mut().attempt(AttemptRecord {
@@ -883,18 +1040,17 @@ impl<S: RowSink> World<S> {
     /// call, retry, or hedge.
     fn end_attempt(&mut self, att: AttRef, outcome: AttemptOutcome, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let req = stale!(self.reqs.att(att).map(|a| a.req));
+        let (call, edge, req) = stale!(self.reqs.att(att).map(|a| (a.call, a.edge, a.req)));
         let closed = stale!(self.close_attempt(att, outcome, now, sched));
         let pod = self.reqs.get(req).map_or(0, |q| q.pod);
         let success = outcome == AttemptOutcome::Success;
-        let retryable = self
+        let retryable = self.clients[edge as usize]
             .cfg
-            .client
             .retry
             .retry_on
             .iter()
             .any(|r| r.matches(outcome));
-        let set = self.policy(pod);
+        let set = self.policy(edge, pod);
         if let Some(b) = set.budget.as_mut() {
             b.on_result(
                 now,
@@ -923,15 +1079,15 @@ impl<S: RowSink> World<S> {
             }
         }
         for (from, to) in moves {
-            self.breaker_moved(pod, from, to, now);
+            self.breaker_moved(edge, pod, from, to, now);
         }
-        if let Some(q) = self.reqs.get_mut(req) {
-            q.last_outcome = Some(outcome);
+        if let Some(c) = self.reqs.call_mut(call) {
+            c.last_outcome = Some(outcome);
         }
-        if self.cfg.client.hedging.is_some() {
-            self.after_hedged_attempt(req, outcome, sched);
+        if self.clients[edge as usize].cfg.hedging.is_some() {
+            self.after_hedged_attempt(call, outcome, sched);
         } else {
-            self.after_attempt(req, outcome, closed, sched);
+            self.after_attempt(call, outcome, closed, sched);
         }
     }
 
@@ -939,29 +1095,29 @@ impl<S: RowSink> World<S> {
     /// failure sends the next hedge at once; a fatal one ends the call.
     fn after_hedged_attempt(
         &mut self,
-        req: ReqRef,
+        call: CallRef,
         outcome: AttemptOutcome,
         sched: &mut Scheduler<Event>,
     ) {
-        let Some(h) = self.cfg.client.hedging.clone() else {
+        let c = stale!(self.reqs.call(call));
+        let Some(h) = self.clients[c.edge as usize].cfg.hedging.clone() else {
             return; // not hedging
         };
-        let q = stale!(self.reqs.get(req));
-        if q.phase != Phase::Calling {
+        if c.phase != CallPhase::Calling {
             return;
         }
-        let (attempts, live) = (q.attempts, q.live_count());
+        let (attempts, live) = (c.attempts, c.live_count());
         if outcome == AttemptOutcome::Success {
-            self.complete_request(req, Reason::Success, sched);
+            self.finish_call(call, Reason::Success, sched);
         } else if h.non_fatal.iter().any(|r| r.matches(outcome)) {
             if attempts < h.max_attempts {
-                self.start_attempt(req, true, sched);
-                self.schedule_hedge(req, sched);
+                self.start_attempt(call, true, sched);
+                self.schedule_hedge(call, sched);
             } else if live == 0 {
-                self.complete_request(req, Reason::from(outcome), sched);
+                self.finish_call(call, Reason::from(outcome), sched);
             }
         } else {
-            self.complete_request(req, Reason::from(outcome), sched);
+            self.finish_call(call, Reason::from(outcome), sched);
         }
     }
 
@@ -969,31 +1125,35 @@ impl<S: RowSink> World<S> {
     /// goes, or finish the call.
     fn after_attempt(
         &mut self,
-        req: ReqRef,
+        call: CallRef,
         outcome: AttemptOutcome,
         closed: Closed,
         sched: &mut Scheduler<Event>,
     ) {
         let now = sched.now();
         if outcome == AttemptOutcome::Success {
-            self.complete_request(req, Reason::Success, sched);
+            self.finish_call(call, Reason::Success, sched);
             return;
         }
         let reason = Reason::from(outcome);
-        let r = &self.cfg.client.retry;
-        let q = stale!(self.reqs.get(req));
-        if q.phase != Phase::Calling {
+        let c = stale!(self.reqs.call(call));
+        if c.phase != CallPhase::Calling {
             return;
         }
+        let (edge, req) = (c.edge, c.req);
+        let idempotent = self.reqs.get(req).is_some_and(|q| q.idempotent);
+        let client = &self.clients[edge as usize].cfg;
+        let r = &client.retry;
+        let min_attempt_budget = client.min_attempt_budget;
         let mut retryable =
-            r.retry_on.iter().any(|x| x.matches(outcome)) && (!r.idempotent_only || q.idempotent);
+            r.retry_on.iter().any(|x| x.matches(outcome)) && (!r.idempotent_only || idempotent);
         if let AttemptOutcome::ServerError(_, Pushback::DontRetry) = outcome {
             retryable = false;
         }
         let fast = r.fast_retry.as_ref().is_some_and(|f| {
             matches!(outcome, AttemptOutcome::ServerError(code, _) if f.statuses.contains(&code))
                 && now - closed.started < f.within
-                && q.fast_retries_used < f.max
+                && c.fast_retries_used < f.max
         });
         let server_says = match outcome {
             AttemptOutcome::RateLimited(ns)
@@ -1005,36 +1165,37 @@ impl<S: RowSink> World<S> {
         let mode = r.retry_after.mode;
         let pushback_used = server_says.is_some() && mode != RetryAfterMode::Ignore && !fast;
         let counts = !fast && (!pushback_used || r.retry_after.counts_as_retry);
-        if !(retryable || fast) || (counts && q.retries_used >= r.max_retries) {
-            self.complete_request(req, reason, sched);
+        if !(retryable || fast) || (counts && c.retries_used >= r.max_retries) {
+            self.finish_call(call, reason, sched);
             return;
         }
         if pushback_used
             && let (Some(ra), Some(cap)) = (server_says, r.retry_after.cap)
             && ra > cap
         {
-            self.complete_request(req, reason, sched);
+            self.finish_call(call, reason, sched);
             return;
         }
+        let pod = self.reqs.get(req).map_or(0, |q| q.pod);
         let delay = if fast {
             SimDuration::ZERO
         } else {
             let backoff = r.backoff.clone();
-            let n = q.retries_used - q.backoff_from + 1;
-            let q = self.reqs.get_mut(req).expect("live request");
-            let mut drawn = backoff.delay(n, &mut q.backoff, &mut self.client.backoff_rng);
-            let pod = q.pod;
-            if let Some(a) = policy_of(&mut self.client.policies, &self.cfg.client, pod)
+            let jitter = r.retry_after.jitter;
+            let n = c.retries_used - c.backoff_from + 1;
+            let c = stale!(self.reqs.call_mut(call));
+            let client = &mut self.clients[edge as usize];
+            let mut drawn = backoff.delay(n, &mut c.backoff, &mut client.backoff_rng);
+            if let Some(a) = policy_of(&mut client.policies, &client.cfg, pod)
                 .adaptive
                 .as_ref()
             {
                 drawn = drawn.mul_f64(a.multiplier());
             }
-            let jitter = r.retry_after.jitter;
             // Drawn only when configured, so no other draw moves.
             let asked = server_says.map(|ra| match jitter > 0.0 {
                 true => {
-                    let u: f64 = self.client.backoff_rng.random();
+                    let u: f64 = client.backoff_rng.random();
                     ra.mul_f64(1.0 + jitter * u)
                 }
                 false => ra,
@@ -1045,29 +1206,25 @@ impl<S: RowSink> World<S> {
                 _ => drawn,
             }
         };
-        let q = stale!(self.reqs.get(req));
-        if let Some(d) = q.call_deadline
-            && now
-                .saturating_add(delay)
-                .saturating_add(self.cfg.client.min_attempt_budget)
-                >= d
+        let c = stale!(self.reqs.call(call));
+        if let Some(d) = c.deadline
+            && now.saturating_add(delay).saturating_add(min_attempt_budget) >= d
         {
-            self.complete_request(req, reason, sched);
+            self.finish_call(call, reason, sched);
             return;
         }
-        let pod = q.pod;
         let cause = match outcome {
             AttemptOutcome::Timeout => RetryCause::Timeout,
             AttemptOutcome::RateLimited(_) => RetryCause::Throttled,
             _ => RetryCause::Transient,
         };
-        let cost = match self.policy(pod).budget.as_mut() {
+        let cost = match self.policy(edge, pod).budget.as_mut() {
             None => 0,
             Some(b) => match b.try_retry(now, cause) {
                 Some(cost) => cost,
                 None => {
                     self.rec.count(Count::BudgetDenied, 1);
-                    self.complete_request(req, Reason::BudgetExhausted, sched);
+                    self.finish_call(call, Reason::BudgetExhausted, sched);
                     return;
                 }
             },
@@ -1076,64 +1233,64 @@ impl<S: RowSink> World<S> {
             self.rec.count(Count::RetryAfterWaits, 1);
         }
         self.rec.latency(Latency::RetryDelay, delay);
-        let q = stale!(self.reqs.get_mut(req));
-        q.pending_retry_cost = cost;
+        let c = stale!(self.reqs.call_mut(call));
+        c.pending_retry_cost = cost;
         if counts {
-            q.retries_used += 1;
+            c.retries_used += 1;
         }
         if pushback_used && mode == RetryAfterMode::Honor {
             // gRPC: after a pushback the backoff starts over from its
             // first step.
-            q.backoff_from = q.retries_used;
-            q.backoff = Default::default();
+            c.backoff_from = c.retries_used;
+            c.backoff = Default::default();
         }
         if fast {
-            q.fast_retries_used += 1;
+            c.fast_retries_used += 1;
         }
         if delay.is_zero() {
-            self.start_attempt(req, false, sched);
+            self.start_attempt(call, false, sched);
         } else {
-            let attempt = q.attempts;
-            q.phase = Phase::Backoff;
-            q.aux_timer = Some(sched.schedule_in(
+            let attempt = c.attempts;
+            c.phase = CallPhase::Backoff;
+            c.aux_timer = Some(sched.schedule_in(
                 delay,
-                ClientEvent::RetryDelayElapsed { req, attempt }.into(),
+                ClientEvent::RetryDelayElapsed { call, attempt }.into(),
             ));
         }
     }
 
     pub(crate) fn on_retry_delay_elapsed(
         &mut self,
-        req: ReqRef,
+        call: CallRef,
         attempt: u32,
         sched: &mut Scheduler<Event>,
     ) {
-        let q = stale!(self.reqs.get_mut(req));
-        if q.phase != Phase::Backoff || q.attempts != attempt {
+        let c = stale!(self.reqs.call_mut(call));
+        if c.phase != CallPhase::Backoff || c.attempts != attempt {
             return;
         }
-        q.aux_timer = None;
-        q.phase = Phase::Calling;
-        self.start_attempt(req, false, sched);
+        c.aux_timer = None;
+        c.phase = CallPhase::Calling;
+        self.start_attempt(call, false, sched);
     }
 
-    pub(crate) fn on_call_deadline(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
-        if let Some(q) = self.reqs.get_mut(req) {
-            q.call_timer = None;
+    pub(crate) fn on_call_deadline(&mut self, call: CallRef, sched: &mut Scheduler<Event>) {
+        if let Some(c) = self.reqs.call_mut(call) {
+            c.deadline_timer = None;
         }
-        self.complete_request(req, Reason::DeadlineExceeded, sched);
+        self.finish_call(call, Reason::DeadlineExceeded, sched);
     }
 
-    /// Cuts every attempt of `req` still in progress.
+    /// Cuts every attempt of `call` still in progress.
     fn cancel_live_attempts(
         &mut self,
-        req: ReqRef,
+        call: CallRef,
         hedges_lost: bool,
         sched: &mut Scheduler<Event>,
     ) {
         let now = sched.now();
-        let live: Vec<AttRef> = match self.reqs.get(req) {
-            Some(q) => q.live_attempts().collect(),
+        let live: Vec<AttRef> = match self.reqs.call(call) {
+            Some(c) => c.live_attempts().collect(),
             None => return,
         };
         for att in live {
@@ -1143,15 +1300,47 @@ impl<S: RowSink> World<S> {
                 self.rec.count(Count::HedgesCancelled, 1);
             }
         }
-        if self.reqs.get(req).is_none_or(|q| q.live_count() != 0) {
+        if self.reqs.call(call).is_none_or(|c| c.live_count() != 0) {
             self.violated(now, || "attempts left behind by a finished call".into());
         }
     }
 
-    /// The service is done with `req`: whatever attempts are running are
-    /// cut, the worker moves on, and the user gets `reason` (across the
-    /// network if there is a delay) unless the user already saw an outcome
-    /// or the gateway retries it.
+    /// Ends `call` without telling its request: what attempts are running
+    /// are cut, its timers cancelled, its record forgotten.
+    pub(crate) fn close_call(
+        &mut self,
+        call: CallRef,
+        reason: Reason,
+        cut: bool,
+        sched: &mut Scheduler<Event>,
+    ) {
+        let c = stale!(self.reqs.call(call));
+        if c.phase == CallPhase::Finished {
+            return;
+        }
+        let edge = c.edge;
+        if c.live_count() > 0 {
+            let hedging =
+                self.clients[edge as usize].cfg.hedging.is_some() && reason == Reason::Success;
+            self.cancel_live_attempts(call, hedging, sched);
+        }
+        let c = stale!(self.reqs.call_mut(call));
+        c.phase = CallPhase::Finished;
+        for t in [c.aux_timer.take(), c.deadline_timer.take()]
+            .into_iter()
+            .flatten()
+        {
+            sched.cancel(t);
+        }
+        self.rec.node_call_ended(edge, reason, cut);
+        self.reqs.remove_call(call);
+    }
+
+    /// The service is done with `req`: whatever calls are running are
+    /// cut, its core and worker move on, and its caller gets `reason`
+    /// (across the network if there is a delay): the user, unless the user
+    /// already saw an outcome or the gateway retries it; or the attempt
+    /// of another service that sent it.
     pub(crate) fn complete_request(
         &mut self,
         req: ReqRef,
@@ -1163,36 +1352,65 @@ impl<S: RowSink> World<S> {
         if q.service_done {
             return;
         }
-        if q.live_count() > 0 {
-            let hedging = self.cfg.client.hedging.is_some() && reason == Reason::Success;
-            self.cancel_live_attempts(req, hedging, sched);
+        let calls = q.calls;
+        for call in calls.into_iter().flatten() {
+            self.close_call(call, reason, true, sched);
         }
         let q = stale!(self.reqs.get_mut(req));
-        for t in [q.aux_timer.take(), q.call_timer.take()]
-            .into_iter()
-            .flatten()
-        {
+        q.calls = Default::default();
+        if let Some(t) = q.work_timer.take() {
             sched.cancel(t);
         }
         let was_in_line = q.phase == Phase::WaitingWorker;
+        let was_waiting_core = q.phase == Phase::WaitingCore;
         q.phase = Phase::Finished;
         q.service_done = true;
-        let (pod, epoch, had_worker, user_done, dispatches) =
-            (q.pod, q.pod_epoch, q.has_worker, q.user_done, q.dispatches);
+        let (service, pod, epoch, had_worker, had_core, user_done, dispatches, caller, reached) = (
+            q.service,
+            q.pod,
+            q.pod_epoch,
+            q.has_worker,
+            q.has_core,
+            q.user_done,
+            q.dispatches,
+            q.caller,
+            q.reached,
+        );
+        q.has_worker = false;
+        q.has_core = false;
+        let s = &mut self.services[service as usize];
+        let same_life = s.pods[pod as usize].epoch == epoch;
         // A request leaving its pod's worker line early (a restart empties
         // the line itself, under a new epoch).
-        if was_in_line && self.service.pods[pod as usize].epoch == epoch {
-            self.service.pods[pod as usize].worker_queue.left();
+        if was_in_line && same_life {
+            s.pods[pod as usize].worker_queue.left();
         }
-        q.has_worker = false;
-        if had_worker
-            && self.service.pods[pod as usize].epoch == epoch
-            && self.service.pods[pod as usize].state == PodState::Up
-        {
-            self.free_worker(pod, sched);
+        if was_waiting_core && same_life {
+            s.pods[pod as usize].core_queue.left();
         }
-        self.service.lb.outstanding_changed(pod, -1);
-        self.rec.level_add(Level::ServiceInFlight, now, -1);
+        let up = same_life && s.pods[pod as usize].state == PodState::Up;
+        if had_core && up {
+            self.free_core(service, pod, sched);
+        }
+        if had_worker && up {
+            self.free_worker(service, pod, sched);
+        }
+        self.services[service as usize]
+            .lb
+            .outstanding_changed(pod, -1);
+        if service == self.topo.entry && caller == crate::request::Caller::User {
+            self.rec.level_add(Level::ServiceInFlight, now, -1);
+        }
+        self.rec.node_service_done(
+            service,
+            reason,
+            reached.map(|r| now.saturating_since(r)),
+            now,
+        );
+        if let crate::request::Caller::Attempt(att) = caller {
+            self.answer_caller(req, att, reason, sched);
+            return;
+        }
         if user_done {
             self.reqs.release_if_done(req);
             return;
@@ -1210,7 +1428,7 @@ impl<S: RowSink> World<S> {
         // A restarted pod's connections reset: the gateway learns at once.
         let d = match reason {
             Reason::PodRestarted => SimDuration::ZERO,
-            _ => self.net.delay(Leg::PodToGateway),
+            _ => self.net.to_gateway(),
         };
         cross(
             sched,

@@ -50,6 +50,16 @@ pub struct WorldConfig {
     pub timeline: Vec<TimelineEntry>,
     /// Safety limits.
     pub limits: WorldLimits,
+    /// A service graph: named services, each with the calls it makes
+    /// (instead of `service`, `client` and `upstream`).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub services: std::collections::BTreeMap<String, ServiceConfig>,
+    /// A graph's named dependencies, each configured as `upstream` is.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub dependencies: std::collections::BTreeMap<String, UpstreamConfig>,
+    /// The service load enters at (a graph's; required there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
 }
 
 impl Default for WorldConfig {
@@ -65,6 +75,9 @@ impl Default for WorldConfig {
             client: ClientConfig::default(),
             timeline: Vec::new(),
             limits: WorldLimits::default(),
+            services: Default::default(),
+            dependencies: Default::default(),
+            entry: None,
         }
     }
 }
@@ -234,6 +247,69 @@ pub struct ServiceConfig {
     /// `pod_groups` table; default one group per pod, up to 8 groups);
     /// pods a timeline adds report in the last group.
     pub pod_groups: Option<u32>,
+    /// The service's own work per request, done on its worker before its
+    /// calls (default: none). Graphs only: the single-tier service's work
+    /// is its call to the upstream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work: Option<DistSpec>,
+    /// Most requests doing their own work at once per pod (its cores); the
+    /// rest wait in line, holding their worker (default: no limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
+    /// The calls the service makes per request, in sequence; a `parallel`
+    /// entry runs a group at once (graphs only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<CallSpec>,
+}
+
+/// One call a service makes per request (an edge of the graph), or a
+/// group of calls made in parallel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CallSpec {
+    /// The service or dependency called (empty for a `parallel` group).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub to: String,
+    /// How the caller's pods call it: timeouts, retries, budget, breaker,
+    /// hedging (default: the client defaults).
+    pub client: ClientConfig,
+    /// The caller's pool for this call (default: the service's `pool`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolConfig>,
+    /// Network delay to the callee (default: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub there: Option<DistSpec>,
+    /// Network delay back (default: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub back: Option<DistSpec>,
+    /// Its failure degrades the answer instead of failing it (default
+    /// false).
+    pub optional: bool,
+    /// Share of requests that make this call (default 1).
+    pub probability: f64,
+    /// Calls made at once, as one step (fan-out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parallel: Vec<CallSpec>,
+    /// With `parallel`: the step is done when this many calls answered,
+    /// the rest cancelled (default: all of them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_for: Option<u32>,
+}
+
+impl Default for CallSpec {
+    fn default() -> Self {
+        CallSpec {
+            to: String::new(),
+            client: ClientConfig::default(),
+            pool: None,
+            there: None,
+            back: None,
+            optional: false,
+            probability: 1.0,
+            parallel: Vec::new(),
+            wait_for: None,
+        }
+    }
 }
 
 impl ServiceConfig {
@@ -255,6 +331,9 @@ impl Default for ServiceConfig {
             pool: PoolConfig::default(),
             health: None,
             pod_groups: None,
+            work: None,
+            cores: None,
+            calls: Vec::new(),
         }
     }
 }
@@ -1055,6 +1134,12 @@ impl Problems {
 }
 
 impl WorldConfig {
+    /// Whether this is a service graph (`services` written) rather than
+    /// the single-tier chain (`service`, `client`, `upstream`).
+    pub fn is_graph(&self) -> bool {
+        !self.services.is_empty()
+    }
+
     /// Checks every field and combination; returns every problem found.
     pub fn validate(&self) -> Result<(), Vec<ConfigError>> {
         let mut p = Problems::default();
@@ -1077,103 +1162,37 @@ impl WorldConfig {
         if let Some(d) = self.gateway.deadline {
             p.positive("gateway.deadline", d);
         }
-        let s = &self.service;
-        if s.pods == 0 {
-            p.add("service.pods", "must be at least 1");
-        }
-        if let Some(g) = s.pod_groups
-            && (g == 0 || g > s.pods)
-        {
-            p.add(
-                "service.pod_groups",
-                format!("must be between 1 and the number of pods ({})", s.pods),
-            );
-        }
-        if s.workers == Some(0) {
-            p.add(
-                "service.workers",
-                "must be at least 1 (omit it for unbounded workers)",
-            );
-        }
-        if s.pool.max_connections == 0 {
-            p.add("service.pool.max_connections", "must be at least 1");
-        }
-        p.dist("service.pool.connect_time", &s.pool.connect_time);
-        p.probability("service.pool.leak_fraction", s.pool.leak_fraction);
-        if let Some(k) = s.pool.streams_per_connection {
-            if k == 0 || k > 1_000_000 {
-                p.add(
-                    "service.pool.streams_per_connection",
-                    format!("must be in 1..=10^6, found {k}"),
-                );
+        if self.is_graph() {
+            crate::graph::check(self, &mut p);
+        } else {
+            self.service.check("service", &mut p);
+            let n = &self.network;
+            for (path, d) in [
+                ("network.gateway_to_pod", &n.gateway_to_pod),
+                ("network.pod_to_gateway", &n.pod_to_gateway),
+                ("network.pod_to_upstream", &n.pod_to_upstream),
+                ("network.upstream_to_pod", &n.upstream_to_pod),
+            ] {
+                if let Some(d) = d {
+                    p.dist(path, d);
+                }
             }
-            if s.pool.leak_fraction > 0.0 {
-                p.add(
-                    "service.pool.leak_fraction",
-                    "a multiplexed pool's streams do not leak: set it to 0 with streams_per_connection",
-                );
+            p.probability("network.connect_failure", n.connect_failure);
+            self.upstream.check("upstream", &mut p);
+            self.client.check("client", &mut p);
+            for (path, section) in [
+                ("dependencies", !self.dependencies.is_empty()),
+                ("entry", self.entry.is_some()),
+            ] {
+                if section {
+                    p.add(
+                        path,
+                        "belongs to a service graph: write its services (and entry) to make one",
+                    );
+                }
             }
         }
-        if let Some(h) = &s.health {
-            p.positive("service.health.period", h.period);
-            p.positive("service.health.timeout", h.timeout);
-            if h.failure_threshold == 0 {
-                p.add("service.health.failure_threshold", "must be at least 1");
-            }
-            if h.readiness_threshold == Some(0) {
-                p.add(
-                    "service.health.readiness_threshold",
-                    "must be at least 1 (omit it to keep pods in rotation until they restart)",
-                );
-            }
-        }
-        let n = &self.network;
-        for (path, d) in [
-            ("network.gateway_to_pod", &n.gateway_to_pod),
-            ("network.pod_to_gateway", &n.pod_to_gateway),
-            ("network.pod_to_upstream", &n.pod_to_upstream),
-            ("network.upstream_to_pod", &n.upstream_to_pod),
-        ] {
-            if let Some(d) = d {
-                p.dist(path, d);
-            }
-        }
-        p.probability("network.connect_failure", n.connect_failure);
-        let u = &self.upstream;
-        p.dist("upstream.latency", &u.latency);
-        if !u.latency_scale.is_finite() || u.latency_scale < 0.0 {
-            p.add(
-                "upstream.latency_scale",
-                format!("must be a non-negative factor, found {}", u.latency_scale),
-            );
-        }
-        if let LoadLaw::Usl { sigma, kappa } = u.load_law {
-            if !(0.0..=1.0).contains(&sigma) {
-                p.add(
-                    "upstream.load_law.usl.sigma",
-                    format!("must be between 0 and 1, found {sigma}"),
-                );
-            }
-            if !kappa.is_finite() || kappa < 0.0 {
-                p.add(
-                    "upstream.load_law.usl.kappa",
-                    format!("must be non-negative, found {kappa}"),
-                );
-            }
-        }
-        p.probability("upstream.errors.http_500", u.errors.http_500);
-        p.probability("upstream.errors.http_503", u.errors.http_503);
-        let each_ok =
-            (0.0..=1.0).contains(&u.errors.http_500) && (0.0..=1.0).contains(&u.errors.http_503);
-        if each_ok && u.errors.http_500 + u.errors.http_503 > 1.0 {
-            p.add("upstream.errors", "http_500 + http_503 must not exceed 1");
-        }
-        if let Some(a) = &u.admission {
-            if a.base_capacity == 0 {
-                p.add("upstream.admission.base_capacity", "must be at least 1");
-            }
-            p.positive("upstream.admission.window", a.window);
-        }
+        p.probability("load.idempotent_fraction", self.load.idempotent_fraction);
         if let Some(rl) = &self.gateway.rate_limit {
             p.rate("gateway.rate_limit.rps", rl.rps);
             if rl.rps == 0.0 {
@@ -1182,116 +1201,6 @@ impl WorldConfig {
                     "must be above 0 (0 would refuse everything)",
                 );
             }
-        }
-        if let Some(rl) = &u.rate_limit {
-            p.rate("upstream.rate_limit.rps", rl.rps);
-            if rl.rps == 0.0 {
-                p.add(
-                    "upstream.rate_limit.rps",
-                    "must be above 0 (omit rate_limit for none)",
-                );
-            }
-        }
-        p.rate("upstream.background_rps", u.background_rps);
-        if u.max_connections == Some(0) {
-            p.add(
-                "upstream.max_connections",
-                "must be at least 1 (omit it for no limit)",
-            );
-        }
-        if let Some(s) = u.shedding
-            && s.to <= s.from
-        {
-            p.add(
-                "upstream.shedding.to",
-                format!("must be above shedding.from ({}), found {}", s.from, s.to),
-            );
-        }
-        let c = &self.client;
-        if let (Some(t), Some(d)) = (c.attempt_timeout, c.total_deadline)
-            && t > d
-        {
-            p.add(
-                "client.attempt_timeout",
-                format!("({t}) is longer than client.total_deadline ({d}): the deadline would always cut it"),
-            );
-        }
-        for (path, d) in [
-            ("client.connect_timeout", c.connect_timeout),
-            ("client.attempt_timeout", c.attempt_timeout),
-            ("client.total_deadline", c.total_deadline),
-        ] {
-            if let Some(d) = d {
-                p.positive(path, d);
-            }
-        }
-        p.probability("load.idempotent_fraction", self.load.idempotent_fraction);
-        p.probability("upstream.errors.http_401", u.errors.http_401);
-        let r = &c.retry;
-        let jitter = r.retry_after.jitter;
-        if !(0.0..=10.0).contains(&jitter) {
-            p.add(
-                "client.retry.retry_after.jitter",
-                format!("must be within 0..=10 (a wait of up to 11 × Retry-After), found {jitter}"),
-            );
-        }
-        if let Err((f, m)) = r.backoff.validate() {
-            p.add(&format!("client.retry.backoff.{f}"), m);
-        }
-        if let Some(a) = &r.adaptive
-            && let Err((f, m)) = a.validate()
-        {
-            p.add(&format!("client.retry.adaptive.{f}"), m);
-        }
-        if let Some(fr) = &r.fast_retry
-            && fr.statuses.iter().any(|s| !(500..600).contains(s))
-        {
-            p.add(
-                "client.retry.fast_retry.statuses",
-                "fast retries are for 5xx statuses only",
-            );
-        }
-        if let Some(b) = &c.budget
-            && let Err((f, m)) = b.validate()
-        {
-            p.add(&format!("client.budget.{f}"), m);
-        }
-        if let Some(b) = &c.breaker
-            && let Err((f, m)) = b.validate()
-        {
-            p.add(&format!("client.breaker.{f}"), m);
-        }
-        if let Some(t) = &c.throttle
-            && let Err((f, m)) = t.validate()
-        {
-            p.add(&format!("client.throttle.{f}"), m);
-        }
-        if let Some(h) = &c.hedging {
-            if !(2..=crate::request::MAX_LIVE as u32).contains(&h.max_attempts) {
-                p.add(
-                    "client.hedging.max_attempts",
-                    format!(
-                        "must be 2 to 5 (gRPC clamps to 5), found {}",
-                        h.max_attempts
-                    ),
-                );
-            }
-            if r.max_retries > 0 {
-                p.add("client.hedging", "a call uses either retries or hedging, never both: set client.retry.max_retries to 0");
-            }
-        }
-        if let Some(name) = &c.preset {
-            let hint = match crate::policy::presets::get(name) {
-                Some(_) => "expand it first (the experiment loader does; in Rust, presets::get(name).apply(&mut cfg))".to_string(),
-                None => match crate::policy::presets::closest(name) {
-                    Some(close) => format!("unknown preset {name:?}; did you mean {close:?}?"),
-                    None => format!("unknown preset {name:?}; `stormsim list` shows the presets"),
-                },
-            };
-            p.add("client.preset", hint);
-        }
-        if c.total_deadline.is_none() && !c.min_attempt_budget.is_zero() {
-            p.add("client.min_attempt_budget", "needs client.total_deadline");
         }
         if let Some(g) = &self.gateway.retry
             && g.on.contains(&Reason::Success)
@@ -1307,5 +1216,247 @@ impl WorldConfig {
         }
         self.limits.check(self, &mut p);
         if p.0.is_empty() { Ok(()) } else { Err(p.0) }
+    }
+}
+
+impl ServiceConfig {
+    /// Checks the service's own fields, `at` its path (`service`,
+    /// `services.orders`).
+    pub(crate) fn check(&self, at: &str, p: &mut Problems) {
+        if self.pods == 0 {
+            p.add(&format!("{at}.pods"), "must be at least 1");
+        }
+        if let Some(g) = self.pod_groups
+            && (g == 0 || g > self.pods)
+        {
+            p.add(
+                &format!("{at}.pod_groups"),
+                format!("must be between 1 and the number of pods ({})", self.pods),
+            );
+        }
+        if self.workers == Some(0) {
+            p.add(
+                &format!("{at}.workers"),
+                "must be at least 1 (omit it for unbounded workers)",
+            );
+        }
+        self.pool.check(&format!("{at}.pool"), p);
+        if let Some(h) = &self.health {
+            p.positive(&format!("{at}.health.period"), h.period);
+            p.positive(&format!("{at}.health.timeout"), h.timeout);
+            if h.failure_threshold == 0 {
+                p.add(
+                    &format!("{at}.health.failure_threshold"),
+                    "must be at least 1",
+                );
+            }
+            if h.readiness_threshold == Some(0) {
+                p.add(
+                    &format!("{at}.health.readiness_threshold"),
+                    "must be at least 1 (omit it to keep pods in rotation until they restart)",
+                );
+            }
+        }
+        if let Some(w) = &self.work {
+            p.dist(&format!("{at}.work"), w);
+        }
+        if self.cores == Some(0) {
+            p.add(
+                &format!("{at}.cores"),
+                "must be at least 1 (omit it for no limit)",
+            );
+        }
+    }
+}
+
+impl PoolConfig {
+    /// Checks the pool, `at` its path.
+    pub(crate) fn check(&self, at: &str, p: &mut Problems) {
+        if self.max_connections == 0 {
+            p.add(&format!("{at}.max_connections"), "must be at least 1");
+        }
+        p.dist(&format!("{at}.connect_time"), &self.connect_time);
+        p.probability(&format!("{at}.leak_fraction"), self.leak_fraction);
+        if let Some(k) = self.streams_per_connection {
+            if k == 0 || k > 1_000_000 {
+                p.add(
+                    &format!("{at}.streams_per_connection"),
+                    format!("must be in 1..=10^6, found {k}"),
+                );
+            }
+            if self.leak_fraction > 0.0 {
+                p.add(
+                    &format!("{at}.leak_fraction"),
+                    "a multiplexed pool's streams do not leak: set it to 0 with streams_per_connection",
+                );
+            }
+        }
+    }
+}
+
+impl UpstreamConfig {
+    /// Checks the dependency, `at` its path (`upstream`,
+    /// `dependencies.mysql`).
+    pub(crate) fn check(&self, at: &str, p: &mut Problems) {
+        p.dist(&format!("{at}.latency"), &self.latency);
+        if !self.latency_scale.is_finite() || self.latency_scale < 0.0 {
+            p.add(
+                &format!("{at}.latency_scale"),
+                format!(
+                    "must be a non-negative factor, found {}",
+                    self.latency_scale
+                ),
+            );
+        }
+        if let LoadLaw::Usl { sigma, kappa } = self.load_law {
+            if !(0.0..=1.0).contains(&sigma) {
+                p.add(
+                    &format!("{at}.load_law.usl.sigma"),
+                    format!("must be between 0 and 1, found {sigma}"),
+                );
+            }
+            if !kappa.is_finite() || kappa < 0.0 {
+                p.add(
+                    &format!("{at}.load_law.usl.kappa"),
+                    format!("must be non-negative, found {kappa}"),
+                );
+            }
+        }
+        p.probability(&format!("{at}.errors.http_500"), self.errors.http_500);
+        p.probability(&format!("{at}.errors.http_503"), self.errors.http_503);
+        let each_ok = (0.0..=1.0).contains(&self.errors.http_500)
+            && (0.0..=1.0).contains(&self.errors.http_503);
+        if each_ok && self.errors.http_500 + self.errors.http_503 > 1.0 {
+            p.add(
+                &format!("{at}.errors"),
+                "http_500 + http_503 must not exceed 1",
+            );
+        }
+        if let Some(a) = &self.admission {
+            if a.base_capacity == 0 {
+                p.add(
+                    &format!("{at}.admission.base_capacity"),
+                    "must be at least 1",
+                );
+            }
+            p.positive(&format!("{at}.admission.window"), a.window);
+        }
+        if let Some(rl) = &self.rate_limit {
+            p.rate(&format!("{at}.rate_limit.rps"), rl.rps);
+            if rl.rps == 0.0 {
+                p.add(
+                    &format!("{at}.rate_limit.rps"),
+                    "must be above 0 (omit rate_limit for none)",
+                );
+            }
+        }
+        p.rate(&format!("{at}.background_rps"), self.background_rps);
+        if self.max_connections == Some(0) {
+            p.add(
+                &format!("{at}.max_connections"),
+                "must be at least 1 (omit it for no limit)",
+            );
+        }
+        if let Some(s) = self.shedding
+            && s.to <= s.from
+        {
+            p.add(
+                &format!("{at}.shedding.to"),
+                format!("must be above shedding.from ({}), found {}", s.from, s.to),
+            );
+        }
+    }
+}
+
+impl ClientConfig {
+    /// Checks the client policy, `at` its path (`client`,
+    /// `services.orders.calls[0].client`).
+    pub(crate) fn check(&self, at: &str, p: &mut Problems) {
+        if let (Some(t), Some(d)) = (self.attempt_timeout, self.total_deadline)
+            && t > d
+        {
+            p.add(
+                &format!("{at}.attempt_timeout"),
+                format!("({t}) is longer than {at}.total_deadline ({d}): the deadline would always cut it"),
+            );
+        }
+        for (path, d) in [
+            (&format!("{at}.connect_timeout"), self.connect_timeout),
+            (&format!("{at}.attempt_timeout"), self.attempt_timeout),
+            (&format!("{at}.total_deadline"), self.total_deadline),
+        ] {
+            if let Some(d) = d {
+                p.positive(path, d);
+            }
+        }
+        let r = &self.retry;
+        let jitter = r.retry_after.jitter;
+        if !(0.0..=10.0).contains(&jitter) {
+            p.add(
+                &format!("{at}.retry.retry_after.jitter"),
+                format!("must be within 0..=10 (a wait of up to 11 × Retry-After), found {jitter}"),
+            );
+        }
+        if let Err((f, m)) = r.backoff.validate() {
+            p.add(&format!("{at}.retry.backoff.{f}"), m);
+        }
+        if let Some(a) = &r.adaptive
+            && let Err((f, m)) = a.validate()
+        {
+            p.add(&format!("{at}.retry.adaptive.{f}"), m);
+        }
+        if let Some(fr) = &r.fast_retry
+            && fr.statuses.iter().any(|s| !(500..600).contains(s))
+        {
+            p.add(
+                &format!("{at}.retry.fast_retry.statuses"),
+                "fast retries are for 5xx statuses only",
+            );
+        }
+        if let Some(b) = &self.budget
+            && let Err((f, m)) = b.validate()
+        {
+            p.add(&format!("{at}.budget.{f}"), m);
+        }
+        if let Some(b) = &self.breaker
+            && let Err((f, m)) = b.validate()
+        {
+            p.add(&format!("{at}.breaker.{f}"), m);
+        }
+        if let Some(t) = &self.throttle
+            && let Err((f, m)) = t.validate()
+        {
+            p.add(&format!("{at}.throttle.{f}"), m);
+        }
+        if let Some(h) = &self.hedging {
+            if !(2..=crate::request::MAX_LIVE as u32).contains(&h.max_attempts) {
+                p.add(
+                    &format!("{at}.hedging.max_attempts"),
+                    format!(
+                        "must be 2 to 5 (gRPC clamps to 5), found {}",
+                        h.max_attempts
+                    ),
+                );
+            }
+            if r.max_retries > 0 {
+                p.add(&format!("{at}.hedging"), format!("a call uses either retries or hedging, never both: set {at}.retry.max_retries to 0"));
+            }
+        }
+        if let Some(name) = &self.preset {
+            let hint = match crate::policy::presets::get(name) {
+                Some(_) => "expand it first (the experiment loader does; in Rust, presets::get(name).apply(&mut cfg))".to_string(),
+                None => match crate::policy::presets::closest(name) {
+                    Some(close) => format!("unknown preset {name:?}; did you mean {close:?}?"),
+                    None => format!("unknown preset {name:?}; `stormsim list` shows the presets"),
+                },
+            };
+            p.add(&format!("{at}.preset"), hint);
+        }
+        if self.total_deadline.is_none() && !self.min_attempt_budget.is_zero() {
+            p.add(
+                &format!("{at}.min_attempt_budget"),
+                format!("needs {at}.total_deadline"),
+            );
+        }
     }
 }

@@ -4,7 +4,7 @@ use sim_core::sim::Scheduler;
 
 use crate::pods::{Pod, PodState};
 use crate::recorder::{Count, Level, RowSink, WorldEvent};
-use crate::timeline::{Param, StepAction};
+use crate::timeline::{Owner, Param, StepAction};
 use crate::world::{Event, World};
 
 impl<S: RowSink> World<S> {
@@ -16,7 +16,7 @@ impl<S: RowSink> World<S> {
         let now = sched.now();
         self.rec.count(Count::TimelineSteps, 1);
         let detail = match step.action {
-            StepAction::Set(param, v) => format!("{} = {v}", param.path()),
+            StepAction::Set(param, node, v) => format!("{} = {v}", self.param_name(param, node)),
             StepAction::KillPod(pod) => format!("kill pod {pod}"),
             StepAction::RestartPod(pod) => format!("restart pod {pod}"),
             StepAction::Deploy(entry) => {
@@ -39,17 +39,18 @@ impl<S: RowSink> World<S> {
             detail: format!("[{}] {detail}", step.entry),
         });
         match step.action {
-            StepAction::Set(param, v) => self.set_param(param, v, sched),
+            StepAction::Set(param, node, v) => self.set_param(param, node, v, sched),
             StepAction::KillPod(pod) => {
-                if (pod as usize) < self.service.pods.len()
-                    && self.service.pods[pod as usize].state != PodState::Killed
-                {
-                    self.take_pod_down(pod, PodState::Killed, sched);
+                let entry = self.topo.entry;
+                let pods = &self.services[entry as usize].pods;
+                if (pod as usize) < pods.len() && pods[pod as usize].state != PodState::Killed {
+                    self.take_pod_down(entry, pod, PodState::Killed, sched);
                 }
             }
             StepAction::RestartPod(pod) => {
-                if (pod as usize) < self.service.pods.len() {
-                    self.take_pod_down(pod, PodState::Restarting, sched);
+                let entry = self.topo.entry;
+                if (pod as usize) < self.services[entry as usize].pods.len() {
+                    self.take_pod_down(entry, pod, PodState::Restarting, sched);
                 }
             }
             StepAction::Deploy(entry) => {
@@ -70,21 +71,45 @@ impl<S: RowSink> World<S> {
                 }
             }
         }
-        self.sync_upstream_levels(now);
+        for d in 0..self.dependencies.len() as u32 {
+            self.sync_upstream_levels(d, now);
+        }
+    }
+
+    /// A parameter's name as the timeline writes it.
+    fn param_name(&self, param: Param, node: u32) -> String {
+        if !self.cfg.is_graph() {
+            return param.path().to_string();
+        }
+        match param.owner() {
+            Owner::Service => format!(
+                "services.{}.{}",
+                self.topo.services[node as usize].name,
+                param.field()
+            ),
+            Owner::Dependency => format!(
+                "dependencies.{}.{}",
+                self.topo.dependencies[node as usize].name,
+                param.field()
+            ),
+            Owner::Load => param.path().to_string(),
+        }
     }
 
     /// The operator deploys `client`: new attempts, retries and backoffs
     /// follow it from now; budgets, breakers and throttles start fresh.
     /// Attempts in progress keep the timeout they were armed with.
     fn deploy(&mut self, client: crate::config::ClientConfig, now: sim_core::time::SimTime) {
-        let pods = self.service.pods.len().max(1);
-        self.client.policies = match client.scope {
+        // The single tier's one edge (graphs refuse deploys).
+        let c = &mut self.clients[0];
+        let pods = self.services[c.from as usize].pods.len().max(1);
+        c.policies = match client.scope {
             crate::config::Scope::Global => vec![crate::client::PolicySet::new(&client)],
             crate::config::Scope::Pod => (0..pods)
                 .map(|_| crate::client::PolicySet::new(&client))
                 .collect(),
         };
-        self.cfg.client = client;
+        c.cfg = client;
         // Fresh breakers are closed.
         self.rec.level(Level::BreakersOpen, now, 0);
         self.rec.level(Level::BreakersHalfOpen, now, 0);
@@ -104,57 +129,64 @@ impl<S: RowSink> World<S> {
             );
             return;
         };
-        self.dependency
-            .upstream
-            .reconfigure(&upstream, latency, sched);
-        let background_changed = upstream.background_rps != self.cfg.upstream.background_rps;
-        self.cfg.upstream = upstream;
+        let d = &mut self.dependencies[0];
+        d.upstream.reconfigure(&upstream, latency, sched);
+        let background_changed = upstream.background_rps != d.cfg.background_rps;
+        d.cfg = upstream;
         if background_changed {
-            self.schedule_next_background(sched);
+            self.schedule_next_background(0, sched);
         }
     }
 
-    fn set_param(&mut self, param: Param, v: f64, sched: &mut Scheduler<Event>) {
-        let u = &mut self.dependency.upstream.params;
+    fn set_param(&mut self, param: Param, node: u32, v: f64, sched: &mut Scheduler<Event>) {
+        if param == Param::LoadRate {
+            self.load.rate = v;
+            self.schedule_next_arrival(sched);
+            return;
+        }
+        if param == Param::ServicePods {
+            self.set_pod_count(node, v as u32, sched);
+            return;
+        }
+        let up = &mut self.dependencies[node as usize].upstream;
+        let u = &mut up.params;
         match param {
-            Param::LoadRate => {
-                self.load.rate = v;
-                self.schedule_next_arrival(sched);
-            }
             Param::UpstreamLatencyScale => u.latency_scale = v,
-            Param::UpstreamQueueLimit => self.dependency.upstream.queue_limit = v as u32,
+            Param::UpstreamQueueLimit => up.queue_limit = v as u32,
             Param::UpstreamCapacity => {
                 u.capacity = v as u32;
-                self.dependency.upstream.fill_slots(sched);
+                up.fill_slots(sched);
             }
             Param::UpstreamBackgroundRps => {
                 u.background_rps = v;
-                self.schedule_next_background(sched);
+                self.schedule_next_background(node, sched);
             }
             Param::UpstreamErrors500 => u.http_500 = v,
             Param::UpstreamErrors503 => u.http_503 = v,
             Param::UpstreamRateLimitRps => u.rate_limit_rps = Some(v),
-            Param::ServicePods => self.set_pod_count(v as u32, sched),
+            Param::LoadRate | Param::ServicePods => {}
         }
     }
 
     /// Scales the service to `n` pods: pods past `n` are killed, killed
     /// pods below `n` come back, new pods join with fresh pools.
-    fn set_pod_count(&mut self, n: u32, sched: &mut Scheduler<Event>) {
+    fn set_pod_count(&mut self, service: u32, n: u32, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let have = self.service.pods.len() as u32;
+        let s = service as usize;
+        let have = self.services[s].pods.len() as u32;
         for pod in 0..n.max(have) {
             if pod >= have {
-                self.service
-                    .pods
-                    .push(Pod::new(pod, &self.cfg.service, &self.streams));
-                self.service.lb.add_pod(pod);
-                self.rec.level_add(Level::PodsUp, now, 1);
-                self.schedule_first_probe(pod, sched);
-            } else if pod < n && self.service.pods[pod as usize].state == PodState::Killed {
-                self.bring_pod_up(pod, now);
-            } else if pod >= n && self.service.pods[pod as usize].state != PodState::Killed {
-                self.take_pod_down(pod, PodState::Killed, sched);
+                let new = Pod::new(pod, &self.topo.services[s], &self.topo, &self.streams);
+                self.services[s].pods.push(new);
+                self.services[s].lb.add_pod(pod);
+                if service == self.topo.entry {
+                    self.rec.level_add(Level::PodsUp, now, 1);
+                }
+                self.schedule_first_probe(service, pod, sched);
+            } else if pod < n && self.services[s].pods[pod as usize].state == PodState::Killed {
+                self.bring_pod_up(service, pod, now);
+            } else if pod >= n && self.services[s].pods[pod as usize].state != PodState::Killed {
+                self.take_pod_down(service, pod, PodState::Killed, sched);
             }
         }
     }

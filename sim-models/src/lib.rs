@@ -57,9 +57,11 @@ macro_rules! stale {
     };
 }
 
+pub mod calls;
 pub mod client;
 pub mod config;
 pub mod dependency;
+pub mod graph;
 pub mod incidents;
 pub mod kpi;
 pub mod lb;

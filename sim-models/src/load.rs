@@ -17,7 +17,7 @@ use crate::outcome::Reason;
 use crate::pods::ServiceEvent;
 use crate::recorder::{Count, Latency, Level, RowSink};
 use crate::request::ReqRef;
-use crate::world::{Event, Leg, World, cross};
+use crate::world::{Event, World, cross};
 
 crate::part_events! {
     /// What happens on the users' side.
@@ -165,7 +165,10 @@ impl<S: RowSink> World<S> {
         self.rec.level_add(Level::UsersWaiting, now, 1);
         let fraction = self.cfg.load.idempotent_fraction;
         let idempotent = fraction >= 1.0 || self.load.idempotent_rng.random::<f64>() < fraction;
-        let req = self.reqs.create(now, user, idempotent);
+        let entry = self.topo.entry;
+        let req = self
+            .reqs
+            .create(now, entry, crate::request::Caller::User, user, idempotent);
         // The user's own clock: the gateway deadline or patience, whichever
         // comes first.
         let deadline = self.cfg.gateway.deadline;
@@ -205,7 +208,8 @@ impl<S: RowSink> World<S> {
     /// gateway retry): a fresh call there, with its own attempts.
     pub(crate) fn dispatch(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let Some(pod) = self.service.lb.pick() else {
+        let entry = self.topo.entry;
+        let Some(pod) = self.services[entry as usize].lb.pick() else {
             if let Some(q) = self.reqs.get_mut(req) {
                 q.service_done = true;
                 q.phase = crate::request::Phase::Finished;
@@ -213,23 +217,19 @@ impl<S: RowSink> World<S> {
             self.user_outcome(req, Reason::Unavailable, sched);
             return;
         };
-        let epoch = self.service.pods[pod as usize].epoch;
+        let epoch = self.services[entry as usize].pods[pod as usize].epoch;
         let q = stale!(self.reqs.get_mut(req));
         q.pod = pod;
         q.pod_epoch = epoch;
         q.dispatches += 1;
         q.service_done = false;
         q.phase = crate::request::Phase::Queued;
-        q.attempts = 0;
-        q.retries_used = 0;
-        q.fast_retries_used = 0;
-        q.backoff_from = 0;
-        q.pending_retry_cost = 0;
-        q.backoff = Default::default();
-        q.call_deadline = None;
-        self.service.lb.outstanding_changed(pod, 1);
+        q.step = 0;
+        q.degraded = false;
+        q.reached = None;
+        self.services[entry as usize].lb.outstanding_changed(pod, 1);
         self.rec.level_add(Level::ServiceInFlight, now, 1);
-        let d = self.net.delay(Leg::GatewayToPod);
+        let d = self.net.to_pod();
         cross(sched, d, ServiceEvent::RequestReachedPod { req }.into());
     }
 

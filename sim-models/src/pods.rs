@@ -7,8 +7,11 @@
 //! restarts: every request on it fails with `pod_restarted`, it leaves
 //! rotation for the restart time, and comes back with an empty pool.
 
-use crate::config::WorldConfig;
+use crate::config::ConfigError;
+use crate::graph::{ServiceNode, Topology, stream_name};
 use crate::lb::Balancer;
+use crate::world::compile_opt;
+use sim_core::dist::Dist;
 use sim_core::waitline::WaitLine;
 
 use sim_core::rng::{RngStreams, SimRng};
@@ -30,13 +33,22 @@ crate::part_events! {
             /// The request.
             req: ReqRef,
         },
+        /// A request's own work on its core is done.
+        WorkDone {
+            /// The request.
+            req: ReqRef,
+        },
         /// Time to probe a pod's health.
         HealthProbeDue {
+            /// The service.
+            service: u32,
             /// The pod.
             pod: u32,
         },
         /// A restarted pod is back in rotation.
         PodCameBack {
+            /// The service.
+            service: u32,
             /// The pod.
             pod: u32,
             /// Its incarnation when it went down.
@@ -64,10 +76,16 @@ pub struct Pod {
     /// Incarnation: bumped by every restart, so events from a previous
     /// life are recognised as stale.
     pub epoch: u32,
-    /// Its connection pool to the upstream.
-    pub pool: Pool,
+    /// Its connection pools, one per edge of its service (the single tier:
+    /// one, to the upstream).
+    pub pools: Vec<Pool>,
     workers: Option<u32>,
     worker_queue_limit: u32,
+    cores: Option<u32>,
+    /// Cores busy with requests' own work.
+    pub busy_cores: u32,
+    /// Requests waiting for a core.
+    pub core_queue: WaitLine<ReqRef>,
     /// Workers busy.
     pub busy: u32,
     /// Requests waiting for a worker, with when they started waiting.
@@ -81,30 +99,49 @@ pub struct Pod {
     pub connect_rng: SimRng,
     /// Draws for connection leaks.
     pub leak_rng: SimRng,
-    /// Pool counts (in use, waiters, leaked) last added to the levels.
-    reported: (i64, i64, i64),
+    /// Pool counts (in use, waiters, leaked) last added to the levels,
+    /// per pool.
+    reported: Vec<(i64, i64, i64)>,
 }
 
 impl Pod {
     /// A fresh pod in rotation, with random streams of its own (keyed by
     /// its index, so adding pods never shifts another pod's draws).
-    pub fn new(index: u32, cfg: &ServiceConfig, streams: &RngStreams) -> Self {
+    pub fn new(index: u32, node: &ServiceNode, topo: &Topology, streams: &RngStreams) -> Self {
+        let cfg = &node.cfg;
+        let pools: Vec<Pool> = node
+            .edges
+            .iter()
+            .map(|&e| {
+                let p = &topo.edges[e as usize].pool;
+                Pool::new(p.max_connections, p.idle_timeout)
+                    .with_max_idle(p.max_idle)
+                    .with_streams(p.streams_per_connection)
+            })
+            .collect();
+        let connect = stream_name("pod/connect", &node.suffix);
+        let leak = stream_name("pod/leak", &node.suffix);
         Pod {
             state: PodState::Up,
             epoch: 0,
-            pool: Pool::new(cfg.pool.max_connections, cfg.pool.idle_timeout)
-                .with_max_idle(cfg.pool.max_idle)
-                .with_streams(cfg.pool.streams_per_connection),
+            reported: vec![(0, 0, 0); pools.len()],
+            pools,
             workers: cfg.workers,
             worker_queue_limit: cfg.worker_queue,
+            cores: cfg.cores,
+            busy_cores: 0,
+            core_queue: WaitLine::new(),
             busy: 0,
             worker_queue: WaitLine::new(),
             probe_failures: 0,
             ready: true,
-            connect_rng: streams.stream(("pod/connect", u64::from(index))),
-            leak_rng: streams.stream(("pod/leak", u64::from(index))),
-            reported: (0, 0, 0),
+            connect_rng: streams.stream((connect.as_str(), u64::from(index))),
+            leak_rng: streams.stream((leak.as_str(), u64::from(index))),
         }
+    }
+
+    fn has_free_core(&self) -> bool {
+        self.cores.is_none_or(|n| self.busy_cores < n)
     }
 
     fn has_free_worker(&self) -> bool {
@@ -120,6 +157,14 @@ pub(crate) fn worker_waiter_is_live(reqs: &Requests) -> impl Fn(&(ReqRef, SimTim
     }
 }
 
+/// A request in a core line is live while it still waits there.
+pub(crate) fn core_waiter_is_live(reqs: &Requests) -> impl Fn(&ReqRef) -> bool + '_ {
+    |&r| {
+        reqs.get(r)
+            .is_some_and(|q| !q.service_done && q.phase == Phase::WaitingCore)
+    }
+}
+
 /// A pool waiter is live while its attempt still waits, on that
 /// incarnation of the pod.
 pub(crate) fn waiter_is_live(reqs: &Requests, pod: u32, epoch: u32, w: &Waiter) -> bool {
@@ -132,21 +177,40 @@ pub(crate) fn waiter_is_live(reqs: &Requests, pod: u32, epoch: u32, w: &Waiter) 
 pub struct Service {
     pub(crate) pods: Vec<Pod>,
     pub(crate) lb: Balancer,
+    /// Its configuration (the timeline's pod count changes are applied
+    /// to the pods, not here).
+    pub(crate) cfg: ServiceConfig,
+    /// Its own work per request, compiled.
+    pub(crate) work: Option<Dist>,
+    pub(crate) work_rng: SimRng,
+    /// Draws for calls made on a share of requests.
+    pub(crate) call_rng: SimRng,
 }
 
 impl Service {
     /// The service as configured, every pod up.
-    pub(crate) fn new(cfg: &WorldConfig, streams: &RngStreams) -> Self {
-        Service {
-            pods: (0..cfg.service.pods)
-                .map(|i| Pod::new(i, &cfg.service, streams))
+    pub(crate) fn new(
+        index: u32,
+        node: &ServiceNode,
+        topo: &Topology,
+        streams: &RngStreams,
+    ) -> Result<Self, Vec<ConfigError>> {
+        let _ = index;
+        let cfg = &node.cfg;
+        Ok(Service {
+            pods: (0..cfg.pods)
+                .map(|i| Pod::new(i, node, topo, streams))
                 .collect(),
             lb: Balancer::new(
-                cfg.service.balancer,
-                cfg.service.pods,
-                streams.stream("balancer"),
+                cfg.balancer,
+                cfg.pods,
+                streams.stream(stream_name("balancer", &node.suffix).as_str()),
             ),
-        }
+            work: compile_opt(&cfg.work, &format!("{}.work", node.path))?,
+            work_rng: streams.stream(stream_name("service/work", &node.suffix).as_str()),
+            call_rng: streams.stream(stream_name("service/calls", &node.suffix).as_str()),
+            cfg: cfg.clone(),
+        })
     }
 }
 
@@ -155,20 +219,29 @@ impl<S: RowSink> World<S> {
     pub(crate) fn on_service_event(&mut self, e: ServiceEvent, sched: &mut Scheduler<Event>) {
         match e {
             ServiceEvent::RequestReachedPod { req } => self.on_request_reached_pod(req, sched),
-            ServiceEvent::HealthProbeDue { pod } => self.on_health_probe(pod, sched),
-            ServiceEvent::PodCameBack { pod, epoch } => self.on_pod_came_back(pod, epoch, sched),
+            ServiceEvent::WorkDone { req } => self.on_work_done(req, sched),
+            ServiceEvent::HealthProbeDue { service, pod } => {
+                self.on_health_probe(service, pod, sched)
+            }
+            ServiceEvent::PodCameBack {
+                service,
+                pod,
+                epoch,
+            } => self.on_pod_came_back(service, pod, epoch, sched),
         }
     }
 
     /// A request is on its pod: it takes a worker or queues for one.
     pub(crate) fn on_request_reached_pod(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let q = stale!(self.reqs.get(req));
+        let q = stale!(self.reqs.get_mut(req));
         if q.service_done {
             return;
         }
-        let (pod, epoch) = (q.pod, q.pod_epoch);
-        let p = &mut self.service.pods[pod as usize];
+        q.reached = Some(now);
+        let (service, pod, epoch) = (q.service, q.pod, q.pod_epoch);
+        self.rec.node_service_arrived(service, now);
+        let p = &mut self.services[service as usize].pods[pod as usize];
         if p.epoch != epoch || p.state != PodState::Up {
             // The pod went down while the request was on the wire.
             self.complete_request(req, Reason::PodRestarted, sched);
@@ -176,7 +249,7 @@ impl<S: RowSink> World<S> {
         }
         if p.has_free_worker() {
             p.busy += 1;
-            self.begin_call(req, sched);
+            self.begin_request(req, sched);
         } else if (p.worker_queue.len() as u32) < p.worker_queue_limit {
             if let Some(q) = self.reqs.get_mut(req) {
                 q.phase = Phase::WaitingWorker;
@@ -188,52 +261,118 @@ impl<S: RowSink> World<S> {
         }
     }
 
+    /// The request holds a worker: its own work first (on a core, in line
+    /// for one if the pod's are busy), then its calls.
+    pub(crate) fn begin_request(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
+        let q = stale!(self.reqs.get_mut(req));
+        q.has_worker = true;
+        let (service, pod) = (q.service, q.pod);
+        if self.services[service as usize].work.is_none() {
+            self.run_step(req, 0, sched);
+            return;
+        }
+        let p = &mut self.services[service as usize].pods[pod as usize];
+        if p.has_free_core() {
+            self.start_work(req, sched);
+        } else {
+            q.phase = Phase::WaitingCore;
+            p.core_queue.push(req, core_waiter_is_live(&self.reqs));
+        }
+    }
+
+    /// The request takes a core for its own work.
+    fn start_work(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
+        let q = stale!(self.reqs.get_mut(req));
+        let (service, pod) = (q.service, q.pod);
+        let s = &mut self.services[service as usize];
+        s.pods[pod as usize].busy_cores += 1;
+        let d = match &s.work {
+            Some(w) => w.sample(&mut s.work_rng),
+            None => SimDuration::ZERO,
+        };
+        q.has_core = true;
+        q.phase = Phase::Working;
+        q.work_timer = Some(sched.schedule_in(d, ServiceEvent::WorkDone { req }.into()));
+    }
+
+    /// The request's own work is done: its core goes to the next in line,
+    /// and its calls start.
+    fn on_work_done(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
+        let q = stale!(self.reqs.get_mut(req));
+        if q.phase != Phase::Working {
+            return;
+        }
+        q.work_timer = None;
+        q.has_core = false;
+        let (service, pod) = (q.service, q.pod);
+        self.free_core(service, pod, sched);
+        self.run_step(req, 0, sched);
+    }
+
+    /// A core of `pod` is free: the next request in its line takes it.
+    pub(crate) fn free_core(&mut self, service: u32, pod: u32, sched: &mut Scheduler<Event>) {
+        let p = &mut self.services[service as usize].pods[pod as usize];
+        p.busy_cores -= 1;
+        if let Some(next) = p.core_queue.pop(core_waiter_is_live(&self.reqs)) {
+            self.start_work(next, sched);
+        }
+    }
+
     /// A request's call is over on `pod`: its worker takes the next
     /// request in line.
-    pub(crate) fn free_worker(&mut self, pod: u32, sched: &mut Scheduler<Event>) {
-        let p = &mut self.service.pods[pod as usize];
+    pub(crate) fn free_worker(&mut self, service: u32, pod: u32, sched: &mut Scheduler<Event>) {
+        let p = &mut self.services[service as usize].pods[pod as usize];
         p.busy -= 1;
         if p.state != PodState::Up {
             return;
         }
-        let next = self.service.pods[pod as usize]
-            .worker_queue
-            .pop(worker_waiter_is_live(&self.reqs));
+        let next = p.worker_queue.pop(worker_waiter_is_live(&self.reqs));
         if let Some((next, _)) = next {
-            self.service.pods[pod as usize].busy += 1;
-            self.begin_call(next, sched);
+            self.services[service as usize].pods[pod as usize].busy += 1;
+            self.begin_request(next, sched);
         }
     }
 
-    pub(crate) fn schedule_first_probe(&mut self, pod: u32, sched: &mut Scheduler<Event>) {
-        if let Some(h) = &self.cfg.service.health {
+    pub(crate) fn schedule_first_probe(
+        &mut self,
+        service: u32,
+        pod: u32,
+        sched: &mut Scheduler<Event>,
+    ) {
+        let s = &self.services[service as usize];
+        if let Some(h) = &s.cfg.health {
             // Stagger probes across pods so they do not all fire at once.
-            let n = self.service.pods.len().max(1) as u64;
+            let n = s.pods.len().max(1) as u64;
             let offset = h.period.as_nanos() / n * (u64::from(pod) % n + 1);
             sched.schedule_in(
                 SimDuration::from_nanos(offset),
-                ServiceEvent::HealthProbeDue { pod }.into(),
+                ServiceEvent::HealthProbeDue { service, pod }.into(),
             );
         }
     }
 
     /// A probe fails when the pod's oldest pool waiter or oldest request
     /// queued for a worker has waited longer than the probe timeout.
-    pub(crate) fn on_health_probe(&mut self, pod: u32, sched: &mut Scheduler<Event>) {
-        let Some(h) = self.cfg.service.health.clone() else {
+    pub(crate) fn on_health_probe(&mut self, service: u32, pod: u32, sched: &mut Scheduler<Event>) {
+        let Some(h) = self.services[service as usize].cfg.health.clone() else {
             return; // no health checks
         };
         let now = sched.now();
-        sched.schedule_in(h.period, ServiceEvent::HealthProbeDue { pod }.into());
-        if self.service.pods[pod as usize].state != PodState::Up {
+        sched.schedule_in(
+            h.period,
+            ServiceEvent::HealthProbeDue { service, pod }.into(),
+        );
+        let p = &mut self.services[service as usize].pods[pod as usize];
+        if p.state != PodState::Up {
             return;
         }
-        let epoch = self.service.pods[pod as usize].epoch;
+        let epoch = p.epoch;
         let reqs = &self.reqs;
-        let pool_wait = self.service.pods[pod as usize]
-            .pool
-            .oldest_wait(now, |w| waiter_is_live(reqs, pod, epoch, w));
-        let p = &mut self.service.pods[pod as usize];
+        let pool_wait = p
+            .pools
+            .iter_mut()
+            .filter_map(|pool| pool.oldest_wait(now, |w| waiter_is_live(reqs, pod, epoch, w)))
+            .max();
         let worker_wait = p
             .worker_queue
             .front(worker_waiter_is_live(reqs))
@@ -244,74 +383,101 @@ impl<S: RowSink> World<S> {
             p.probe_failures += 1;
             let failures = p.probe_failures;
             if failures >= h.failure_threshold {
-                self.take_pod_down(pod, PodState::Restarting, sched);
+                self.take_pod_down(service, pod, PodState::Restarting, sched);
             } else if h.readiness_threshold.is_some_and(|t| failures >= t) {
-                self.set_ready(pod, false, now);
+                self.set_ready(service, pod, false, now);
             }
         } else {
             p.probe_failures = 0;
-            self.set_ready(pod, true, now);
+            self.set_ready(service, pod, true, now);
         }
+    }
+
+    /// `pod`'s name in events: `pod 3`, or `orders pod 3` in a graph.
+    pub(crate) fn pod_name(&self, service: u32, pod: u32) -> String {
+        match self.cfg.is_graph() {
+            false => format!("pod {pod}"),
+            true => format!("{} pod {pod}", self.topo.services[service as usize].name),
+        }
+    }
+
+    /// Whether `service`'s pods are the ones the pod levels count (the
+    /// entry service's: the single tier's only service).
+    fn counted(&self, service: u32) -> bool {
+        service == self.topo.entry
     }
 
     /// Readiness: an up pod that fails its readiness probes leaves rotation
     /// but keeps what it holds; the first passing probe brings it back.
-    fn set_ready(&mut self, pod: u32, ready: bool, now: SimTime) {
-        let p = &mut self.service.pods[pod as usize];
+    fn set_ready(&mut self, service: u32, pod: u32, ready: bool, now: SimTime) {
+        let counted = self.counted(service);
+        let s = &mut self.services[service as usize];
+        let p = &mut s.pods[pod as usize];
         if p.state != PodState::Up || p.ready == ready {
             return;
         }
         p.ready = ready;
-        self.service.lb.set_up(pod, ready);
+        s.lb.set_up(pod, ready);
         let d = if ready { 1 } else { -1 };
-        self.rec.level_add(Level::PodsUp, now, d);
-        self.rec.level_add(Level::PodsUnready, now, -d);
+        if counted {
+            self.rec.level_add(Level::PodsUp, now, d);
+            self.rec.level_add(Level::PodsUnready, now, -d);
+        }
+        let detail = self.pod_name(service, pod);
         self.rec.sink_mut().event(WorldEvent {
             at: now,
             kind: if ready { "pod_ready" } else { "pod_unready" },
-            detail: format!("pod {pod}"),
+            detail,
         });
     }
 
-    /// Takes a pod out: it leaves rotation, its pool empties, every
+    /// Takes a pod out: it leaves rotation, its pools empty, every
     /// request it held fails (`pod_restarted`; the gateway may send it
     /// elsewhere), and a restarting pod is scheduled to come back.
     pub(crate) fn take_pod_down(
         &mut self,
+        service: u32,
         pod: u32,
         state: PodState,
         sched: &mut Scheduler<Event>,
     ) {
         let now = sched.now();
-        let p = &mut self.service.pods[pod as usize];
+        let counted = self.counted(service);
+        let s = &mut self.services[service as usize];
+        let p = &mut s.pods[pod as usize];
         let was_up = p.state == PodState::Up;
         let was_ready = p.ready;
         let old_epoch = p.epoch;
-        // A new life first, so nothing failed below touches the old pool
+        // A new life first, so nothing failed below touches the old pools
         // or lands back on this pod.
         p.epoch += 1;
         p.state = state;
         p.busy = 0;
+        p.busy_cores = 0;
         p.worker_queue.clear();
+        p.core_queue.clear();
         p.probe_failures = 0;
         p.ready = true;
-        p.pool.reset();
-        self.sync_pool(pod, now);
+        for pool in &mut p.pools {
+            pool.reset();
+        }
+        self.sync_pools(service, pod, now);
         if was_up {
-            self.service.lb.set_up(pod, false);
-            let from = if was_ready {
-                Level::PodsUp
-            } else {
-                Level::PodsUnready
-            };
-            self.rec.level_add(from, now, -1);
-            self.rec.level_add(Level::PodsDown, now, 1);
+            self.services[service as usize].lb.set_up(pod, false);
+            if counted {
+                let from = if was_ready {
+                    Level::PodsUp
+                } else {
+                    Level::PodsUnready
+                };
+                self.rec.level_add(from, now, -1);
+                self.rec.level_add(Level::PodsDown, now, 1);
+            }
         }
         for r in self.reqs.refs() {
-            let on_pod = self
-                .reqs
-                .get(r)
-                .is_some_and(|q| q.pod == pod && q.pod_epoch == old_epoch && !q.service_done);
+            let on_pod = self.reqs.get(r).is_some_and(|q| {
+                q.service == service && q.pod == pod && q.pod_epoch == old_epoch && !q.service_done
+            });
             if on_pod {
                 self.complete_request(r, Reason::PodRestarted, sched);
             }
@@ -321,69 +487,104 @@ impl<S: RowSink> World<S> {
             PodState::Killed => "killed",
             _ => "restarting",
         };
+        let name = self.pod_name(service, pod);
         self.rec.sink_mut().event(WorldEvent {
             at: now,
             kind: "pod_down",
-            detail: format!("pod {pod} {why}"),
+            detail: format!("{name} {why}"),
         });
         if state == PodState::Restarting {
-            let t = self.restart_time();
-            let epoch = self.service.pods[pod as usize].epoch;
-            sched.schedule_in(t, ServiceEvent::PodCameBack { pod, epoch }.into());
+            let t = self.restart_time(service);
+            let epoch = self.services[service as usize].pods[pod as usize].epoch;
+            sched.schedule_in(
+                t,
+                ServiceEvent::PodCameBack {
+                    service,
+                    pod,
+                    epoch,
+                }
+                .into(),
+            );
         }
     }
 
     /// Time out of rotation after a restart (the health config's, or 30 s).
-    fn restart_time(&self) -> SimDuration {
-        self.cfg
-            .service
+    fn restart_time(&self, service: u32) -> SimDuration {
+        self.services[service as usize]
+            .cfg
             .health
             .as_ref()
             .map_or(SimDuration::from_secs(30), |h| h.restart_time)
     }
 
     /// A restarted pod is back in rotation, empty.
-    pub(crate) fn on_pod_came_back(&mut self, pod: u32, epoch: u32, sched: &mut Scheduler<Event>) {
-        let p = &mut self.service.pods[pod as usize];
+    pub(crate) fn on_pod_came_back(
+        &mut self,
+        service: u32,
+        pod: u32,
+        epoch: u32,
+        sched: &mut Scheduler<Event>,
+    ) {
+        let s = &mut self.services[service as usize];
+        let p = &mut s.pods[pod as usize];
         if p.epoch != epoch || p.state != PodState::Restarting {
             return;
         }
         p.state = PodState::Up;
-        self.service.lb.set_up(pod, true);
+        s.lb.set_up(pod, true);
         let now = sched.now();
-        self.rec.level_add(Level::PodsUp, now, 1);
-        self.rec.level_add(Level::PodsDown, now, -1);
+        if self.counted(service) {
+            self.rec.level_add(Level::PodsUp, now, 1);
+            self.rec.level_add(Level::PodsDown, now, -1);
+        }
+        let name = self.pod_name(service, pod);
         self.rec.sink_mut().event(WorldEvent {
             at: now,
             kind: "pod_up",
-            detail: format!("pod {pod} back in rotation"),
+            detail: format!("{name} back in rotation"),
         });
     }
 
     /// Brings a killed or restarting pod back now.
-    pub(crate) fn bring_pod_up(&mut self, pod: u32, now: SimTime) {
-        let p = &mut self.service.pods[pod as usize];
+    pub(crate) fn bring_pod_up(&mut self, service: u32, pod: u32, now: SimTime) {
+        let s = &mut self.services[service as usize];
+        let p = &mut s.pods[pod as usize];
         if p.state == PodState::Up {
             return;
         }
         p.state = PodState::Up;
-        self.service.lb.set_up(pod, true);
-        self.rec.level_add(Level::PodsUp, now, 1);
-        self.rec.level_add(Level::PodsDown, now, -1);
+        s.lb.set_up(pod, true);
+        if self.counted(service) {
+            self.rec.level_add(Level::PodsUp, now, 1);
+            self.rec.level_add(Level::PodsDown, now, -1);
+        }
     }
 
-    /// Brings the pool levels up to date with `pod`'s pool: O(1), by the
-    /// change since the pod's last report.
-    pub(crate) fn sync_pool(&mut self, pod: u32, now: SimTime) {
-        let p = &mut self.service.pods[pod as usize];
+    /// Brings the pool levels up to date with every pool of `pod`.
+    pub(crate) fn sync_pools(&mut self, service: u32, pod: u32, now: SimTime) {
+        let n = self.services[service as usize].pods[pod as usize]
+            .pools
+            .len();
+        for local in 0..n as u32 {
+            self.sync_pool(service, pod, local, now);
+        }
+    }
+
+    /// Brings the pool levels up to date with `pod`'s pool `local`: O(1),
+    /// by the change since the pod's last report.
+    pub(crate) fn sync_pool(&mut self, service: u32, pod: u32, local: u32, now: SimTime) {
+        let p = &mut self.services[service as usize].pods[pod as usize];
+        let pool = &p.pools[local as usize];
         let current = (
-            i64::from(p.pool.in_use()),
-            i64::from(p.pool.waiters()),
-            i64::from(p.pool.leaked()),
+            i64::from(pool.in_use()),
+            i64::from(pool.waiters()),
+            i64::from(pool.leaked()),
         );
-        let last = std::mem::replace(&mut p.reported, current);
+        let last = std::mem::replace(&mut p.reported[local as usize], current);
+        let group = (service == self.topo.entry).then_some(pod);
+        let edge = self.topo.services[service as usize].edges[local as usize];
         self.rec
-            .pool_changed(pod, now, current.0 - last.0, current.1 - last.1);
+            .pool_changed(group, edge, now, current.0 - last.0, current.1 - last.1);
         if current.2 != last.2 {
             self.rec
                 .level_add(Level::PoolLeaked, now, current.2 - last.2);

@@ -438,6 +438,13 @@ pub trait RowSink {
     fn attempt(&mut self, _record: AttemptRecord) {}
     /// Takes one world event.
     fn event(&mut self, _event: WorldEvent) {}
+    /// Whether the sink keeps the nodes' rows.
+    fn wants_nodes(&self) -> bool {
+        false
+    }
+    /// Takes one node's bucket; `names` are the nodes' names in the
+    /// recorder's order (services, edges, dependencies).
+    fn node(&mut self, _row: NodeRow, _names: &[String]) {}
 }
 
 impl RowSink for Vec<BucketRow> {
@@ -518,6 +525,118 @@ impl RunTotals {
     }
 }
 
+/// What kind of node a [`NodeRow`] is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeKind {
+    /// A service: requests at its pods.
+    Service,
+    /// An edge: a service's calls to a service or a dependency.
+    Edge,
+    /// A dependency: attempts arriving at it.
+    Dependency,
+}
+
+impl NodeKind {
+    /// The column value.
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeKind::Service => "service",
+            NodeKind::Edge => "edge",
+            NodeKind::Dependency => "dependency",
+        }
+    }
+}
+
+/// One node's figures during one bucket. Every world has them: the single
+/// tier is the service `service`, the edge `service->upstream` and the
+/// dependency `upstream`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeRow {
+    /// The bucket's index.
+    pub bucket: u64,
+    /// What kind of node.
+    pub kind: NodeKind,
+    /// Its index among its kind (for names, [`Recorder::node_names`]).
+    pub index: u32,
+    /// Service: requests that reached a pod. Edge: calls started.
+    /// Dependency: attempts that arrived.
+    pub offered: u64,
+    /// Edge: attempts started, first ones and retries and hedges.
+    pub attempts: u64,
+    /// Edge: attempts after the first (retries and hedges).
+    pub retries: u64,
+    /// Service: requests answered (a degraded answer too). Edge: calls
+    /// answered.
+    pub answered: u64,
+    /// Service: requests failed. Edge: calls failed (cancelled calls of a
+    /// group that was done without them are neither).
+    pub failed: u64,
+    /// Edge: attempts that timed out.
+    pub timeouts: u64,
+    /// Service: time from reaching a pod to the answer. Edge: attempt
+    /// latency (cancelled attempts left out).
+    pub latency: LatencySummary,
+    /// Service: requests at its pods. Edge: pool connections in use.
+    /// Dependency: requests in a slot.
+    pub busy: GaugeBucket,
+    /// Edge: attempts waiting for a pool connection. Dependency: requests
+    /// queued for a slot. Service: 0.
+    pub waiting: GaugeBucket,
+}
+
+/// One node's open bucket.
+#[derive(Clone, Debug)]
+struct NodeOpen {
+    kind: NodeKind,
+    index: u32,
+    offered: u64,
+    attempts: u64,
+    retries: u64,
+    answered: u64,
+    failed: u64,
+    timeouts: u64,
+    latency: Histogram,
+    busy: Gauge,
+    waiting: Gauge,
+}
+
+impl NodeOpen {
+    fn new(kind: NodeKind, index: u32) -> Self {
+        NodeOpen {
+            kind,
+            index,
+            offered: 0,
+            attempts: 0,
+            retries: 0,
+            answered: 0,
+            failed: 0,
+            timeouts: 0,
+            latency: Histogram::new(),
+            busy: Gauge::new(),
+            waiting: Gauge::new(),
+        }
+    }
+
+    fn close(&mut self, bucket: u64, end: SimTime) -> NodeRow {
+        let row = NodeRow {
+            bucket,
+            kind: self.kind,
+            index: self.index,
+            offered: std::mem::take(&mut self.offered),
+            attempts: std::mem::take(&mut self.attempts),
+            retries: std::mem::take(&mut self.retries),
+            answered: std::mem::take(&mut self.answered),
+            failed: std::mem::take(&mut self.failed),
+            timeouts: std::mem::take(&mut self.timeouts),
+            latency: LatencySummary::of(&self.latency),
+            busy: self.busy.close(end),
+            waiting: self.waiting.close(end),
+        };
+        self.latency.clear();
+        row
+    }
+}
+
 /// The open bucket plus run totals.
 pub struct Recorder<S> {
     width: SimDuration,
@@ -529,6 +648,15 @@ pub struct Recorder<S> {
     e2e_window: TrailingHistogram,
     groups: Vec<GroupOpen>,
     group_of: Vec<u32>,
+    /// Services, then edges, then dependencies.
+    nodes: Vec<NodeOpen>,
+    /// Where edges and dependencies start in `nodes`.
+    first_edge: usize,
+    first_dependency: usize,
+    /// Each node's name, in `nodes` order.
+    node_names: Vec<String>,
+    /// Each dependency's last in-service and queued counts.
+    dependency_levels: Vec<(i64, i64)>,
     totals: RunTotals,
     sink: S,
 }
@@ -544,6 +672,11 @@ impl<S: RowSink> Recorder<S> {
             e2e_window: TrailingHistogram::new(usize::try_from(buckets).unwrap_or(usize::MAX)),
             groups: Vec::new(),
             group_of: Vec::new(),
+            nodes: Vec::new(),
+            first_edge: 0,
+            first_dependency: 0,
+            node_names: Vec::new(),
+            dependency_levels: Vec::new(),
             index: 0,
             outcomes: [0; Reason::COUNT],
             counts: [0; Count::COUNT],
@@ -569,6 +702,152 @@ impl<S: RowSink> Recorder<S> {
         self
     }
 
+    /// Records each node of `topo` in its own rows.
+    pub fn with_nodes(mut self, topo: &crate::graph::Topology) -> Self {
+        let (s, e, d) = (
+            topo.services.len(),
+            topo.edges.len(),
+            topo.dependencies.len(),
+        );
+        self.nodes = (0..s)
+            .map(|i| NodeOpen::new(NodeKind::Service, i as u32))
+            .chain((0..e).map(|i| NodeOpen::new(NodeKind::Edge, i as u32)))
+            .chain((0..d).map(|i| NodeOpen::new(NodeKind::Dependency, i as u32)))
+            .collect();
+        self.first_edge = s;
+        self.first_dependency = s + e;
+        self.node_names = topo
+            .services
+            .iter()
+            .map(|x| x.name.clone())
+            .chain(topo.edges.iter().map(|x| x.name.clone()))
+            .chain(topo.dependencies.iter().map(|x| x.name.clone()))
+            .collect();
+        self.dependency_levels = vec![(0, 0); d];
+        self
+    }
+
+    /// The nodes' names: services, then edges, then dependencies, each in
+    /// index order.
+    pub fn node_names(&self) -> &[String] {
+        &self.node_names
+    }
+
+    /// A request reached a pod of `service`.
+    #[inline]
+    pub fn node_service_arrived(&mut self, service: u32, now: SimTime) {
+        if let Some(n) = self.nodes.get_mut(service as usize) {
+            n.offered += 1;
+            n.busy.add(now, 1);
+        }
+    }
+
+    /// `service` is done with a request, after `latency` on its pod (a
+    /// request that never reached a pod is only counted).
+    #[inline]
+    pub fn node_service_done(
+        &mut self,
+        service: u32,
+        reason: Reason,
+        latency: Option<SimDuration>,
+        now: SimTime,
+    ) {
+        if let Some(n) = self.nodes.get_mut(service as usize) {
+            if matches!(reason, Reason::Success | Reason::Fallback) {
+                n.answered += 1;
+            } else {
+                n.failed += 1;
+            }
+            if let Some(l) = latency {
+                n.latency.record(l.as_nanos());
+                n.busy.add(now, -1);
+            }
+        }
+    }
+
+    /// A call started on `edge`.
+    #[inline]
+    pub fn node_call_started(&mut self, edge: u32) {
+        if let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) {
+            n.offered += 1;
+        }
+    }
+
+    /// A call on `edge` ended with `reason`, or was `cut` by its request
+    /// (its group was done without it, or the request ended): a cut call
+    /// counts as neither answered nor failed.
+    #[inline]
+    pub fn node_call_ended(&mut self, edge: u32, reason: Reason, cut: bool) {
+        if cut {
+            return;
+        }
+        if let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) {
+            if matches!(reason, Reason::Success | Reason::Fallback) {
+                n.answered += 1;
+            } else {
+                n.failed += 1;
+            }
+        }
+    }
+
+    /// An attempt started on `edge`.
+    #[inline]
+    pub fn node_attempt_started(&mut self, edge: u32, retry: bool) {
+        if let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) {
+            n.attempts += 1;
+            n.retries += u64::from(retry);
+        }
+    }
+
+    /// An attempt on `edge` ended with `outcome` after `d`.
+    #[inline]
+    pub fn node_attempt_ended(
+        &mut self,
+        edge: u32,
+        outcome: crate::outcome::AttemptOutcome,
+        d: SimDuration,
+    ) {
+        use crate::outcome::AttemptOutcome;
+        if let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) {
+            match outcome {
+                AttemptOutcome::Cancelled => return,
+                AttemptOutcome::Timeout => n.timeouts += 1,
+                _ => {}
+            }
+            n.latency.record(d.as_nanos());
+        }
+    }
+
+    /// An attempt arrived at dependency `dep`.
+    #[inline]
+    pub fn node_dependency_arrived(&mut self, dep: u32) {
+        if let Some(n) = self.nodes.get_mut(self.first_dependency + dep as usize) {
+            n.offered += 1;
+        }
+    }
+
+    /// Dependency `dep` has `in_service` requests in a slot and `queued` in
+    /// line: its own levels, and the sums over every dependency.
+    #[inline]
+    pub fn dependency_levels(&mut self, dep: u32, now: SimTime, in_service: i64, queued: i64) {
+        let Some(last) = self.dependency_levels.get_mut(dep as usize) else {
+            return;
+        };
+        let (d_busy, d_wait) = (in_service - last.0, queued - last.1);
+        *last = (in_service, queued);
+        if let Some(n) = self.nodes.get_mut(self.first_dependency + dep as usize) {
+            n.busy.set(now, in_service);
+            n.waiting.set(now, queued);
+        }
+        if self.dependency_levels.len() == 1 {
+            self.level(Level::UpstreamInService, now, in_service);
+            self.level(Level::UpstreamQueued, now, queued);
+        } else {
+            self.level_add(Level::UpstreamInService, now, d_busy);
+            self.level_add(Level::UpstreamQueued, now, d_wait);
+        }
+    }
+
     /// `pod`'s group; pods a timeline adds beyond the configured count
     /// report in the last group.
     fn group_index(&self, pod: u32) -> Option<usize> {
@@ -580,17 +859,28 @@ impl<S: RowSink> Recorder<S> {
         )
     }
 
-    /// A pool wait at `pod`: counted in the totals and in its group.
+    /// A pool wait on `edge`, at pod `group_pod` when that pod is one the
+    /// groups report (the entry service's): counted in the totals and in
+    /// its group.
     #[inline]
-    pub fn pool_wait(&mut self, pod: u32, d: SimDuration) {
+    pub fn pool_wait(&mut self, group_pod: Option<u32>, edge: u32, d: SimDuration) {
+        let _ = edge;
         self.latency(Latency::PoolWait, d);
-        if let Some(g) = self.group_index(pod) {
+        if let Some(g) = group_pod.and_then(|pod| self.group_index(pod)) {
             self.groups[g].wait.record(d.as_nanos());
         }
     }
 
-    /// `pod`'s pool changed by `in_use` connections and `waiters` waiters.
-    pub fn pool_changed(&mut self, pod: u32, now: SimTime, in_use: i64, waiters: i64) {
+    /// A pool of `edge` changed by `in_use` connections and `waiters`
+    /// waiters, at pod `group_pod` when the groups report it.
+    pub fn pool_changed(
+        &mut self,
+        group_pod: Option<u32>,
+        edge: u32,
+        now: SimTime,
+        in_use: i64,
+        waiters: i64,
+    ) {
         if in_use != 0 {
             self.level_add(Level::PoolInUse, now, in_use);
         }
@@ -600,7 +890,15 @@ impl<S: RowSink> Recorder<S> {
         if in_use + waiters != 0 {
             self.level_add(Level::CallsInFlight, now, in_use + waiters);
         }
-        if let Some(g) = self.group_index(pod) {
+        if let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) {
+            if in_use != 0 {
+                n.busy.add(now, in_use);
+            }
+            if waiters != 0 {
+                n.waiting.add(now, waiters);
+            }
+        }
+        if let Some(g) = group_pod.and_then(|pod| self.group_index(pod)) {
             let group = &mut self.groups[g];
             if in_use != 0 {
                 group.in_use.add(now, in_use);
@@ -711,8 +1009,19 @@ impl<S: RowSink> Recorder<S> {
         }
         self.outcomes = [0; Reason::COUNT];
         self.counts = [0; Count::COUNT];
+        let index = self.index;
         self.index += 1;
         self.sink.push(row);
+        if self.sink.wants_nodes() {
+            for n in &mut self.nodes {
+                let row = n.close(index, end);
+                self.sink.node(row, &self.node_names);
+            }
+        } else {
+            for n in &mut self.nodes {
+                n.close(index, end);
+            }
+        }
     }
 
     /// Ends recording: the sink and the totals.

@@ -2,9 +2,11 @@
 //! references: an event about a request or attempt that is gone (or whose
 //! slot was reused) is recognised as stale.
 //!
-//! A request is what a user sent; its call to the upstream is made of
-//! attempts. Usually one attempt is live at a time (retries follow each
-//! other); with hedging several run at once.
+//! A request is one unit of work at one service: what a user sent, at the
+//! entry service, or an attempt of another service's call. It makes the
+//! calls its service lists, in steps (one call, or a parallel group); each
+//! call is made of attempts. Usually one attempt of a call is live at a
+//! time (retries follow each other); with hedging several run at once.
 
 use sim_core::queue::EventId;
 use sim_core::slab::{Ref, Slab};
@@ -19,11 +21,17 @@ pub type ReqRef = Ref<Request>;
 /// A reference to an attempt: stale once the attempt is over.
 pub type AttRef = Ref<Attempt>;
 
+/// A reference to a call: stale once the call is over.
+pub type CallRef = Ref<Call>;
+
+/// Most calls of one step running at once (a parallel group).
+pub const MAX_PARALLEL: usize = 16;
+
 /// Most attempts of one call in progress at once (gRPC clamps hedging's
 /// `maxAttempts` to 5).
 pub const MAX_LIVE: usize = 5;
 
-impl Request {
+impl Call {
     /// Attempts in progress.
     pub fn live_count(&self) -> u32 {
         self.live.iter().flatten().count() as u32
@@ -52,18 +60,31 @@ impl Request {
     }
 }
 
-/// Where a request stands in the service.
+/// Where a request stands in its service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
     /// On its way to a pod.
     Queued,
     /// On its pod, in line for a worker.
     WaitingWorker,
-    /// Its call is running: at least one attempt is live.
+    /// Holding a worker, in line for a core to do its own work.
+    WaitingCore,
+    /// Doing its own work on a core.
+    Working,
+    /// Its calls are running (the current step of the service's calls).
+    Calling,
+    /// The service is done with it (answered or failed).
+    Finished,
+}
+
+/// Where a call stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallPhase {
+    /// At least one attempt is live (or about to start).
     Calling,
     /// Waiting out the delay before the next attempt.
     Backoff,
-    /// The service is done with it (answered or failed).
+    /// Over.
     Finished,
 }
 
@@ -82,13 +103,28 @@ pub enum AttemptPhase {
     Done,
 }
 
-/// One request from one user.
+/// Who waits for a request's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// A user, through the gateway.
+    User,
+    /// An attempt of a call from another service (the request is that
+    /// attempt's work at the service called).
+    Attempt(AttRef),
+}
+
+/// One request at one service: a user's, at the entry service, or an
+/// attempt of another service's call.
 #[derive(Clone, Debug)]
 pub struct Request {
     /// Sequential id, for traces.
     pub id: u64,
-    /// When the user sent it.
+    /// When the user sent it (or the calling attempt was sent).
     pub arrived: SimTime,
+    /// The service serving it.
+    pub service: u32,
+    /// Who waits for its answer.
+    pub caller: Caller,
     /// The pod serving it, once chosen.
     pub pod: u32,
     /// The pod's incarnation when it was assigned (a restart bumps it).
@@ -97,23 +133,56 @@ pub struct Request {
     pub user: Option<u32>,
     /// Whether the call may be retried safely.
     pub idempotent: bool,
-    /// The user has seen an outcome (answer, deadline, patience).
+    /// The user has seen an outcome (answer, deadline, patience); always
+    /// true for a request from another service.
     pub user_done: bool,
     /// The service has finished with it (its worker is free).
     pub service_done: bool,
     /// It holds one of its pod's workers.
     pub has_worker: bool,
+    /// It holds one of its pod's cores.
+    pub has_core: bool,
     /// The gateway deadline or patience timer.
     pub user_timer: Option<EventId>,
+    /// Its own work's end.
+    pub work_timer: Option<EventId>,
     /// Times the gateway sent it to a pod (1 + gateway retries).
     pub dispatches: u32,
-    /// The call's total deadline, if any.
-    pub call_deadline: Option<SimTime>,
-    /// Timer of the call's total deadline.
-    pub call_timer: Option<EventId>,
+    /// When it reached its pod (for its service's latency), once it has.
+    pub reached: Option<SimTime>,
     /// Where it stands.
     pub phase: Phase,
-    /// Attempts started in the current call (first attempt is 1).
+    /// The step of its service's calls running (calls in sequence, a
+    /// parallel group one step).
+    pub step: u32,
+    /// Calls of the current step still running.
+    pub calls: [Option<CallRef>; MAX_PARALLEL],
+    /// Calls of the current step that answered (or, optional, failed).
+    pub step_done: u32,
+    /// Calls of the current step that failed (not optional).
+    pub step_failed: u32,
+    /// Calls the current step made.
+    pub step_made: u32,
+    /// Answers the current step needs.
+    pub step_need: u32,
+    /// An optional call failed: the answer is degraded.
+    pub degraded: bool,
+}
+
+/// One call of a request to one edge: its attempts, retries or hedges.
+#[derive(Clone, Debug)]
+pub struct Call {
+    /// Its request.
+    pub req: ReqRef,
+    /// The edge it goes out on.
+    pub edge: u32,
+    /// The call's total deadline, if any.
+    pub deadline: Option<SimTime>,
+    /// Timer of the call's total deadline.
+    pub deadline_timer: Option<EventId>,
+    /// Where it stands.
+    pub phase: CallPhase,
+    /// Attempts started (first attempt is 1).
     pub attempts: u32,
     /// Retries charged against `max_retries` (Retry-After waits and fast
     /// retries may not count).
@@ -129,7 +198,7 @@ pub struct Request {
     pub live: [Option<AttRef>; MAX_LIVE],
     /// Retry-delay or next-hedge timer.
     pub aux_timer: Option<EventId>,
-    /// Per-request backoff memory (decorrelated jitters).
+    /// Per-call backoff memory (decorrelated jitters).
     pub backoff: BackoffState,
     /// How the last finished attempt ended.
     pub last_outcome: Option<AttemptOutcome>,
@@ -138,8 +207,12 @@ pub struct Request {
 /// One attempt of a call.
 #[derive(Clone, Debug)]
 pub struct Attempt {
+    /// Its call.
+    pub call: CallRef,
     /// Its request.
     pub req: ReqRef,
+    /// The edge it goes out on.
+    pub edge: u32,
     /// Its number within the call (1 is the first attempt).
     pub number: u32,
     /// A hedge (sent while another attempt was still live).
@@ -152,60 +225,72 @@ pub struct Attempt {
     pub pod_epoch: u32,
     /// When it started.
     pub started: SimTime,
-    /// When it began waiting (pool line, rate limiter).
+    /// When its current wait began (pool line, rate limiter), and once
+    /// sent, when it was sent.
     pub wait_started: SimTime,
     /// When its timeout fires, once armed (the client's timeout line holds
     /// the deadline; a line entry that does not match is stale).
     pub timeout_at: Option<SimTime>,
     /// Pool-wait timeout or rate-limiter timer.
     pub aux_timer: Option<EventId>,
-    /// Its upstream job, once the upstream has it.
+    /// Its work at the far end, once there: a dependency's job.
     pub job: Option<crate::upstream::JobRef>,
+    /// Its request at the service called, once sent there.
+    pub child: Option<ReqRef>,
     /// What the retry budget charged for it.
     pub retry_cost: u32,
     /// Time it spent in the pool's line so far.
     pub pool_wait: sim_core::time::SimDuration,
-    /// It was cut while sent: the upstream may still answer, late.
+    /// It was cut while sent: the far end may still answer, late.
     pub late: bool,
 }
 
-/// The live requests and attempts.
+/// The live requests, calls and attempts.
 #[derive(Debug, Default)]
 pub struct Requests {
     reqs: Slab<Request>,
+    calls: Slab<Call>,
     atts: Slab<Attempt>,
     next_id: u64,
 }
 
 impl Requests {
-    /// Creates a request arriving at `now`.
-    pub fn create(&mut self, now: SimTime, user: Option<u32>, idempotent: bool) -> ReqRef {
+    /// Creates a request arriving at `service` at `now`.
+    pub fn create(
+        &mut self,
+        now: SimTime,
+        service: u32,
+        caller: Caller,
+        user: Option<u32>,
+        idempotent: bool,
+    ) -> ReqRef {
         let id = self.next_id;
         self.next_id += 1;
         self.reqs.insert(Request {
             id,
             arrived: now,
+            service,
+            caller,
             pod: 0,
             pod_epoch: 0,
             user,
             idempotent,
-            user_done: false,
+            user_done: caller != Caller::User,
             service_done: false,
             has_worker: false,
+            has_core: false,
             user_timer: None,
+            work_timer: None,
             dispatches: 0,
-            call_deadline: None,
-            call_timer: None,
+            reached: None,
             phase: Phase::Queued,
-            attempts: 0,
-            retries_used: 0,
-            fast_retries_used: 0,
-            backoff_from: 0,
-            pending_retry_cost: 0,
-            live: [None; MAX_LIVE],
-            aux_timer: None,
-            backoff: BackoffState::default(),
-            last_outcome: None,
+            step: 0,
+            calls: [None; MAX_PARALLEL],
+            step_done: 0,
+            step_failed: 0,
+            step_made: 0,
+            step_need: 0,
+            degraded: false,
         })
     }
 
@@ -229,10 +314,55 @@ impl Requests {
         }
     }
 
+    /// Starts a call of `req` on `edge`.
+    pub fn new_call(&mut self, req: ReqRef, edge: u32) -> CallRef {
+        self.calls.insert(Call {
+            req,
+            edge,
+            deadline: None,
+            deadline_timer: None,
+            phase: CallPhase::Calling,
+            attempts: 0,
+            retries_used: 0,
+            fast_retries_used: 0,
+            backoff_from: 0,
+            pending_retry_cost: 0,
+            live: [None; MAX_LIVE],
+            aux_timer: None,
+            backoff: BackoffState::default(),
+            last_outcome: None,
+        })
+    }
+
+    /// The call, if `c` still refers to it.
+    #[inline]
+    pub fn call(&self, c: CallRef) -> Option<&Call> {
+        self.calls.get(c)
+    }
+
+    /// The call, mutably, if `c` still refers to it.
+    #[inline]
+    pub fn call_mut(&mut self, c: CallRef) -> Option<&mut Call> {
+        self.calls.get_mut(c)
+    }
+
+    /// Forgets a finished call.
+    pub fn remove_call(&mut self, c: CallRef) {
+        self.calls.remove(c);
+    }
+
+    /// Calls held.
+    pub fn live_calls(&self) -> usize {
+        self.calls.len()
+    }
+
     /// Starts an attempt record.
+    #[allow(clippy::too_many_arguments)]
     pub fn new_attempt(
         &mut self,
+        call: CallRef,
         req: ReqRef,
+        edge: u32,
         number: u32,
         hedge: bool,
         pod: u32,
@@ -240,7 +370,9 @@ impl Requests {
         now: SimTime,
     ) -> AttRef {
         self.atts.insert(Attempt {
+            call,
             req,
+            edge,
             number,
             hedge,
             phase: AttemptPhase::WaitingPool,
@@ -251,6 +383,7 @@ impl Requests {
             timeout_at: None,
             aux_timer: None,
             job: None,
+            child: None,
             retry_cost: 0,
             pool_wait: sim_core::time::SimDuration::ZERO,
             late: false,

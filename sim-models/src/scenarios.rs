@@ -50,7 +50,7 @@ pub fn storm_1402() -> WorldConfig {
     cfg.timeline.push(TimelineEntry {
         at: At::Label("14:02:30".parse().expect("label")),
         set: Some(SetAction {
-            param: Param::UpstreamLatencyScale,
+            param: Param::UpstreamLatencyScale.into(),
             value: 2.4,
         }),
         ramp: None,

@@ -123,19 +123,50 @@ params! {
     ServicePods = "service.pods",
 }
 
+/// What a parameter belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// The load.
+    Load,
+    /// A service.
+    Service,
+    /// A dependency.
+    Dependency,
+}
+
 impl Param {
-    /// The value this parameter has in `cfg` before any action.
-    pub fn initial(self, cfg: &WorldConfig) -> f64 {
+    /// What the parameter belongs to (its path's first part).
+    pub fn owner(self) -> Owner {
+        match self.path().split('.').next() {
+            Some("service") => Owner::Service,
+            Some("upstream") => Owner::Dependency,
+            _ => Owner::Load,
+        }
+    }
+
+    /// The field within its owner (`latency_scale`, `errors.http_500`).
+    pub fn field(self) -> &'static str {
+        self.path().split_once('.').map_or(self.path(), |(_, f)| f)
+    }
+
+    /// The value this parameter has for `service` or `upstream` before any
+    /// action.
+    fn initial_of(
+        self,
+        cfg: &WorldConfig,
+        service: &crate::config::ServiceConfig,
+        upstream: &crate::config::UpstreamConfig,
+    ) -> f64 {
         match self {
             Param::LoadRate => cfg.load.rate,
-            Param::UpstreamLatencyScale => cfg.upstream.latency_scale,
-            Param::UpstreamCapacity => f64::from(cfg.upstream.capacity),
-            Param::UpstreamQueueLimit => f64::from(cfg.upstream.queue_limit),
-            Param::UpstreamBackgroundRps => cfg.upstream.background_rps,
-            Param::UpstreamErrors500 => cfg.upstream.errors.http_500,
-            Param::UpstreamErrors503 => cfg.upstream.errors.http_503,
-            Param::UpstreamRateLimitRps => cfg.upstream.rate_limit.as_ref().map_or(0.0, |r| r.rps),
-            Param::ServicePods => f64::from(cfg.service.pods),
+            Param::UpstreamLatencyScale => upstream.latency_scale,
+            Param::UpstreamCapacity => f64::from(upstream.capacity),
+            Param::UpstreamQueueLimit => f64::from(upstream.queue_limit),
+            Param::UpstreamBackgroundRps => upstream.background_rps,
+            Param::UpstreamErrors500 => upstream.errors.http_500,
+            Param::UpstreamErrors503 => upstream.errors.http_503,
+            Param::UpstreamRateLimitRps => upstream.rate_limit.as_ref().map_or(0.0, |r| r.rps),
+            Param::ServicePods => f64::from(service.pods),
         }
     }
 
@@ -167,12 +198,142 @@ impl Param {
     }
 }
 
+/// A parameter of one node: `upstream.latency_scale` in the single tier,
+/// `dependencies.mysql.latency_scale` or `services.orders.pods` in a
+/// graph (`load.rate` in both).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ParamRef {
+    /// The kind of parameter.
+    pub param: Param,
+    /// The node it belongs to, in a graph.
+    pub node: Option<String>,
+}
+
+impl From<Param> for ParamRef {
+    fn from(param: Param) -> Self {
+        ParamRef { param, node: None }
+    }
+}
+
+impl fmt::Display for ParamRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.node, self.param.owner()) {
+            (Some(n), Owner::Service) => write!(f, "services.{n}.{}", self.param.field()),
+            (Some(n), Owner::Dependency) => write!(f, "dependencies.{n}.{}", self.param.field()),
+            _ => f.write_str(self.param.path()),
+        }
+    }
+}
+
+impl std::str::FromStr for ParamRef {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let by_path = |path: &str| Param::ALL.iter().copied().find(|p| p.path() == path);
+        let (kind, rest) = s.split_once('.').unwrap_or((s, ""));
+        let graph = match kind {
+            "services" => Some("service"),
+            "dependencies" => Some("upstream"),
+            _ => None,
+        };
+        let found = match graph {
+            Some(owner) => rest.split_once('.').and_then(|(node, field)| {
+                by_path(&format!("{owner}.{field}")).map(|param| ParamRef {
+                    param,
+                    node: Some(node.to_string()),
+                })
+            }),
+            None => by_path(s).map(ParamRef::from),
+        };
+        found.ok_or_else(|| {
+            let all: Vec<&str> = Param::ALL.iter().map(|p| p.path()).collect();
+            format!(
+                "unknown parameter {s:?}; expected one of {} (in a graph, services.<name>.pods and dependencies.<name>.<field>)",
+                all.join(", ")
+            )
+        })
+    }
+}
+
+impl Serialize for ParamRef {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ParamRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl ParamRef {
+    /// The node's index (0 for the load and the single tier's nodes), if
+    /// the parameter addresses a node `cfg` has, in the way `cfg` is
+    /// written (a graph's by name, the single tier's bare).
+    pub fn node_index(&self, cfg: &WorldConfig) -> Result<u32, String> {
+        let owner = self.param.owner();
+        match (&self.node, cfg.is_graph(), owner) {
+            (_, _, Owner::Load) | (None, false, _) => Ok(0),
+            (Some(_), false, _) => Err(format!(
+                "{self} addresses a graph's node; this world is the single tier: write {}",
+                self.param.path()
+            )),
+            (None, true, Owner::Service) => Err(format!(
+                "in a graph, name the service: services.<name>.{}",
+                self.param.field()
+            )),
+            (None, true, _) => Err(format!(
+                "in a graph, name the dependency: dependencies.<name>.{}",
+                self.param.field()
+            )),
+            (Some(n), true, Owner::Service) => cfg
+                .services
+                .keys()
+                .position(|k| k == n)
+                .map(|i| i as u32)
+                .ok_or_else(|| format!("no service is called {n:?}")),
+            (Some(n), true, _) => cfg
+                .dependencies
+                .keys()
+                .position(|k| k == n)
+                .map(|i| i as u32)
+                .ok_or_else(|| format!("no dependency is called {n:?}")),
+        }
+    }
+
+    /// The value this parameter has in `cfg` before any action.
+    pub fn initial(&self, cfg: &WorldConfig) -> f64 {
+        let service = match &self.node {
+            Some(n) => cfg.services.get(n).unwrap_or(&cfg.service),
+            None => &cfg.service,
+        };
+        let upstream = match &self.node {
+            Some(n) => cfg.dependencies.get(n).unwrap_or(&cfg.upstream),
+            None => &cfg.upstream,
+        };
+        self.param.initial_of(cfg, service, upstream)
+    }
+
+    /// Whether the dependency it addresses has a rate limit to change.
+    fn has_rate_limit(&self, cfg: &WorldConfig) -> bool {
+        match &self.node {
+            Some(n) => cfg
+                .dependencies
+                .get(n)
+                .is_some_and(|u| u.rate_limit.is_some()),
+            None => cfg.upstream.rate_limit.is_some(),
+        }
+    }
+}
+
 /// Set a parameter.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SetAction {
     /// Which parameter.
-    pub param: Param,
+    pub param: ParamRef,
     /// Its new value.
     pub value: f64,
 }
@@ -182,7 +343,7 @@ pub struct SetAction {
 #[serde(deny_unknown_fields)]
 pub struct RampAction {
     /// Which parameter.
-    pub param: Param,
+    pub param: ParamRef,
     /// Value at the end of the ramp.
     pub to: f64,
     /// Duration of the ramp.
@@ -194,7 +355,7 @@ pub struct RampAction {
 #[serde(deny_unknown_fields)]
 pub struct PulseAction {
     /// Which parameter.
-    pub param: Param,
+    pub param: ParamRef,
     /// Value during the pulse.
     pub value: f64,
     /// How long the pulse lasts.
@@ -263,8 +424,9 @@ pub struct RestartAll {
 /// What a resolved step does.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum StepAction {
-    /// Set a parameter to a value.
-    Set(Param, f64),
+    /// Set a parameter of a node (by index: a service, a dependency, or 0
+    /// for the load) to a value.
+    Set(Param, u32, f64),
     /// Take a pod out of service indefinitely.
     KillPod(u32),
     /// Restart a pod.
@@ -339,21 +501,33 @@ impl TimelineEntry {
                 ),
             );
         }
-        let check = |p: &mut Problems, field: &str, param: Param, v: f64| {
-            if let Err(e) = param.check(v) {
-                p.add(&format!("{path}.{field}"), format!("{}: {e}", param.path()));
+        let check = |p: &mut Problems, field: &str, param: &ParamRef, v: f64| {
+            let param_at = format!("{path}.{}.param", field.split('.').next().unwrap_or(field));
+            if let Err(e) = param.node_index(cfg) {
+                p.add(&param_at, e);
+                return;
             }
-            if param == Param::UpstreamRateLimitRps && cfg.upstream.rate_limit.is_none() {
+            if let Err(e) = param.param.check(v) {
+                p.add(&format!("{path}.{field}"), format!("{param}: {e}"));
+            }
+            if param.param == Param::UpstreamRateLimitRps && !param.has_rate_limit(cfg) {
+                let at = param.to_string();
+                let section = at.trim_end_matches(".rps");
                 p.add(
                     &format!("{path}.{field}"),
-                    "upstream.rate_limit.rps needs an upstream.rate_limit to change",
+                    format!("{at} needs a {section} to change"),
                 );
             }
         };
         if let Some(s) = &self.set {
-            check(p, "set.value", s.param, s.value);
+            check(p, "set.value", &s.param, s.value);
         }
-        if let Some(d) = &self.deploy {
+        if self.deploy.is_some() && cfg.is_graph() {
+            p.add(
+                &format!("{path}.deploy"),
+                "deploys change the single tier's client or upstream; a graph's are not deployable yet (write the fix as its own experiment)",
+            );
+        } else if let Some(d) = &self.deploy {
             if d.client.is_none() && d.upstream.is_none() {
                 p.add(
                     &format!("{path}.deploy"),
@@ -380,7 +554,7 @@ impl TimelineEntry {
             }
         }
         if let Some(r) = &self.ramp {
-            check(p, "ramp.to", r.param, r.to);
+            check(p, "ramp.to", &r.param, r.to);
             if r.over.is_zero() {
                 p.add(
                     &format!("{path}.ramp.over"),
@@ -389,7 +563,7 @@ impl TimelineEntry {
             }
         }
         if let Some(u) = &self.pulse {
-            check(p, "pulse.value", u.param, u.value);
+            check(p, "pulse.value", &u.param, u.value);
             if u.duration.is_zero() {
                 p.add(&format!("{path}.pulse.for"), "must be longer than 0s");
             }
@@ -398,14 +572,16 @@ impl TimelineEntry {
             ("kill_pod", self.kill_pod),
             ("restart_pod", self.restart_pod),
         ] {
+            let pods = entry_service(cfg).pods.max(max_pods(cfg));
             if let Some(pod) = pod
-                && pod >= cfg.service.pods.max(max_pods(cfg))
+                && pod >= pods
             {
                 p.add(
                     &format!("{path}.{field}"),
                     format!(
-                        "pod {pod} does not exist (pods are numbered from 0 to {})",
-                        cfg.service.pods.max(max_pods(cfg)) - 1
+                        "pod {pod} does not exist (pods of {} are numbered from 0 to {})",
+                        cfg.entry.as_deref().unwrap_or("the service"),
+                        pods.saturating_sub(1)
                     ),
                 );
             }
@@ -413,16 +589,34 @@ impl TimelineEntry {
     }
 }
 
-/// The most pods the timeline ever asks for (pods added by `service.pods`
-/// changes can be killed and restarted too).
+/// The service whose pods `kill_pod`, `restart_pod` and `restart_all`
+/// name: the single tier's, or a graph's entry.
+fn entry_service(cfg: &WorldConfig) -> &crate::config::ServiceConfig {
+    cfg.entry
+        .as_ref()
+        .and_then(|e| cfg.services.get(e))
+        .unwrap_or(&cfg.service)
+}
+
+/// The entry service's pod count as a parameter.
+fn entry_pods(cfg: &WorldConfig) -> ParamRef {
+    ParamRef {
+        param: Param::ServicePods,
+        node: cfg.is_graph().then(|| cfg.entry.clone()).flatten(),
+    }
+}
+
+/// The most pods the timeline ever asks of the entry service (pods added
+/// by pod-count changes can be killed and restarted too).
 fn max_pods(cfg: &WorldConfig) -> u32 {
+    let pods = entry_pods(cfg);
     cfg.timeline
         .iter()
         .filter_map(|e| {
             let v = match (&e.set, &e.ramp, &e.pulse) {
-                (Some(s), _, _) if s.param == Param::ServicePods => s.value,
-                (_, Some(r), _) if r.param == Param::ServicePods => r.to,
-                (_, _, Some(u)) if u.param == Param::ServicePods => u.value,
+                (Some(s), _, _) if s.param == pods => s.value,
+                (_, Some(r), _) if r.param == pods => r.to,
+                (_, _, Some(u)) if u.param == pods => u.value,
                 _ => return None,
             };
             Some(v as u32)
@@ -447,14 +641,14 @@ pub fn resolve(cfg: &WorldConfig) -> Vec<Step> {
     let mut steps = Vec::new();
     // Each parameter's value as the steps emitted so far leave it (by
     // entry order, which matches time order since `timed` is sorted).
-    let mut current: Vec<(Param, f64)> = Param::ALL.iter().map(|&p| (p, p.initial(cfg))).collect();
-    let value_of =
-        |cur: &Vec<(Param, f64)>, p: Param| cur.iter().find(|(q, _)| *q == p).map_or(0.0, |x| x.1);
-    let set = |cur: &mut Vec<(Param, f64)>, p: Param, v: f64| {
-        if let Some(x) = cur.iter_mut().find(|(q, _)| *q == p) {
-            x.1 = v;
-        }
+    let mut current: std::collections::BTreeMap<ParamRef, f64> = Default::default();
+    let value_of = |cur: &std::collections::BTreeMap<ParamRef, f64>, p: &ParamRef| {
+        cur.get(p).copied().unwrap_or_else(|| p.initial(cfg))
     };
+    let set = |cur: &mut std::collections::BTreeMap<ParamRef, f64>, p: &ParamRef, v: f64| {
+        cur.insert(p.clone(), v);
+    };
+    let node = |p: &ParamRef| p.node_index(cfg).unwrap_or(0);
     for (at, i) in timed {
         let e = &cfg.timeline[i];
         let step = |at, action, ends_trigger| Step {
@@ -464,29 +658,38 @@ pub fn resolve(cfg: &WorldConfig) -> Vec<Step> {
             ends_trigger,
         };
         if let Some(s) = &e.set {
-            steps.push(step(at, StepAction::Set(s.param, s.value), true));
-            set(&mut current, s.param, s.value);
+            steps.push(step(
+                at,
+                StepAction::Set(s.param.param, node(&s.param), s.value),
+                true,
+            ));
+            set(&mut current, &s.param, s.value);
         } else if let Some(r) = &e.ramp {
-            let from = value_of(&current, r.param);
+            let from = value_of(&current, &r.param);
             for k in 1..=RAMP_STEPS {
                 let frac = f64::from(k) / f64::from(RAMP_STEPS);
                 let t = at.saturating_add(r.over.mul_f64(frac));
                 let mut v = from + (r.to - from) * frac;
                 if matches!(
-                    r.param,
+                    r.param.param,
                     Param::ServicePods | Param::UpstreamCapacity | Param::UpstreamQueueLimit
                 ) {
                     v = v.round();
                 }
-                steps.push(step(t, StepAction::Set(r.param, v), k == RAMP_STEPS));
+                steps.push(step(
+                    t,
+                    StepAction::Set(r.param.param, node(&r.param), v),
+                    k == RAMP_STEPS,
+                ));
             }
-            set(&mut current, r.param, r.to);
+            set(&mut current, &r.param, r.to);
         } else if let Some(u) = &e.pulse {
-            let before = value_of(&current, u.param);
-            steps.push(step(at, StepAction::Set(u.param, u.value), false));
+            let before = value_of(&current, &u.param);
+            let n = node(&u.param);
+            steps.push(step(at, StepAction::Set(u.param.param, n, u.value), false));
             steps.push(step(
                 at.saturating_add(u.duration),
-                StepAction::Set(u.param, before),
+                StepAction::Set(u.param.param, n, before),
                 true,
             ));
         } else if let Some(pod) = e.kill_pod {
@@ -497,7 +700,7 @@ pub fn resolve(cfg: &WorldConfig) -> Vec<Step> {
             steps.push(step(at, StepAction::Deploy(i as u32), true));
         } else if let Some(r) = &e.restart_all {
             // The pods the service has then, as the steps before leave it.
-            let pods = value_of(&current, Param::ServicePods).round().max(0.0) as u32;
+            let pods = value_of(&current, &entry_pods(cfg)).round().max(0.0) as u32;
             for pod in 0..pods {
                 let t = at.saturating_add(r.every.saturating_mul(u64::from(pod)));
                 steps.push(step(t, StepAction::RestartPod(pod), pod + 1 == pods));

@@ -27,14 +27,22 @@ crate::part_events! {
         Received {
             /// The attempt.
             att: AttRef,
+            /// Its edge (the attempt may be gone by now; its request is
+            /// not).
+            edge: u32,
         },
-        /// The upstream finished serving a job.
+        /// The dependency finished serving a job.
         Completed {
+            /// The dependency.
+            dep: u32,
             /// The job.
             job: JobRef,
         },
-        /// Another tenant's request reached the upstream.
-        BackgroundArrived,
+        /// Another tenant's request reached the dependency.
+        BackgroundArrived {
+            /// The dependency.
+            dep: u32,
+        },
     }
 }
 
@@ -44,8 +52,8 @@ pub type JobRef = Ref<Job>;
 /// Whose request a job is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Owner {
-    /// An attempt from one of our pods.
-    Client(AttRef),
+    /// An attempt from one of our pods, on its edge.
+    Client(AttRef, u32),
     /// Another tenant's request (background load).
     Background,
 }
@@ -152,6 +160,8 @@ fn pushback_of(p: &PushbackConfig) -> Pushback {
 
 /// The upstream.
 pub struct Upstream {
+    /// Its index among the world's dependencies (its events carry it).
+    index: u32,
     /// Live parameters.
     pub params: Params,
     /// Requests queued beyond the slots (the timeline changes it).
@@ -187,6 +197,7 @@ pub struct Upstream {
 impl Upstream {
     /// An idle upstream.
     pub fn new(
+        index: u32,
         cfg: &UpstreamConfig,
         latency: Dist,
         latency_rng: SimRng,
@@ -196,6 +207,7 @@ impl Upstream {
         let rl = cfg.rate_limit.as_ref();
         let burst = rl.map_or(0.0, |r| r.burst.map_or(r.rps.max(1.0), f64::from));
         Upstream {
+            index,
             params: Params::of(cfg),
             queue_limit: cfg.queue_limit,
             errors_after: cfg.errors.after,
@@ -291,7 +303,14 @@ impl Upstream {
         self.in_service += 1;
         let work = self.jobs.get(j).and_then(|job| job.work);
         let d = self.service_time(work, self.in_service);
-        let timer = sched.schedule_in(d, DependencyEvent::Completed { job: j }.into());
+        let timer = sched.schedule_in(
+            d,
+            DependencyEvent::Completed {
+                dep: self.index,
+                job: j,
+            }
+            .into(),
+        );
         if let Some(job) = self.job_mut(j) {
             job.queued = false;
             job.timer = Some(timer);
@@ -540,6 +559,7 @@ mod tests {
         let streams = RngStreams::new(1);
         let latency = Dist::new(&cfg.latency).unwrap();
         let mut u = Upstream::new(
+            0,
             &cfg,
             latency,
             streams.stream("a"),

@@ -20,6 +20,7 @@ use sim_core::time::{SimDuration, SimTime};
 use crate::client::{Client, ClientEvent, PolicySet, policy_of};
 use crate::config::{ConfigError, WorldConfig};
 use crate::dependency::Dependency;
+use crate::graph::Topology;
 use crate::load::{Load, LoadEvent};
 use crate::pods::{Service, ServiceEvent};
 use crate::recorder::{Level, Recorder, RowSink, RunTotals};
@@ -191,21 +192,10 @@ pub(crate) fn cross(sched: &mut Scheduler<Event>, delay: SimDuration, event: Eve
     }
 }
 
-/// A network leg between tiers.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Leg {
-    GatewayToPod,
-    PodToGateway,
-    PodToUpstream,
-    UpstreamToPod,
-}
-
-/// Optional network delays between tiers.
+/// The gateway's network legs (an edge's own legs are its client's).
 pub(crate) struct Network {
     pub(crate) gateway_to_pod: Option<Dist>,
     pub(crate) pod_to_gateway: Option<Dist>,
-    pub(crate) pod_to_upstream: Option<Dist>,
-    pub(crate) upstream_to_pod: Option<Dist>,
     pub(crate) rng: SimRng,
 }
 
@@ -216,22 +206,34 @@ impl Network {
         Ok(Network {
             gateway_to_pod: compile_opt(&n.gateway_to_pod, "network.gateway_to_pod")?,
             pod_to_gateway: compile_opt(&n.pod_to_gateway, "network.pod_to_gateway")?,
-            pod_to_upstream: compile_opt(&n.pod_to_upstream, "network.pod_to_upstream")?,
-            upstream_to_pod: compile_opt(&n.upstream_to_pod, "network.upstream_to_pod")?,
             rng: streams.stream("network/delay"),
         })
     }
 
-    /// A delay draw for a leg; zero (and no draw) when the leg has no
-    /// delay configured. The leg is scheduled either way: one ordering rule.
-    pub(crate) fn delay(&mut self, leg: Leg) -> SimDuration {
-        let dist = match leg {
-            Leg::GatewayToPod => &self.gateway_to_pod,
-            Leg::PodToGateway => &self.pod_to_gateway,
-            Leg::PodToUpstream => &self.pod_to_upstream,
-            Leg::UpstreamToPod => &self.upstream_to_pod,
-        };
-        match dist {
+    /// A delay draw for a leg (an edge's, there or back); zero (and no
+    /// draw) when the leg has no delay configured. The leg is scheduled
+    /// either way: one ordering rule.
+    #[inline]
+    pub(crate) fn delay(&mut self, leg: &Option<Dist>) -> SimDuration {
+        match leg {
+            Some(d) => d.sample(&mut self.rng),
+            None => SimDuration::ZERO,
+        }
+    }
+
+    /// The gateway-to-pod leg's delay.
+    #[inline]
+    pub(crate) fn to_pod(&mut self) -> SimDuration {
+        match &self.gateway_to_pod {
+            Some(d) => d.sample(&mut self.rng),
+            None => SimDuration::ZERO,
+        }
+    }
+
+    /// The pod-to-gateway leg's delay.
+    #[inline]
+    pub(crate) fn to_gateway(&mut self) -> SimDuration {
+        match &self.pod_to_gateway {
             Some(d) => d.sample(&mut self.rng),
             None => SimDuration::ZERO,
         }
@@ -242,14 +244,16 @@ impl Network {
 pub struct World<S> {
     pub(crate) cfg: WorldConfig,
     pub(crate) streams: RngStreams,
+    /// The world's shape: services, edges, dependencies.
+    pub(crate) topo: Topology,
     /// The users' side: arrivals, closed-loop users, patience.
     pub(crate) load: Load,
-    /// The service: its pods and their balancer.
-    pub(crate) service: Service,
-    /// The service's client of the dependency: its policies and draws.
-    pub(crate) client: Client,
-    /// The dependency, with the other tenants' load on it.
-    pub(crate) dependency: Dependency,
+    /// The services, by index: their pods and balancers.
+    pub(crate) services: Vec<Service>,
+    /// The edges' clients, by edge: policies, pools' settings, draws.
+    pub(crate) clients: Vec<Client>,
+    /// The dependencies, by index, with the other tenants' load on them.
+    pub(crate) dependencies: Vec<Dependency>,
     pub(crate) reqs: Requests,
     pub(crate) rec: Recorder<S>,
     pub(crate) net: Network,
@@ -272,28 +276,50 @@ impl<S: RowSink> World<S> {
     /// `sink`.
     pub fn new(cfg: &WorldConfig, sink: S) -> Result<Self, Vec<ConfigError>> {
         cfg.validate()?;
+        let topo = Topology::of(cfg)?;
         let streams = RngStreams::new(cfg.seed);
-        let compiled = (
-            Load::new(cfg, &streams),
-            Client::new(cfg, &streams),
-            Dependency::new(cfg, &streams),
-            Network::new(cfg, &streams),
-        );
-        let (load, client, dependency, net) = match compiled {
-            (Ok(l), Ok(c), Ok(d), Ok(n)) => (l, c, d, n),
-            (l, c, d, n) => {
-                let errors = [l.err(), c.err(), d.err(), n.err()];
-                return Err(errors.into_iter().flatten().flatten().collect());
+        let mut errors = Vec::new();
+        let mut services = Vec::new();
+        for (i, node) in topo.services.iter().enumerate() {
+            match Service::new(i as u32, node, &topo, &streams) {
+                Ok(s) => services.push(s),
+                Err(e) => errors.extend(e),
+            }
+        }
+        let mut clients = Vec::new();
+        for (i, edge) in topo.edges.iter().enumerate() {
+            match Client::new(i as u32, edge, &topo, &streams) {
+                Ok(c) => clients.push(c),
+                Err(e) => errors.extend(e),
+            }
+        }
+        let mut dependencies = Vec::new();
+        for (i, node) in topo.dependencies.iter().enumerate() {
+            match Dependency::new(i as u32, node, &streams) {
+                Ok(d) => dependencies.push(d),
+                Err(e) => errors.extend(e),
+            }
+        }
+        let (load, net) = match (Load::new(cfg, &streams), Network::new(cfg, &streams)) {
+            (Ok(l), Ok(n)) if errors.is_empty() => (l, n),
+            (l, n) => {
+                errors.extend(l.err().into_iter().flatten());
+                errors.extend(n.err().into_iter().flatten());
+                return Err(errors);
             }
         };
+        let entry = &topo.services[topo.entry as usize].cfg;
+        let rec = Recorder::new(cfg.clock.bucket, cfg.clock.window, sink)
+            .with_pod_groups(entry.pods, entry.groups())
+            .with_nodes(&topo);
         Ok(World {
             load,
-            service: Service::new(cfg, &streams),
-            client,
-            dependency,
+            services,
+            clients,
+            dependencies,
+            topo,
             reqs: Requests::default(),
-            rec: Recorder::new(cfg.clock.bucket, cfg.clock.window, sink)
-                .with_pod_groups(cfg.service.pods, cfg.service.groups()),
+            rec,
             net,
             steps: timeline::resolve(cfg),
             end: SimTime::ZERO.saturating_add(cfg.clock.duration),
@@ -315,23 +341,34 @@ impl<S: RowSink> World<S> {
             .min(self.end);
         let _ = sched.schedule_at(first, Event::BucketEnded);
         self.schedule_next_arrival(sched);
-        self.schedule_next_background(sched);
+        for d in 0..self.dependencies.len() as u32 {
+            self.schedule_next_background(d, sched);
+        }
         self.start_closed_loop(sched);
         let now = sched.now();
+        let entry = self.topo.entry as usize;
         self.rec
-            .level(Level::PodsUp, now, self.service.pods.len() as i64);
-        for pod in 0..self.service.pods.len() as u32 {
-            self.schedule_first_probe(pod, sched);
+            .level(Level::PodsUp, now, self.services[entry].pods.len() as i64);
+        for service in 0..self.services.len() as u32 {
+            for pod in 0..self.services[service as usize].pods.len() as u32 {
+                self.schedule_first_probe(service, pod, sched);
+            }
         }
         for (i, step) in self.steps.iter().enumerate() {
             let _ = sched.schedule_at(step.at, Event::TimelineStepDue { index: i as u32 });
         }
     }
 
-    /// The policy set of `pod`'s client.
+    /// The policy set of `pod`'s client on `edge`.
     #[inline]
-    pub(crate) fn policy(&mut self, pod: u32) -> &mut PolicySet {
-        policy_of(&mut self.client.policies, &self.cfg.client, pod)
+    pub(crate) fn policy(&mut self, edge: u32, pod: u32) -> &mut PolicySet {
+        let c = &mut self.clients[edge as usize];
+        policy_of(&mut c.policies, &c.cfg, pod)
+    }
+
+    /// The world's shape.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
     }
 
     /// The kinds of event that made up most of the run so far, for the
@@ -400,18 +437,13 @@ impl<S: RowSink> World<S> {
                 self.rec.level_value(Level::UsersWaiting)
             )));
         }
-        let in_use: i64 = self
-            .service
-            .pods
-            .iter()
-            .map(|p| i64::from(p.pool.in_use()))
-            .sum();
-        let waiters: i64 = self
-            .service
-            .pods
-            .iter()
-            .map(|p| i64::from(p.pool.waiters()))
-            .sum();
+        let pools = || {
+            self.services
+                .iter()
+                .flat_map(|s| s.pods.iter().flat_map(|p| p.pools.iter()))
+        };
+        let in_use: i64 = pools().map(|p| i64::from(p.in_use())).sum();
+        let waiters: i64 = pools().map(|p| i64::from(p.waiters())).sum();
         if (in_use, waiters)
             != (
                 self.rec.level_value(Level::PoolInUse),
@@ -442,16 +474,32 @@ impl<S: RowSink> World<S> {
         if let Some(v) = &self.violation {
             return Err(v.to_string());
         }
-        for (i, p) in self.service.pods.iter().enumerate() {
-            p.pool.check().map_err(|e| format!("pod {i}: {e}"))?;
+        let graph = self.cfg.is_graph();
+        for (s, service) in self.services.iter().enumerate() {
+            for (i, p) in service.pods.iter().enumerate() {
+                for (e, pool) in p.pools.iter().enumerate() {
+                    pool.check().map_err(|m| match graph {
+                        false => format!("pod {i}: {m}"),
+                        true => format!(
+                            "{} pod {i}, pool of {}: {m}",
+                            self.topo.services[s].name,
+                            self.topo.edges[self.topo.services[s].edges[e] as usize].name
+                        ),
+                    })?;
+                }
+            }
         }
-        let cap = self.dependency.upstream.params.capacity;
-        if self.dependency.upstream.queued() > 0 && self.dependency.upstream.in_service() < cap {
-            return Err(format!(
-                "upstream has {} queued while only {} of {cap} slots are busy",
-                self.dependency.upstream.queued(),
-                self.dependency.upstream.in_service()
-            ));
+        for (d, dep) in self.dependencies.iter().enumerate() {
+            let up = &dep.upstream;
+            let cap = up.params.capacity;
+            if up.queued() > 0 && up.in_service() < cap {
+                return Err(format!(
+                    "{} has {} queued while only {} of {cap} slots are busy",
+                    self.topo.dependencies[d].name,
+                    up.queued(),
+                    up.in_service()
+                ));
+            }
         }
         Ok(())
     }
@@ -695,7 +743,7 @@ mod tests {
         assert_eq!(distinct.len(), Event::KINDS, "{names:?}");
         let e: Event = LoadEvent::RequestArrived.into();
         assert_eq!(Event::name(e.kind()), "load/RequestArrived");
-        let e: Event = DependencyEvent::BackgroundArrived.into();
+        let e: Event = DependencyEvent::BackgroundArrived { dep: 0 }.into();
         assert_eq!(Event::name(e.kind()), "dependency/BackgroundArrived");
         assert_eq!(
             Event::name(Event::KINDS - 1),
@@ -721,7 +769,7 @@ mod tests {
         }
         sim.run_until(SimTime::from_nanos(1_500_000_000)).unwrap();
         assert!(sim.model().violation.is_none());
-        sim.model_mut().service.pods[0].pool.overfill_for_test();
+        sim.model_mut().services[0].pods[0].pools[0].overfill_for_test();
         // Event by event (no per-event checks): the next bucket closes at
         // 2 s, and the broken bound is found there.
         while sim.model().violation.is_none() && sim.now() < SimTime::from_nanos(3_000_000_000) {

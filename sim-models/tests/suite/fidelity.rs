@@ -244,7 +244,7 @@ fn near_capacity(retries: u32) -> WorldConfig {
         set: None,
         ramp: None,
         pulse: Some(PulseAction {
-            param: Param::UpstreamLatencyScale,
+            param: Param::UpstreamLatencyScale.into(),
             value: 10.0,
             duration: secs(5),
         }),

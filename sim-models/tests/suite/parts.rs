@@ -27,7 +27,7 @@ fn a_ramp_moves_the_rate_linearly() {
     cfg.load.arrivals = sim_models::config::ArrivalProcess::Constant;
     cfg.timeline.push(TimelineEntry {
         ramp: Some(RampAction {
-            param: Param::LoadRate,
+            param: Param::LoadRate.into(),
             to: 300.0,
             over: secs(20),
         }),
@@ -165,7 +165,7 @@ fn other_tenants_share_the_upstream() {
     cfg.upstream.background_rps = 900.0; // with our 100/s: 1,000/s = full capacity
     cfg.timeline.push(TimelineEntry {
         set: Some(SetAction {
-            param: Param::UpstreamBackgroundRps,
+            param: Param::UpstreamBackgroundRps.into(),
             value: 1_200.0,
         }),
         ..entry(30)
@@ -262,7 +262,7 @@ fn the_timeline_kills_restarts_and_scales_pods() {
     });
     cfg.timeline.push(TimelineEntry {
         set: Some(SetAction {
-            param: Param::ServicePods,
+            param: Param::ServicePods.into(),
             value: 4.0,
         }),
         ..entry(40)
@@ -328,8 +328,11 @@ fn a_dependency_goes_hard_down_failing_fast_or_hanging_and_comes_back() {
         cfg.upstream.latency = DistSpec::Constant(ms(50));
         cfg.client.attempt_timeout = Some(secs(2));
         cfg.client.retry.max_retries = 0;
-        let set = |at, param, value| TimelineEntry {
-            set: Some(SetAction { param, value }),
+        let set = |at, param: Param, value| TimelineEntry {
+            set: Some(SetAction {
+                param: Param::into(param),
+                value,
+            }),
             ..entry(at)
         };
         cfg.timeline.push(set(20, Param::UpstreamCapacity, 0.0));
@@ -466,7 +469,7 @@ fn a_slowdown_applies_at_start_or_on_admission() {
         cfg.service.pool.max_connections = 10_000;
         cfg.timeline.push(TimelineEntry {
             pulse: Some(PulseAction {
-                param: Param::UpstreamLatencyScale,
+                param: Param::UpstreamLatencyScale.into(),
                 value: 3.0,
                 duration: secs(10),
             }),

@@ -503,7 +503,7 @@ fn retry_after_jitter_removes_the_synchronised_wave() {
         cfg.client.retry.retry_after.jitter = jitter;
         cfg.timeline.push(TimelineEntry {
             pulse: Some(PulseAction {
-                param: Param::UpstreamRateLimitRps,
+                param: Param::UpstreamRateLimitRps.into(),
                 value: 0.001,
                 duration: ms(100),
             }),
@@ -600,7 +600,7 @@ fn the_admission_threshold_keeps_throughput_up_where_late_shedding_collapses() {
         cfg.service.pool.max_connections = 10_000;
         cfg.timeline.push(TimelineEntry {
             pulse: Some(PulseAction {
-                param: sim_models::timeline::Param::UpstreamLatencyScale,
+                param: sim_models::timeline::Param::UpstreamLatencyScale.into(),
                 value: 3.0,
                 duration: secs(10),
             }),

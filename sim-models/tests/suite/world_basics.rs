@@ -94,7 +94,7 @@ fn unready_pods_leave_rotation_and_come_back() {
         set: None,
         ramp: None,
         pulse: Some(PulseAction {
-            param: Param::UpstreamLatencyScale,
+            param: Param::UpstreamLatencyScale.into(),
             value: 40.0,
             duration: secs(40),
         }),
@@ -189,7 +189,7 @@ fn timeline_pulse_changes_and_reverts_the_load() {
         set: None,
         ramp: None,
         pulse: Some(PulseAction {
-            param: Param::LoadRate,
+            param: Param::LoadRate.into(),
             value: 500.0,
             duration: secs(10),
         }),
@@ -309,7 +309,7 @@ fn pod_groups_add_up_to_the_pool_totals() {
     cfg.timeline.push(TimelineEntry {
         at: At::Offset(secs(200)),
         set: Some(sim_models::timeline::SetAction {
-            param: Param::ServicePods,
+            param: Param::ServicePods.into(),
             value: 10.0,
         }),
         ramp: None,
@@ -373,7 +373,7 @@ fn a_pulse_that_outlasts_the_run_leaves_recovery_unjudged() {
         set: None,
         ramp: None,
         pulse: Some(PulseAction {
-            param: Param::UpstreamLatencyScale,
+            param: Param::UpstreamLatencyScale.into(),
             value: 1.01,
             duration,
         }),
@@ -420,7 +420,7 @@ fn every_attempt_started_is_recorded_as_ended_by_its_outcome() {
         set: None,
         ramp: None,
         pulse: Some(PulseAction {
-            param: Param::LoadRate,
+            param: Param::LoadRate.into(),
             value: 0.0,
             duration: secs(70),
         }),

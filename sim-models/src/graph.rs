@@ -1,0 +1,588 @@
+//! The world's shape: services, the calls between them (edges) and the
+//! dependencies they end at, resolved once from the configuration.
+//!
+//! A graph names its services and dependencies; each service lists the
+//! calls it makes per request, in sequence, a `parallel` entry making one
+//! step of several calls at once. The single-tier format (`service`,
+//! `client`, `upstream`) is exactly the three-node graph `gateway →
+//! service → upstream`: [`Topology::of`] builds both, and the world runs
+//! only topologies, so one code path runs both.
+//!
+//! Indices are positions: services and dependencies in name order (the
+//! configuration's maps are sorted), edges in the order their services
+//! and calls are written. They never depend on anything but the file.
+
+use sim_core::dist::DistSpec;
+
+use crate::config::{
+    CallSpec, ClientConfig, ConfigError, PoolConfig, Problems, ServiceConfig, UpstreamConfig,
+    WorldConfig,
+};
+
+/// What an edge calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A service, by index.
+    Service(u32),
+    /// A dependency, by index.
+    Dependency(u32),
+}
+
+/// One edge: a service's call to a service or a dependency, with the
+/// caller's client policy and pool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edge {
+    /// `orders->payment` (`service->upstream` for the single tier).
+    pub name: String,
+    /// Where it is configured (`services.orders.calls[0]`, or `client`).
+    pub path: String,
+    /// The calling service.
+    pub from: u32,
+    /// Its index among the caller's edges (its pool in each pod).
+    pub local: u32,
+    /// What it calls.
+    pub to: Target,
+    /// How the caller's pods call.
+    pub client: ClientConfig,
+    /// The caller's pool for this edge.
+    pub pool: PoolConfig,
+    /// Network delay there.
+    pub there: Option<DistSpec>,
+    /// Network delay back.
+    pub back: Option<DistSpec>,
+    /// Its failure degrades the answer instead of failing it.
+    pub optional: bool,
+    /// Share of requests that make it.
+    pub probability: f64,
+    /// Random streams are named after the edge (graphs), or keep the
+    /// single tier's names.
+    pub suffix: Option<String>,
+}
+
+/// One step of a service's calls: edges called at once, and how many
+/// must answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// The edges called.
+    pub edges: Vec<u32>,
+    /// Answers that complete the step (the rest are cancelled).
+    pub wait_for: u32,
+}
+
+/// One service.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceNode {
+    /// Its name (`service` for the single tier).
+    pub name: String,
+    /// Where it is configured (`services.orders`, or `service`).
+    pub path: String,
+    /// Its pods, workers, health, work.
+    pub cfg: ServiceConfig,
+    /// Its calls, step by step.
+    pub steps: Vec<Step>,
+    /// Its edges, by local index.
+    pub edges: Vec<u32>,
+    /// Stream-name suffix (graphs).
+    pub suffix: Option<String>,
+}
+
+/// One dependency.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DependencyNode {
+    /// Its name (`upstream` for the single tier).
+    pub name: String,
+    /// Where it is configured (`dependencies.mysql`, or `upstream`).
+    pub path: String,
+    /// Its capacity, queue, load law, admission, errors.
+    pub cfg: UpstreamConfig,
+    /// Stream-name suffix (graphs).
+    pub suffix: Option<String>,
+}
+
+/// The resolved shape of a world.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Topology {
+    /// Services, in name order.
+    pub services: Vec<ServiceNode>,
+    /// Edges, caller by caller, in the order written.
+    pub edges: Vec<Edge>,
+    /// Dependencies, in name order.
+    pub dependencies: Vec<DependencyNode>,
+    /// The service load enters at.
+    pub entry: u32,
+}
+
+/// A random stream's name for a node: the single tier's own names, or
+/// `name@node` in a graph.
+pub(crate) fn stream_name(base: &str, suffix: &Option<String>) -> String {
+    match suffix {
+        None => base.to_string(),
+        Some(s) => format!("{base}@{s}"),
+    }
+}
+
+impl Topology {
+    /// The topology of `cfg`: its graph, or the single tier as three
+    /// nodes. Problems (unknown names, cycles, bad sections) are the
+    /// configuration's, with their field paths.
+    pub fn of(cfg: &WorldConfig) -> Result<Topology, Vec<ConfigError>> {
+        let mut p = Problems::default();
+        let t = build(cfg, &mut p);
+        if p.0.is_empty() { Ok(t) } else { Err(p.0) }
+    }
+
+    /// The single-tier chain: `service` calling `upstream` with `client`.
+    fn single_tier(cfg: &WorldConfig) -> Topology {
+        Topology {
+            services: vec![ServiceNode {
+                name: "service".into(),
+                path: "service".into(),
+                cfg: cfg.service.clone(),
+                steps: vec![Step {
+                    edges: vec![0],
+                    wait_for: 1,
+                }],
+                edges: vec![0],
+                suffix: None,
+            }],
+            edges: vec![Edge {
+                name: "service->upstream".into(),
+                path: "client".into(),
+                from: 0,
+                local: 0,
+                to: Target::Dependency(0),
+                client: cfg.client.clone(),
+                pool: cfg.service.pool.clone(),
+                there: cfg.network.pod_to_upstream.clone(),
+                back: cfg.network.upstream_to_pod.clone(),
+                optional: false,
+                probability: 1.0,
+                suffix: None,
+            }],
+            dependencies: vec![DependencyNode {
+                name: "upstream".into(),
+                path: "upstream".into(),
+                cfg: cfg.upstream.clone(),
+                suffix: None,
+            }],
+            entry: 0,
+        }
+    }
+
+    /// The service or dependency called `name`.
+    pub fn target(&self, name: &str) -> Option<Target> {
+        if let Some(i) = self.services.iter().position(|s| s.name == name) {
+            return Some(Target::Service(i as u32));
+        }
+        self.dependencies
+            .iter()
+            .position(|d| d.name == name)
+            .map(|i| Target::Dependency(i as u32))
+    }
+
+    /// A node's name.
+    pub fn name_of(&self, t: Target) -> &str {
+        match t {
+            Target::Service(i) => &self.services[i as usize].name,
+            Target::Dependency(i) => &self.dependencies[i as usize].name,
+        }
+    }
+
+    /// Every path from the entry to a node with no calls of its own, as
+    /// the edges taken (for `explain`).
+    pub fn paths(&self) -> Vec<Vec<u32>> {
+        let mut out = Vec::new();
+        let mut stack = Vec::new();
+        self.walk(self.entry, &mut stack, &mut out);
+        out
+    }
+
+    fn walk(&self, service: u32, stack: &mut Vec<u32>, out: &mut Vec<Vec<u32>>) {
+        let edges = &self.services[service as usize].edges;
+        if edges.is_empty() && !stack.is_empty() {
+            out.push(stack.clone());
+        }
+        for &e in edges {
+            stack.push(e);
+            match self.edges[e as usize].to {
+                Target::Service(s) if !stack_visits(self, stack, s) => self.walk(s, stack, out),
+                Target::Service(_) => {} // a cycle: refused by validation
+                Target::Dependency(_) => out.push(stack.clone()),
+            }
+            stack.pop();
+        }
+    }
+}
+
+/// Whether the edges on `stack` already left from `s` (a cycle).
+fn stack_visits(t: &Topology, stack: &[u32], s: u32) -> bool {
+    stack.iter().any(|&e| t.edges[e as usize].from == s)
+}
+
+/// Checks a graph: each section's own fields, then names and cycles.
+pub(crate) fn check(cfg: &WorldConfig, p: &mut Problems) {
+    build(cfg, p);
+}
+
+fn build(cfg: &WorldConfig, p: &mut Problems) -> Topology {
+    if !cfg.is_graph() {
+        return Topology::single_tier(cfg);
+    }
+    let defaults = WorldConfig::default();
+    for (path, written) in [
+        ("service", cfg.service != defaults.service),
+        ("client", cfg.client != defaults.client),
+        ("upstream", cfg.upstream != defaults.upstream),
+        (
+            "network.pod_to_upstream",
+            cfg.network.pod_to_upstream.is_some(),
+        ),
+        (
+            "network.upstream_to_pod",
+            cfg.network.upstream_to_pod.is_some(),
+        ),
+    ] {
+        if written {
+            p.add(
+                path,
+                "is the single-tier format; in a graph, configure each service under services, each call's client and network delays under its calls, each dependency under dependencies",
+            );
+        }
+    }
+    let mut t = Topology {
+        services: Vec::new(),
+        edges: Vec::new(),
+        dependencies: Vec::new(),
+        entry: 0,
+    };
+    for (name, s) in &cfg.services {
+        let path = format!("services.{name}");
+        s.check(&path, p);
+        t.services.push(ServiceNode {
+            name: name.clone(),
+            path,
+            cfg: s.clone(),
+            steps: Vec::new(),
+            edges: Vec::new(),
+            suffix: Some(name.clone()),
+        });
+    }
+    for (name, d) in &cfg.dependencies {
+        let path = format!("dependencies.{name}");
+        d.check(&path, p);
+        if cfg.services.contains_key(name) {
+            p.add(
+                &path,
+                format!("{name:?} names a service too: a name calls one node"),
+            );
+        }
+        t.dependencies.push(DependencyNode {
+            name: name.clone(),
+            path,
+            cfg: d.clone(),
+            suffix: Some(name.clone()),
+        });
+    }
+    match &cfg.entry {
+        None => p.add("entry", "a graph needs the service its load enters at"),
+        Some(e) => match t.services.iter().position(|s| &s.name == e) {
+            Some(i) => t.entry = i as u32,
+            None => p.add("entry", unknown(e, &t, true)),
+        },
+    }
+    for (si, (name, s)) in cfg.services.iter().enumerate() {
+        for (ci, call) in s.calls.iter().enumerate() {
+            let at = format!("services.{name}.calls[{ci}]");
+            let group: Vec<(String, &CallSpec)> = if call.parallel.is_empty() {
+                if let Some(k) = call.wait_for {
+                    p.add(
+                        &format!("{at}.wait_for"),
+                        format!("{k}: only a parallel group waits for some of its calls"),
+                    );
+                }
+                vec![(at.clone(), call)]
+            } else {
+                if !call.to.is_empty() {
+                    p.add(
+                        &format!("{at}.to"),
+                        "a parallel group names its calls under parallel, not a target of its own",
+                    );
+                }
+                if call.parallel.len() > crate::request::MAX_PARALLEL {
+                    p.add(
+                        &format!("{at}.parallel"),
+                        format!(
+                            "{} calls at once; at most {} (write two groups)",
+                            call.parallel.len(),
+                            crate::request::MAX_PARALLEL
+                        ),
+                    );
+                }
+                let n = call.parallel.len() as u32;
+                if let Some(k) = call.wait_for
+                    && !(1..=n).contains(&k)
+                {
+                    p.add(
+                        &format!("{at}.wait_for"),
+                        format!("must be between 1 and the group's {n} calls, found {k}"),
+                    );
+                }
+                call.parallel
+                    .iter()
+                    .enumerate()
+                    .map(|(j, c)| (format!("{at}.parallel[{j}]"), c))
+                    .collect()
+            };
+            let mut step = Step {
+                edges: Vec::new(),
+                wait_for: call.wait_for.unwrap_or(group.len() as u32).max(1),
+            };
+            for (at, c) in group {
+                if !c.parallel.is_empty() {
+                    p.add(
+                        &format!("{at}.parallel"),
+                        "a parallel group holds calls, not groups",
+                    );
+                    continue;
+                }
+                c.client.check(&format!("{at}.client"), p);
+                if let Some(pool) = &c.pool {
+                    pool.check(&format!("{at}.pool"), p);
+                }
+                for (leg, d) in [("there", &c.there), ("back", &c.back)] {
+                    if let Some(d) = d {
+                        p.dist(&format!("{at}.{leg}"), d);
+                    }
+                }
+                p.probability(&format!("{at}.probability"), c.probability);
+                let to = if c.to.is_empty() {
+                    p.add(
+                        &format!("{at}.to"),
+                        "a call names the service or dependency it calls",
+                    );
+                    None
+                } else {
+                    match t.target(&c.to) {
+                        Some(to) => Some(to),
+                        None => {
+                            p.add(&format!("{at}.to"), unknown(&c.to, &t, false));
+                            None
+                        }
+                    }
+                };
+                let Some(to) = to else { continue };
+                let e = t.edges.len() as u32;
+                let mut edge_name = format!("{name}->{}", c.to);
+                let same = t
+                    .edges
+                    .iter()
+                    .filter(|x| x.name == edge_name || x.name.starts_with(&format!("{edge_name}#")))
+                    .count();
+                if same > 0 {
+                    edge_name = format!("{edge_name}#{}", same + 1);
+                }
+                let local = t.services[si].edges.len() as u32;
+                t.edges.push(Edge {
+                    suffix: Some(edge_name.clone()),
+                    name: edge_name,
+                    path: at.clone(),
+                    from: si as u32,
+                    local,
+                    to,
+                    client: c.client.clone(),
+                    pool: c.pool.clone().unwrap_or_else(|| s.pool.clone()),
+                    there: c.there.clone(),
+                    back: c.back.clone(),
+                    optional: c.optional,
+                    probability: c.probability,
+                });
+                t.services[si].edges.push(e);
+                step.edges.push(e);
+            }
+            step.wait_for = step.wait_for.min(step.edges.len() as u32).max(1);
+            if !step.edges.is_empty() {
+                t.services[si].steps.push(step);
+            }
+        }
+    }
+    if let Some(cycle) = find_cycle(&t) {
+        let (first, rest) = cycle.split_first().expect("a cycle has edges");
+        let e = &t.edges[*first as usize];
+        let mut names = vec![t.services[e.from as usize].name.clone()];
+        for &x in std::iter::once(first).chain(rest) {
+            names.push(t.name_of(t.edges[x as usize].to).to_string());
+        }
+        p.add(
+            &format!("{}.to", e.path),
+            format!(
+                "the calls form a cycle, {}: a request would call itself without end",
+                names.join(" -> ")
+            ),
+        );
+    }
+    t
+}
+
+/// A cycle of service calls, as its edges from the first service on it
+/// (depth first, services in index order: the same cycle every time).
+fn find_cycle(t: &Topology) -> Option<Vec<u32>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    fn visit(t: &Topology, s: u32, marks: &mut [Mark], stack: &mut Vec<u32>) -> Option<Vec<u32>> {
+        marks[s as usize] = Mark::Open;
+        for &e in &t.services[s as usize].edges {
+            let Target::Service(next) = t.edges[e as usize].to else {
+                continue;
+            };
+            stack.push(e);
+            match marks[next as usize] {
+                Mark::Open => {
+                    let from = stack
+                        .iter()
+                        .position(|&x| t.edges[x as usize].from == next)
+                        .unwrap_or(0);
+                    return Some(stack[from..].to_vec());
+                }
+                Mark::New => {
+                    if let Some(c) = visit(t, next, marks, stack) {
+                        return Some(c);
+                    }
+                }
+                Mark::Done => {}
+            }
+            stack.pop();
+        }
+        marks[s as usize] = Mark::Done;
+        None
+    }
+    let mut marks = vec![Mark::New; t.services.len()];
+    for s in 0..t.services.len() as u32 {
+        if marks[s as usize] == Mark::New {
+            let mut stack = Vec::new();
+            if let Some(c) = visit(t, s, &mut marks, &mut stack) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+fn unknown(name: &str, t: &Topology, services_only: bool) -> String {
+    let mut known: Vec<&str> = t.services.iter().map(|s| s.name.as_str()).collect();
+    if !services_only {
+        known.extend(t.dependencies.iter().map(|d| d.name.as_str()));
+    }
+    let what = if services_only {
+        "service"
+    } else {
+        "service or dependency"
+    };
+    format!(
+        "no {what} is called {name:?}; expected one of {}",
+        known.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(yaml_calls: &[(&str, Vec<CallSpec>)], deps: &[&str], entry: &str) -> WorldConfig {
+        let mut cfg = WorldConfig::default();
+        for (name, calls) in yaml_calls {
+            let s = ServiceConfig {
+                calls: calls.clone(),
+                pods: 1,
+                ..Default::default()
+            };
+            cfg.services.insert(name.to_string(), s);
+        }
+        for d in deps {
+            cfg.dependencies
+                .insert(d.to_string(), UpstreamConfig::default());
+        }
+        cfg.entry = Some(entry.into());
+        cfg
+    }
+
+    fn call(to: &str) -> CallSpec {
+        CallSpec {
+            to: to.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_single_tier_is_three_nodes() {
+        let t = Topology::of(&WorldConfig::default()).unwrap();
+        assert_eq!(t.services.len(), 1);
+        assert_eq!(t.edges.len(), 1);
+        assert_eq!(t.dependencies.len(), 1);
+        assert_eq!(t.edges[0].to, Target::Dependency(0));
+        assert_eq!(t.paths(), vec![vec![0]]);
+    }
+
+    #[test]
+    fn a_graph_resolves_names_steps_and_paths() {
+        let par = CallSpec {
+            parallel: vec![call("b"), call("db")],
+            wait_for: Some(1),
+            ..Default::default()
+        };
+        let cfg = graph(
+            &[("a", vec![call("b"), par]), ("b", vec![call("db")])],
+            &["db"],
+            "a",
+        );
+        let t = Topology::of(&cfg).unwrap();
+        assert_eq!(t.edges.len(), 4);
+        assert_eq!(t.edges[0].name, "a->b");
+        assert_eq!(t.edges[1].name, "a->b#2");
+        assert_eq!(t.services[0].steps.len(), 2);
+        assert_eq!(t.services[0].steps[1].wait_for, 1);
+        assert_eq!(t.paths(), vec![vec![0, 3], vec![1, 3], vec![2]]);
+    }
+
+    #[test]
+    fn a_cycle_is_refused_with_the_path_that_closes_it() {
+        let cfg = graph(
+            &[
+                ("a", vec![call("b")]),
+                ("b", vec![call("c")]),
+                ("c", vec![call("a")]),
+            ],
+            &[],
+            "a",
+        );
+        let e = Topology::of(&cfg).unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].path, "services.a.calls[0].to");
+        assert!(
+            e[0].message.contains("a -> b -> c -> a"),
+            "{}",
+            e[0].message
+        );
+    }
+
+    #[test]
+    fn unknown_names_and_single_tier_sections_are_located() {
+        let mut cfg = graph(&[("a", vec![call("nope")])], &["db"], "zz");
+        cfg.client.retry.max_retries = 7;
+        let e = Topology::of(&cfg).unwrap_err();
+        let paths: Vec<&str> = e.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["client", "entry", "services.a.calls[0].to"],
+            "{e:?}"
+        );
+        assert!(
+            e[2].message.contains("expected one of a, db"),
+            "{}",
+            e[2].message
+        );
+    }
+}
