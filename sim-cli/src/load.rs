@@ -147,6 +147,9 @@ struct Doc {
     client: Option<ClientConfig>,
     timeline: Option<Vec<TimelineEntry>>,
     limits: Option<WorldLimits>,
+    services: Option<std::collections::BTreeMap<String, ServiceConfig>>,
+    dependencies: Option<std::collections::BTreeMap<String, UpstreamConfig>>,
+    entry: Option<String>,
 }
 
 /// Top-level keys that are the experiment's, not the world's.
@@ -905,6 +908,7 @@ impl Experiment {
 /// in. `Err((path, message))`.
 pub fn resolve(mut written: Value) -> Result<WorldConfig, (String, String)> {
     expand_deploys(&mut written)?;
+    expand_call_presets(&mut written)?;
     let expanded = expand_preset(written)?;
     from_value(expanded).map_err(|e| {
         let text = e.to_string();
@@ -951,6 +955,61 @@ fn expand_deploys(world: &mut Value) -> Result<(), (String, String)> {
             upstream_live = upstream.clone();
             deploy.insert(Value::from("upstream"), upstream);
         }
+    }
+    Ok(())
+}
+
+/// Expands the preset named in each call of a graph
+/// (`services.orders.calls[0].client.preset`, a parallel group's calls
+/// too) as [`expand_preset`] does the single tier's: its client, and its
+/// pool as the call's, the fields written beside them on top.
+fn expand_call_presets(world: &mut Value) -> Result<(), (String, String)> {
+    let Some(Value::Mapping(services)) = world.get_mut("services") else {
+        return Ok(());
+    };
+    for (name, service) in services.iter_mut() {
+        let name = name.as_str().unwrap_or_default().to_string();
+        let Some(Value::Sequence(calls)) = service.get_mut("calls") else {
+            continue;
+        };
+        for (i, call) in calls.iter_mut().enumerate() {
+            let at = format!("services.{name}.calls[{i}]");
+            expand_call_preset(call, &at)?;
+            if let Some(Value::Sequence(group)) = call.get_mut("parallel") {
+                for (j, c) in group.iter_mut().enumerate() {
+                    expand_call_preset(c, &format!("{at}.parallel[{j}]"))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Expands one call's `client.preset`, `at` its path.
+fn expand_call_preset(call: &mut Value, at: &str) -> Result<(), (String, String)> {
+    let Value::Mapping(m) = call else {
+        return Ok(());
+    };
+    let Some(client) = m.get("client") else {
+        return Ok(());
+    };
+    if client.get("preset").is_none() {
+        return Ok(());
+    }
+    let mut alone = Mapping::new();
+    alone.insert(Value::from("client"), client.clone());
+    if let Some(pool) = m.get("pool") {
+        let mut service = Mapping::new();
+        service.insert(Value::from("pool"), pool.clone());
+        alone.insert(Value::from("service"), Value::Mapping(service));
+    }
+    let expanded =
+        expand_preset(Value::Mapping(alone)).map_err(|(p, msg)| (format!("{at}.{p}"), msg))?;
+    if let Some(c) = expanded.get("client") {
+        m.insert(Value::from("client"), c.clone());
+    }
+    if let Some(pool) = expanded.get("service").and_then(|s| s.get("pool")) {
+        m.insert(Value::from("pool"), pool.clone());
     }
     Ok(())
 }
@@ -1065,16 +1124,26 @@ const MIN_EVENTS_PER_REQUEST: f64 = 2.0;
 /// would stop is refused in milliseconds, naming what generates the
 /// events. `Err((field path, message))`.
 pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, String)> {
+    let topo = sim_models::graph::Topology::of(w).map_err(|e| {
+        let first = &e[0];
+        (first.path.clone(), first.message.clone())
+    })?;
     let secs = w.clock.duration.as_secs_f64();
     let users = w.load.closed_loop.as_ref().map_or(0, |c| c.users);
     let requests = requests_per_run(w);
     if requests > limits.max_requests {
         let mut parts = vec![format!("open loop {} requests/s", rate(w.load.rate))];
-        if w.upstream.background_rps > 0.0 {
-            parts.push(format!(
-                "background {} requests/s",
-                rate(w.upstream.background_rps)
-            ));
+        for d in &topo.dependencies {
+            if d.cfg.background_rps > 0.0 {
+                let whose = match topo.dependencies.len() {
+                    1 => String::new(),
+                    _ => format!(" at {}", d.name),
+                };
+                parts.push(format!(
+                    "background {} requests/s{whose}",
+                    rate(d.cfg.background_rps)
+                ));
+            }
         }
         if users > 0 {
             parts.push(format!(
@@ -1091,37 +1160,38 @@ pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, 
             ),
         ));
     }
-    let pods = f64::from(w.service.pods);
-    let mut generators: Vec<(f64, &str, String)> = vec![
-        (
-            w.load.rate * secs * MIN_EVENTS_PER_REQUEST,
-            "load.rate",
-            format!("{} requests/s for {}", rate(w.load.rate), w.clock.duration),
-        ),
-        (
-            w.upstream.background_rps * secs * MIN_EVENTS_PER_REQUEST,
-            "upstream.background_rps",
+    let mut generators: Vec<(f64, String, String)> = vec![(
+        w.load.rate * secs * MIN_EVENTS_PER_REQUEST,
+        "load.rate".into(),
+        format!("{} requests/s for {}", rate(w.load.rate), w.clock.duration),
+    )];
+    for d in &topo.dependencies {
+        generators.push((
+            d.cfg.background_rps * secs * MIN_EVENTS_PER_REQUEST,
+            format!("{}.background_rps", d.path),
             format!(
                 "{} background requests/s for {}",
-                rate(w.upstream.background_rps),
+                rate(d.cfg.background_rps),
                 w.clock.duration
             ),
-        ),
-        (
-            secs / w.clock.bucket.as_secs_f64().max(1e-9),
-            "clock.bucket",
-            format!("buckets of {} for {}", w.clock.bucket, w.clock.duration),
-        ),
-    ];
-    if let Some(h) = &w.service.health {
-        generators.push((
-            pods * secs / h.period.as_secs_f64().max(1e-9),
-            "service.health.period",
-            format!(
-                "health probes of {} pods every {} for {}",
-                w.service.pods, h.period, w.clock.duration
-            ),
         ));
+    }
+    generators.push((
+        secs / w.clock.bucket.as_secs_f64().max(1e-9),
+        "clock.bucket".into(),
+        format!("buckets of {} for {}", w.clock.bucket, w.clock.duration),
+    ));
+    for s in &topo.services {
+        if let Some(h) = &s.cfg.health {
+            generators.push((
+                f64::from(s.cfg.pods) * secs / h.period.as_secs_f64().max(1e-9),
+                format!("{}.health.period", s.path),
+                format!(
+                    "health probes of {} pods every {} for {}",
+                    s.cfg.pods, h.period, w.clock.duration
+                ),
+            ));
+        }
     }
     let total: f64 = generators.iter().map(|g| g.0).sum();
     let max = w.limits.max_events as f64;
@@ -1145,7 +1215,11 @@ pub fn requests_per_run(w: &WorldConfig) -> f64 {
         .closed_loop
         .as_ref()
         .map_or(0.0, |c| f64::from(c.users));
-    (w.load.rate + w.upstream.background_rps + users) * w.clock.duration.as_secs_f64()
+    let background: f64 = match w.is_graph() {
+        false => w.upstream.background_rps,
+        true => w.dependencies.values().map(|d| d.background_rps).sum(),
+    };
+    (w.load.rate + background + users) * w.clock.duration.as_secs_f64()
 }
 
 #[cfg(test)]

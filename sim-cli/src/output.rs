@@ -10,6 +10,7 @@
 //! OUT/pod_groups/cell=<id>/part-0.parquet   one row per run, bucket and pod group
 //! OUT/events/cell=<id>/part-0.parquet       timeline actions, breaker transitions, pod restarts
 //! OUT/attempts/cell=<id>/part-0.parquet     one row per attempt (opt-in, sampled)
+//! OUT/nodes/cell=<id>/part-0.parquet        one row per run, bucket and node (service, edge, dependency)
 //! ```
 //!
 //! Every file is written to a temporary name of its writer's and renamed
@@ -27,7 +28,8 @@ use sim_core::time::{SimDuration, WallClock};
 use sim_models::kpi::{KpiRow, Kpis};
 use sim_models::outcome::Reason;
 use sim_models::recorder::{
-    AttemptRecord, BucketRow, Count, GroupRow, Latency, LatencySummary, Level, RowSink, WorldEvent,
+    AttemptRecord, BucketRow, Count, GroupRow, Latency, LatencySummary, Level, NodeRow, RowSink,
+    WorldEvent,
 };
 use yaml_serde::Value;
 
@@ -35,7 +37,14 @@ use crate::dataset::{Writer, create_dir, io_error};
 use crate::sweep::{Cell, canonical};
 
 /// The tables of the dataset.
-pub const TABLES: [&str; 5] = ["summary", "timeseries", "pod_groups", "events", "attempts"];
+pub const TABLES: [&str; 6] = [
+    "summary",
+    "timeseries",
+    "pod_groups",
+    "events",
+    "attempts",
+    "nodes",
+];
 
 /// Bucket rows held as structs before they are turned into columns.
 const BUCKET_CHUNK: usize = 256;
@@ -186,6 +195,12 @@ pub struct CellSink<'w> {
     pod_groups: TableStream,
     attempts_table: Option<TableStream>,
     events_table: TableStream,
+    nodes: Vec<(NodeRow, u64)>,
+    node_names: Vec<String>,
+    nodes_table: TableStream,
+    /// Users' requests offered in the last bucket closed (the nodes'
+    /// rows of a bucket follow its bucket row).
+    last_offered: u64,
     sample: f64,
     error: Option<String>,
 }
@@ -201,6 +216,10 @@ impl<'w> CellSink<'w> {
             attempts_table: (sample > 0.0)
                 .then(|| TableStream::new(out, "attempts", &id, writer, RECORD_ROW_GROUP)),
             events_table: TableStream::new(out, "events", &id, writer, RECORD_ROW_GROUP),
+            nodes_table: TableStream::new(out, "nodes", &id, writer, RECORD_ROW_GROUP),
+            nodes: Vec::new(),
+            node_names: Vec::new(),
+            last_offered: 0,
             ctx,
             writer,
             kpi_rows: Vec::new(),
@@ -268,6 +287,26 @@ impl<'w> CellSink<'w> {
         self.keep(r);
     }
 
+    fn flush_nodes(&mut self) {
+        if self.nodes.is_empty() || self.error.is_some() {
+            self.nodes.clear();
+            return;
+        }
+        let c = &self.ctx;
+        let r = nodes_frame(
+            &c.cell,
+            &c.experiment,
+            &c.kinds,
+            &self.nodes,
+            &self.node_names,
+            &c.clock,
+        )
+        .map_err(|e| e.to_string())
+        .and_then(|df| self.nodes_table.write(df, &c.meta));
+        self.nodes.clear();
+        self.keep(r);
+    }
+
     fn flush_events(&mut self) {
         if self.events.is_empty() || self.error.is_some() {
             self.events.clear();
@@ -288,6 +327,7 @@ impl<'w> CellSink<'w> {
         self.flush_rows();
         self.flush_attempts();
         self.flush_events();
+        self.flush_nodes();
         let CellSink {
             ctx: c,
             writer,
@@ -296,6 +336,8 @@ impl<'w> CellSink<'w> {
             pod_groups,
             attempts_table,
             events_table,
+            nodes_table,
+            node_names,
             error,
             ..
         } = self;
@@ -303,6 +345,7 @@ impl<'w> CellSink<'w> {
             timeseries.abandon();
             pod_groups.abandon();
             events_table.abandon();
+            nodes_table.abandon();
             if let Some(a) = attempts_table {
                 a.abandon();
             }
@@ -320,6 +363,11 @@ impl<'w> CellSink<'w> {
             writer,
         )?;
         events_table.finish(|| events_frame(cell, name, &[], clock), &c.meta, writer)?;
+        nodes_table.finish(
+            || nodes_frame(cell, name, kinds, &[], &node_names, clock),
+            &c.meta,
+            writer,
+        )?;
         if let Some(a) = attempts_table {
             a.finish(
                 || attempts_frame(cell, name, &[], c.cost_per_attempt),
@@ -333,6 +381,7 @@ impl<'w> CellSink<'w> {
 
 impl RowSink for CellSink<'_> {
     fn push(&mut self, row: BucketRow) {
+        self.last_offered = row.count(Count::Offered);
         self.kpi_rows.push(KpiRow::of(&row));
         self.rows.push(row);
         if self.rows.len() >= BUCKET_CHUNK {
@@ -354,6 +403,114 @@ impl RowSink for CellSink<'_> {
             self.flush_events();
         }
     }
+    fn wants_nodes(&self) -> bool {
+        true
+    }
+    fn node(&mut self, row: NodeRow, names: &[String]) {
+        if self.node_names.is_empty() {
+            self.node_names = names.to_vec();
+        }
+        self.nodes.push((row, self.last_offered));
+        if self.nodes.len() >= RECORD_CHUNK {
+            self.flush_nodes();
+        }
+    }
+}
+
+/// The `nodes` table: one row per bucket and node (services, edges,
+/// dependencies; `experiments/README.md` documents the columns).
+/// `per_request` is the node's own count (a service's requests, an edge's
+/// attempts, a dependency's arrivals) per user request offered in the
+/// bucket: the amplification at that tier.
+pub fn nodes_frame(
+    cell: &Cell,
+    experiment: &str,
+    kinds: &[(String, ParamKind)],
+    rows: &[(NodeRow, u64)],
+    names: &[String],
+    clock: &WallClock,
+) -> PolarsResult<DataFrame> {
+    use sim_models::recorder::NodeKind;
+    let n = rows.len();
+    let mut cols = id_columns(cell, experiment, n);
+    cols.extend(param_columns(cell, kinds, n));
+    let name_of = |r: &NodeRow| names.get(r.slot as usize).cloned().unwrap_or_default();
+    let u = |f: fn(&NodeRow) -> u64| rows.iter().map(|(r, _)| f(r)).collect::<Vec<u64>>();
+    let col = |name: &str, v: Vec<u64>| Column::new(name.into(), v);
+    cols.push(col("bucket", u(|r| r.bucket)));
+    cols.push(Column::new(
+        "t_s".into(),
+        rows.iter()
+            .map(|(r, _)| r.start.as_secs_f64())
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "label".into(),
+        rows.iter()
+            .map(|(r, _)| clock.label(r.start))
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "kind".into(),
+        rows.iter().map(|(r, _)| r.kind.name()).collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "node".into(),
+        rows.iter().map(|(r, _)| name_of(r)).collect::<Vec<_>>(),
+    ));
+    cols.push(col("offered", u(|r| r.offered)));
+    cols.push(col("attempts", u(|r| r.attempts)));
+    cols.push(col("retries", u(|r| r.retries)));
+    cols.push(col("answered", u(|r| r.answered)));
+    cols.push(col("failed", u(|r| r.failed)));
+    cols.push(col("timeouts", u(|r| r.timeouts)));
+    cols.push(Column::new(
+        "per_request".into(),
+        rows.iter()
+            .map(|(r, users)| {
+                let own = match r.kind {
+                    NodeKind::Edge => r.attempts,
+                    _ => r.offered,
+                };
+                (*users > 0).then(|| own as f64 / *users as f64)
+            })
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(col("latency_count", u(|r| r.latency.count)));
+    for (name, q) in [
+        (
+            "latency_p50_s",
+            (|l| l.p50) as fn(&LatencySummary) -> Option<u64>,
+        ),
+        ("latency_p99_s", |l| l.p99),
+    ] {
+        cols.push(Column::new(
+            name.into(),
+            rows.iter()
+                .map(|(r, _)| secs(q(&r.latency)))
+                .collect::<Vec<_>>(),
+        ));
+    }
+    cols.push(Column::new(
+        "latency_mean_s".into(),
+        rows.iter()
+            .map(|(r, _)| r.latency.mean.map(|m| m / 1e9))
+            .collect::<Vec<_>>(),
+    ));
+    for (name, level) in [
+        ("busy", (|r| &r.busy) as fn(&NodeRow) -> &GaugeBucket),
+        ("waiting", |r| &r.waiting),
+    ] {
+        cols.push(Column::new(
+            format!("{name}_mean").as_str().into(),
+            rows.iter().map(|(r, _)| level(r).mean).collect::<Vec<_>>(),
+        ));
+        cols.push(Column::new(
+            format!("{name}_max").as_str().into(),
+            rows.iter().map(|(r, _)| level(r).max).collect::<Vec<_>>(),
+        ));
+    }
+    DataFrame::new(n, cols)
 }
 
 /// How a swept parameter becomes a column: numbers and durations as

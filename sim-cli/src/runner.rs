@@ -323,9 +323,9 @@ fn run_cell(
         experiment: exp.name.clone(),
         kinds: kinds.to_vec(),
         clock: world.clock.wall_clock(),
-        spans: pod_group_spans(world.service.pods, world.service.groups()),
+        spans: pod_group_spans(world.entry_service().pods, world.entry_service().groups()),
         meta: meta.clone(),
-        cost_per_attempt: world.client.cost_per_attempt,
+        cost_per_attempt: world.cost_per_attempt(),
     };
     let sink = CellSink::new(out, ctx, exp.outputs.attempts, writer);
     let output = run_with(&world, sink, checks).map_err(|e| e.to_string())?;
@@ -338,7 +338,7 @@ fn run_cell(
         world.clock.window,
         &exp.objective.clone().unwrap_or_default(),
     )
-    .with_cost(&output.totals, world.client.cost_per_attempt);
+    .with_cost(&output.totals, world.cost_per_attempt());
     let pe = |e: polars::prelude::PolarsError| e.to_string();
     let mut sm = summary_frame(cell, &exp.name, kinds, &k, output.events).map_err(pe)?;
     write_parquet(

@@ -1140,6 +1140,23 @@ impl WorldConfig {
         !self.services.is_empty()
     }
 
+    /// The service load enters at: the single tier's, or a graph's entry.
+    pub fn entry_service(&self) -> &ServiceConfig {
+        self.entry
+            .as_ref()
+            .and_then(|e| self.services.get(e))
+            .unwrap_or(&self.service)
+    }
+
+    /// What one attempt costs: the single tier's `client.cost_per_attempt`
+    /// (a graph's attempts are on many edges: none).
+    pub fn cost_per_attempt(&self) -> Option<f64> {
+        match self.is_graph() {
+            false => self.client.cost_per_attempt,
+            true => None,
+        }
+    }
+
     /// Checks every field and combination; returns every problem found.
     pub fn validate(&self) -> Result<(), Vec<ConfigError>> {
         let mut p = Problems::default();

@@ -98,6 +98,7 @@ impl<S: RowSink> World<S> {
                 }
             }
             (Admission::Answered(status), _) => {
+                self.rec.node_dependency_answered(d, status == Status::Ok);
                 let after = self.dependencies[d as usize].upstream.answer_delay(status);
                 self.respond_to_pod_after(att, edge, status, after, sched)
             }
@@ -150,6 +151,8 @@ impl<S: RowSink> World<S> {
                     if done.status == Status::Ok {
                         self.rec.count(Count::UpstreamGoodput, 1);
                     }
+                    self.rec
+                        .node_dependency_answered(dep, done.status == Status::Ok);
                     self.respond_to_pod_after(att, edge, done.status, SimDuration::ZERO, sched);
                 }
             }

@@ -554,10 +554,14 @@ impl NodeKind {
 pub struct NodeRow {
     /// The bucket's index.
     pub bucket: u64,
+    /// When the bucket started.
+    pub start: SimTime,
     /// What kind of node.
     pub kind: NodeKind,
-    /// Its index among its kind (for names, [`Recorder::node_names`]).
+    /// Its index among its kind.
     pub index: u32,
+    /// Its place among all nodes: its name in [`Recorder::node_names`].
+    pub slot: u32,
     /// Service: requests that reached a pod. Edge: calls started.
     /// Dependency: attempts that arrived.
     pub offered: u64,
@@ -566,10 +570,11 @@ pub struct NodeRow {
     /// Edge: attempts after the first (retries and hedges).
     pub retries: u64,
     /// Service: requests answered (a degraded answer too). Edge: calls
-    /// answered.
+    /// answered. Dependency: our attempts answered 200.
     pub answered: u64,
     /// Service: requests failed. Edge: calls failed (cancelled calls of a
-    /// group that was done without them are neither).
+    /// group that was done without them are neither). Dependency: our
+    /// attempts answered otherwise (errors, rejections, 429s).
     pub failed: u64,
     /// Edge: attempts that timed out.
     pub timeouts: u64,
@@ -589,6 +594,7 @@ pub struct NodeRow {
 struct NodeOpen {
     kind: NodeKind,
     index: u32,
+    slot: u32,
     offered: u64,
     attempts: u64,
     retries: u64,
@@ -605,6 +611,7 @@ impl NodeOpen {
         NodeOpen {
             kind,
             index,
+            slot: 0,
             offered: 0,
             attempts: 0,
             retries: 0,
@@ -617,11 +624,13 @@ impl NodeOpen {
         }
     }
 
-    fn close(&mut self, bucket: u64, end: SimTime) -> NodeRow {
+    fn close(&mut self, bucket: u64, start: SimTime, end: SimTime) -> NodeRow {
         let row = NodeRow {
             bucket,
+            start,
             kind: self.kind,
             index: self.index,
+            slot: self.slot,
             offered: std::mem::take(&mut self.offered),
             attempts: std::mem::take(&mut self.attempts),
             retries: std::mem::take(&mut self.retries),
@@ -714,6 +723,9 @@ impl<S: RowSink> Recorder<S> {
             .chain((0..e).map(|i| NodeOpen::new(NodeKind::Edge, i as u32)))
             .chain((0..d).map(|i| NodeOpen::new(NodeKind::Dependency, i as u32)))
             .collect();
+        for (slot, n) in self.nodes.iter_mut().enumerate() {
+            n.slot = slot as u32;
+        }
         self.first_edge = s;
         self.first_dependency = s + e;
         self.node_names = topo
@@ -823,6 +835,16 @@ impl<S: RowSink> Recorder<S> {
     pub fn node_dependency_arrived(&mut self, dep: u32) {
         if let Some(n) = self.nodes.get_mut(self.first_dependency + dep as usize) {
             n.offered += 1;
+        }
+    }
+
+    /// Dependency `dep` answered one of our attempts (`ok`: a 200), or
+    /// refused it.
+    #[inline]
+    pub fn node_dependency_answered(&mut self, dep: u32, ok: bool) {
+        if let Some(n) = self.nodes.get_mut(self.first_dependency + dep as usize) {
+            n.answered += u64::from(ok);
+            n.failed += u64::from(!ok);
         }
     }
 
@@ -1014,12 +1036,12 @@ impl<S: RowSink> Recorder<S> {
         self.sink.push(row);
         if self.sink.wants_nodes() {
             for n in &mut self.nodes {
-                let row = n.close(index, end);
+                let row = n.close(index, start, end);
                 self.sink.node(row, &self.node_names);
             }
         } else {
             for n in &mut self.nodes {
-                n.close(index, end);
+                n.close(index, start, end);
             }
         }
     }

@@ -246,9 +246,9 @@ impl std::str::FromStr for ParamRef {
             None => by_path(s).map(ParamRef::from),
         };
         found.ok_or_else(|| {
-            let all: Vec<&str> = Param::ALL.iter().map(|p| p.path()).collect();
+            let all: Vec<String> = Param::ALL.iter().map(|p| format!("`{}`", p.path())).collect();
             format!(
-                "unknown parameter {s:?}; expected one of {} (in a graph, services.<name>.pods and dependencies.<name>.<field>)",
+                "unknown variant `{s}`, expected one of {} (in a graph: services.<name>.pods, dependencies.<name>.<field>)",
                 all.join(", ")
             )
         })
@@ -263,8 +263,19 @@ impl Serialize for ParamRef {
 
 impl<'de> Deserialize<'de> for ParamRef {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        /// Parses the name while the deserializer is at it, so an error
+        /// carries the field's own path and place.
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = ParamRef;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a parameter name such as upstream.latency_scale")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<ParamRef, E> {
+                s.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_str(Name)
     }
 }
 

@@ -1,10 +1,11 @@
 //! Static analysis of a policy: how long a call can take and how many
 //! upstream attempts one user request can cause, in the worst case,
-//! without running anything.
+//! without running anything; for a graph, along each path from the entry.
 
 use sim_core::time::SimDuration;
 
-use crate::config::{ClientConfig, RetryAfterMode, TimeoutStart, WorldConfig};
+use crate::config::{ClientConfig, PoolConfig, RetryAfterMode, TimeoutStart, WorldConfig};
+use crate::graph::Topology;
 
 /// Worst cases of a configuration.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,12 +23,12 @@ pub struct WorstCase {
 
 /// The longest one attempt can take, if bounded: its timeout, plus the
 /// pool wait and dial when the timeout only starts with a connection.
-fn per_try(c: &ClientConfig, cfg: &WorldConfig) -> Option<SimDuration> {
+fn per_try(c: &ClientConfig, pool: &PoolConfig) -> Option<SimDuration> {
     let t = c.attempt_timeout?;
     match c.timeout_starts {
         TimeoutStart::AttemptStart => Some(t),
         TimeoutStart::ConnectionAcquired => {
-            let wait = cfg.service.pool.acquire_timeout?;
+            let wait = pool.acquire_timeout?;
             let dial = c.connect_timeout?;
             Some(t.saturating_add(wait).saturating_add(dial))
         }
@@ -88,7 +89,93 @@ fn backoff_bound(c: &ClientConfig, retries: u32, lines: &mut Vec<String>) -> Opt
 /// per call (1 + retries + fast retries, or hedging's maximum) times the
 /// gateway's dispatches.
 pub fn worst_case(cfg: &WorldConfig) -> WorstCase {
-    let c = &cfg.client;
+    let mut w = call_worst_case(&cfg.client, &cfg.service.pool, None);
+    let dispatches = 1 + u64::from(cfg.gateway.retry.as_ref().map_or(0, |g| g.max_retries));
+    if dispatches > 1 {
+        w.derivation.push(format!(
+            "gateway dispatches each request up to {dispatches} times"
+        ));
+    }
+    w.amplification = w.attempts_per_call.saturating_mul(dispatches);
+    w
+}
+
+/// The worst case of one path of a graph: the edges from the entry down.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathWorstCase {
+    /// The nodes, entry first: `orders -> payment -> mysql`.
+    pub nodes: Vec<String>,
+    /// Longest the entry's call down this path can take (`None`:
+    /// unbounded).
+    pub latency: Option<SimDuration>,
+    /// Most attempts one user request puts on the path's last node: each
+    /// edge's attempts per call multiplied, and the gateway's dispatches.
+    pub amplification: u64,
+    /// Each edge's figures, top first.
+    pub derivation: Vec<String>,
+}
+
+/// The worst case of every path of `topo` from its entry: latency bottom
+/// up (an attempt lasts at most its own bound, or what the service it
+/// calls can take), amplification multiplied down.
+pub fn paths_worst_case(cfg: &WorldConfig, topo: &Topology) -> Vec<PathWorstCase> {
+    let dispatches = 1 + u64::from(cfg.gateway.retry.as_ref().map_or(0, |g| g.max_retries));
+    topo.paths()
+        .into_iter()
+        .map(|path| {
+            let mut below: Option<SimDuration> = None;
+            let mut bounded_below = false;
+            let mut lines = Vec::new();
+            let mut amplification = dispatches;
+            let mut worst: Vec<WorstCase> = Vec::new();
+            for &e in path.iter().rev() {
+                let edge = &topo.edges[e as usize];
+                let w = call_worst_case(
+                    &edge.client,
+                    &edge.pool,
+                    bounded_below.then_some(below).flatten(),
+                );
+                below = w.latency;
+                bounded_below = w.latency.is_some();
+                worst.push(w);
+            }
+            worst.reverse();
+            for (&e, w) in path.iter().zip(&worst) {
+                amplification = amplification.saturating_mul(w.attempts_per_call);
+                lines.push(format!(
+                    "{}: {} attempts per call, latency {}",
+                    topo.edges[e as usize].name,
+                    w.attempts_per_call,
+                    w.latency.map_or("unbounded".to_string(), |l| l.to_string())
+                ));
+            }
+            if dispatches > 1 {
+                lines.push(format!(
+                    "gateway dispatches each request up to {dispatches} times"
+                ));
+            }
+            let mut nodes = vec![topo.services[topo.entry as usize].name.clone()];
+            for &e in &path {
+                nodes.push(topo.name_of(topo.edges[e as usize].to).to_string());
+            }
+            PathWorstCase {
+                nodes,
+                latency: worst.first().and_then(|w| w.latency),
+                amplification,
+                derivation: lines,
+            }
+        })
+        .collect()
+}
+
+/// Worst-case latency and attempts of one call with `c` over `pool`;
+/// `callee` bounds one attempt when the far end cannot take longer (a
+/// service whose own calls are bounded).
+fn call_worst_case(c: &ClientConfig, pool: &PoolConfig, callee: Option<SimDuration>) -> WorstCase {
+    let per_try = |c: &ClientConfig, pool: &PoolConfig| match (per_try(c, pool), callee) {
+        (Some(t), Some(b)) => Some(t.min(b)),
+        (t, b) => t.or(b),
+    };
     let r = &c.retry;
     let mut lines = Vec::new();
     let fast = r.fast_retry.as_ref().map_or(0, |f| f.max);
@@ -101,13 +188,13 @@ pub fn worst_case(cfg: &WorldConfig) -> WorstCase {
             ));
             (
                 u64::from(h.max_attempts),
-                per_try(c, cfg).map(|t| last_start.saturating_add(t)),
+                per_try(c, pool).map(|t| last_start.saturating_add(t)),
             )
         }
         None => {
             let attempts = 1 + u64::from(r.max_retries) + u64::from(fast);
-            let mut total = per_try(c, cfg).map(|t| t.saturating_mul(attempts));
-            if let Some(t) = per_try(c, cfg) {
+            let mut total = per_try(c, pool).map(|t| t.saturating_mul(attempts));
+            if let Some(t) = per_try(c, pool) {
                 lines.push(format!("{attempts} attempts × {t} per try"));
             } else {
                 lines.push(
@@ -134,16 +221,10 @@ pub fn worst_case(cfg: &WorldConfig) -> WorstCase {
         }
         (l, _) => l,
     };
-    let dispatches = 1 + u64::from(cfg.gateway.retry.as_ref().map_or(0, |g| g.max_retries));
-    if dispatches > 1 {
-        lines.push(format!(
-            "gateway dispatches each request up to {dispatches} times"
-        ));
-    }
     WorstCase {
         latency,
         attempts_per_call: attempts,
-        amplification: attempts.saturating_mul(dispatches),
+        amplification: attempts,
         derivation: lines,
     }
 }
