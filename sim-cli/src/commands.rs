@@ -497,6 +497,91 @@ fn search_plans(exp: &Experiment, limits: &InputLimits) -> Result<Vec<String>, F
     Ok(lines)
 }
 
+/// `explain`'s view of a graph: each service with its calls, step by
+/// step, and each path from the entry with its static worst case.
+fn explain_graph(world: &sim_models::config::WorldConfig, what: &str) -> Result<(), Failure> {
+    let topo = sim_models::graph::Topology::of(world).map_err(|e| {
+        Failure::Input(
+            e.iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    })?;
+    crate::say!(
+        "\n# Service graph, {what}: load enters at {}",
+        topo.services[topo.entry as usize].name
+    );
+    for s in &topo.services {
+        let c = &s.cfg;
+        let plural = |n: u32, one: &str| match n {
+            1 => format!("1 {one}"),
+            n => format!("{n} {one}s"),
+        };
+        let mut about = vec![plural(c.pods, "pod")];
+        if let Some(w) = c.workers {
+            about.push(plural(w, "worker"));
+        }
+        if let Some(k) = c.cores {
+            about.push(plural(k, "core"));
+        }
+        if c.work.is_some() {
+            about.push("own work".into());
+        }
+        crate::say!("#   {} ({})", s.name, about.join(", "));
+        for (i, step) in s.steps.iter().enumerate() {
+            let calls: Vec<String> = step
+                .edges
+                .iter()
+                .map(|&e| {
+                    let edge = &topo.edges[e as usize];
+                    let mut c = topo.name_of(edge.to).to_string();
+                    if edge.optional {
+                        c.push_str(" (optional)");
+                    }
+                    if edge.probability < 1.0 {
+                        c.push_str(&format!(" ({:.0} % of requests)", edge.probability * 100.0));
+                    }
+                    c
+                })
+                .collect();
+            let how = match step.edges.len() {
+                1 => String::new(),
+                n if step.wait_for as usize == n => format!(", in parallel, waiting for all {n}"),
+                n => format!(
+                    ", in parallel, waiting for the first {} of {n}",
+                    step.wait_for
+                ),
+            };
+            crate::say!("#     step {}: calls {}{how}", i + 1, calls.join(", "));
+        }
+    }
+    for d in &topo.dependencies {
+        crate::say!(
+            "#   {} (dependency: {} slots, queue {})",
+            d.name,
+            d.cfg.capacity,
+            d.cfg.queue_limit
+        );
+    }
+    crate::say!(
+        "\n# Static worst case per path (latency bottom up: an attempt lasts at most its own bound or what the service it calls can take; amplification multiplied down)"
+    );
+    for p in analysis::paths_worst_case(world, &topo) {
+        crate::say!(
+            "#   {}: latency {}, {} attempt(s) at {} per user request",
+            p.nodes.join(" -> "),
+            p.latency.map_or("unbounded".to_string(), |l| l.to_string()),
+            p.amplification,
+            p.nodes.last().map_or("", String::as_str)
+        );
+        for line in &p.derivation {
+            crate::say!("#     {line}");
+        }
+    }
+    Ok(())
+}
+
 /// Most cells `explain` lists one by one.
 const EXPLAIN_CELLS: usize = 50;
 
@@ -524,19 +609,23 @@ pub fn explain(file: &Path, limits: &InputLimits, cell: Option<&str>) -> Result<
     if let Some(d) = &exp.description {
         crate::say!("# {}", d.trim().replace('\n', "\n# "));
     }
-    let w = analysis::worst_case(&world);
-    crate::say!("\n# Static worst case of the client policy, {what}");
-    crate::say!(
-        "#   latency of one call: {}",
-        w.latency.map_or("unbounded".to_string(), |l| l.to_string())
-    );
-    crate::say!(
-        "#   attempts per call: {}; upstream attempts per user request: {}",
-        w.attempts_per_call,
-        w.amplification
-    );
-    for line in &w.derivation {
-        crate::say!("#     {line}");
+    if world.is_graph() {
+        explain_graph(&world, &what)?;
+    } else {
+        let w = analysis::worst_case(&world);
+        crate::say!("\n# Static worst case of the client policy, {what}");
+        crate::say!(
+            "#   latency of one call: {}",
+            w.latency.map_or("unbounded".to_string(), |l| l.to_string())
+        );
+        crate::say!(
+            "#   attempts per call: {}; upstream attempts per user request: {}",
+            w.attempts_per_call,
+            w.amplification
+        );
+        for line in &w.derivation {
+            crate::say!("#     {line}");
+        }
     }
     crate::say!("#   cells: {}", all.len());
     if let Some(sweep) = &exp.sweep {

@@ -2,6 +2,7 @@
 
 mod common;
 mod fidelity;
+mod graphs;
 mod parts;
 mod policies;
 mod storm_1402;

@@ -1,0 +1,305 @@
+//! Service graphs against things we did not write: the closed form of
+//! retries multiplied across tiers, Jackson's theorem for an open network
+//! of exponential services, and the maximum (and minimum) of k
+//! exponentials for a parallel fan-out.
+
+use sim_core::dist::DistSpec;
+use sim_core::theory::mmc_mean_wait;
+use sim_core::time::SimDuration;
+use sim_models::config::{
+    CallSpec, ClientConfig, PoolConfig, ServiceConfig, UpstreamConfig, WorldConfig,
+};
+use sim_models::graph::Topology;
+use sim_models::policy::analysis::paths_worst_case;
+use sim_models::policy::backoff::Backoff;
+use sim_models::recorder::{BucketRow, Latency, NodeRow, RowSink, RunTotals};
+use sim_models::timeline::{Param, SetAction, TimelineEntry};
+use sim_models::world::run;
+
+use crate::common::{ms, secs};
+
+/// Keeps the nodes' rows with their names.
+#[derive(Default)]
+struct Nodes {
+    rows: Vec<NodeRow>,
+    names: Vec<String>,
+}
+
+impl RowSink for Nodes {
+    fn push(&mut self, _row: BucketRow) {}
+    fn wants_nodes(&self) -> bool {
+        true
+    }
+    fn node(&mut self, row: NodeRow, names: &[String]) {
+        if self.names.is_empty() {
+            self.names = names.to_vec();
+        }
+        self.rows.push(row);
+    }
+}
+
+impl Nodes {
+    /// The rows of the node called `name`.
+    fn of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a NodeRow> + 'a {
+        self.rows
+            .iter()
+            .filter(move |r| self.names[r.slot as usize] == name)
+    }
+
+    /// A count summed over the run.
+    fn total(&self, name: &str, f: fn(&NodeRow) -> u64) -> u64 {
+        self.of(name).map(f).sum()
+    }
+
+    /// The mean latency over the run, from each bucket's mean.
+    fn mean_latency(&self, name: &str) -> f64 {
+        let (mut n, mut sum) = (0u64, 0.0);
+        for r in self.of(name) {
+            if let Some(m) = r.latency.mean {
+                n += r.latency.count;
+                sum += m * r.latency.count as f64;
+            }
+        }
+        sum / n as f64 / 1e9
+    }
+}
+
+fn go(cfg: &WorldConfig) -> (Nodes, RunTotals) {
+    let out = run(cfg, Nodes::default()).unwrap_or_else(|e| panic!("{e}"));
+    (out.sink, out.totals)
+}
+
+/// A pool that never makes anyone wait: connections set up at once.
+fn free_pool() -> PoolConfig {
+    PoolConfig {
+        max_connections: 100_000,
+        connect_time: DistSpec::Constant(SimDuration::ZERO),
+        ..Default::default()
+    }
+}
+
+fn call(to: &str, client: ClientConfig) -> CallSpec {
+    CallSpec {
+        to: to.into(),
+        client,
+        pool: Some(free_pool()),
+        ..Default::default()
+    }
+}
+
+fn service(pods: u32, calls: Vec<CallSpec>) -> ServiceConfig {
+    ServiceConfig {
+        pods,
+        calls,
+        ..Default::default()
+    }
+}
+
+fn exp(mean: SimDuration) -> DistSpec {
+    DistSpec::Exponential { mean }
+}
+
+/// Stops arrivals at `at`, so every request finishes before the end.
+fn stop_load_at(cfg: &mut WorldConfig, at: SimDuration) {
+    cfg.timeline.push(TimelineEntry {
+        set: Some(SetAction {
+            param: Param::LoadRate.into(),
+            value: 0.0,
+        }),
+        ..TimelineEntry::at_offset(at)
+    });
+}
+
+/// Three tiers (a → b → c → db), 4 attempts at each: a user request puts
+/// `4 × 4 × 4` attempts on a database that always fails when every
+/// failure is retried, and `E_a · E_b · E_c` in expectation when it fails
+/// independently with probability `p` (each `E = (1 − q⁴)/(1 − q)` with
+/// `q` the chance a call below fails).
+fn three_tiers(p: f64) -> WorldConfig {
+    let retry = ClientConfig {
+        attempt_timeout: Some(secs(60)),
+        retry: sim_models::config::RetryConfig {
+            max_retries: 3,
+            backoff: Backoff::fixed(ms(1)),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut cfg = WorldConfig::default();
+    cfg.seed = 5;
+    cfg.clock.duration = secs(40);
+    cfg.load.rate = 200.0;
+    cfg.entry = Some("a".into());
+    cfg.services
+        .insert("a".into(), service(2, vec![call("b", retry.clone())]));
+    cfg.services
+        .insert("b".into(), service(2, vec![call("c", retry.clone())]));
+    cfg.services
+        .insert("c".into(), service(2, vec![call("db", retry)]));
+    let mut db = UpstreamConfig {
+        capacity: 100_000,
+        latency: DistSpec::Constant(ms(1)),
+        ..Default::default()
+    };
+    db.errors.http_500 = p;
+    cfg.dependencies.insert("db".into(), db);
+    stop_load_at(&mut cfg, secs(30));
+    cfg
+}
+
+#[test]
+fn retries_multiply_across_tiers_exactly_when_the_bottom_always_fails() {
+    let cfg = three_tiers(1.0);
+    let (nodes, totals) = go(&cfg);
+    let users = totals.count(sim_models::recorder::Count::Offered);
+    assert!(users > 5_000, "{users}");
+    assert_eq!(totals.finished(), users, "every request finished");
+    assert_eq!(nodes.total("a->b", |r| r.attempts), 4 * users);
+    assert_eq!(nodes.total("b->c", |r| r.attempts), 16 * users);
+    assert_eq!(nodes.total("c->db", |r| r.attempts), 64 * users);
+    assert_eq!(nodes.total("db", |r| r.offered), 64 * users);
+    // The static analysis says the same.
+    let topo = Topology::of(&cfg).unwrap();
+    let paths = paths_worst_case(&cfg, &topo);
+    assert_eq!(paths.len(), 1);
+    assert_eq!(paths[0].nodes, ["a", "b", "c", "db"]);
+    assert_eq!(paths[0].amplification, 64);
+}
+
+#[test]
+fn retries_multiply_across_tiers_in_expectation_with_independent_failures() {
+    let p: f64 = 0.7;
+    let e = |q: f64| (1.0 - q.powi(4)) / (1.0 - q);
+    let (q1, q2) = (p.powi(4), p.powi(16));
+    let expected = e(p) * e(q1) * e(q2);
+    let mut measured = Vec::new();
+    for seed in [1, 2, 3] {
+        let mut cfg = three_tiers(p);
+        cfg.seed = seed;
+        let (nodes, totals) = go(&cfg);
+        let users = totals.count(sim_models::recorder::Count::Offered) as f64;
+        measured.push(nodes.total("db", |r| r.offered) as f64 / users);
+    }
+    let mean = measured.iter().sum::<f64>() / 3.0;
+    // About 17,000 requests: the mean's standard error is under 0.5 %.
+    assert!(
+        (mean / expected - 1.0).abs() < 0.02,
+        "{mean:.4} attempts at the database per request, expected {expected:.4} ({measured:?})"
+    );
+}
+
+/// An open network of exponential servers: `a` (2 cores, 15 ms) does its
+/// work and calls `b` (1 core, 6 ms), then on half the requests `c`
+/// (1 core, 10 ms). Departures of an M/M/c queue are Poisson (Burke), so
+/// each node is an M/M/c queue at its own rate and the end-to-end mean is
+/// the sum of the mean sojourns along the visits (Jackson).
+#[test]
+fn an_open_network_of_exponential_services_matches_jackson() {
+    let node = |cores, mean_ms, calls| ServiceConfig {
+        pods: 1,
+        cores: Some(cores),
+        work: Some(exp(ms(mean_ms))),
+        calls,
+        ..Default::default()
+    };
+    let lambda = 100.0;
+    let sojourn = |c: u32, lambda: f64, mean_ms: f64| {
+        let mu = 1000.0 / mean_ms;
+        mmc_mean_wait(c, lambda, mu) + 1.0 / mu
+    };
+    let (wa, wb, wc) = (
+        sojourn(2, lambda, 15.0),
+        sojourn(1, lambda, 6.0),
+        sojourn(1, lambda / 2.0, 10.0),
+    );
+    let (mut b, mut c, mut e2e) = (Vec::new(), Vec::new(), Vec::new());
+    for seed in [1, 2, 3, 4] {
+        let mut cfg = WorldConfig::default();
+        cfg.seed = seed;
+        cfg.clock.duration = secs(600);
+        cfg.clock.bucket = secs(60);
+        cfg.load.rate = lambda;
+        cfg.entry = Some("a".into());
+        let half = CallSpec {
+            probability: 0.5,
+            ..call("c", ClientConfig::default())
+        };
+        cfg.services.insert(
+            "a".into(),
+            node(2, 15, vec![call("b", ClientConfig::default()), half]),
+        );
+        cfg.services.insert("b".into(), node(1, 6, vec![]));
+        cfg.services.insert("c".into(), node(1, 10, vec![]));
+        let (nodes, totals) = go(&cfg);
+        b.push(nodes.mean_latency("b"));
+        c.push(nodes.mean_latency("c"));
+        e2e.push(totals.latency(Latency::EndToEnd).mean().unwrap() / 1e9);
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    for (what, got, want) in [
+        ("b", mean(&b), wb),
+        ("c", mean(&c), wc),
+        ("end to end", mean(&e2e), wa + wb + 0.5 * wc),
+    ] {
+        assert!(
+            (got / want - 1.0).abs() < 0.02,
+            "{what}: mean sojourn {:.3} ms, Jackson says {:.3} ms",
+            got * 1e3,
+            want * 1e3
+        );
+    }
+}
+
+/// A request fanning out to k = 4 calls at once, each an exponential
+/// 20 ms (a service with unbounded workers and cores: M/M/∞): waiting for
+/// all takes the maximum of 4 exponentials, `20 ms × H₄`; waiting for the
+/// first takes the minimum, `20 ms / 4`.
+#[test]
+fn a_fan_out_waits_for_the_maximum_or_the_first_of_k_exponentials() {
+    let k = 4u32;
+    let m = 0.020;
+    for (wait_for, want) in [
+        (k, m * (1..=k).map(|i| 1.0 / f64::from(i)).sum::<f64>()),
+        (1, m / f64::from(k)),
+    ] {
+        let mut got = Vec::new();
+        for seed in [1, 2, 3] {
+            let mut cfg = WorldConfig::default();
+            cfg.seed = seed;
+            cfg.clock.duration = secs(200);
+            cfg.clock.bucket = secs(20);
+            cfg.load.rate = 200.0;
+            cfg.entry = Some("api".into());
+            let group = CallSpec {
+                parallel: (0..k)
+                    .map(|_| call("leaf", ClientConfig::default()))
+                    .collect(),
+                wait_for: Some(wait_for),
+                ..Default::default()
+            };
+            cfg.services.insert("api".into(), service(1, vec![group]));
+            cfg.services.insert(
+                "leaf".into(),
+                ServiceConfig {
+                    pods: 4,
+                    work: Some(exp(ms(20))),
+                    ..Default::default()
+                },
+            );
+            let (nodes, totals) = go(&cfg);
+            got.push(totals.latency(Latency::EndToEnd).mean().unwrap() / 1e9);
+            if wait_for == k {
+                // Every call of every request reached the leaf.
+                let offered = nodes.total("api", |r| r.offered);
+                assert_eq!(nodes.total("leaf", |r| r.offered), u64::from(k) * offered);
+            }
+        }
+        let mean = got.iter().sum::<f64>() / got.len() as f64;
+        assert!(
+            (mean / want - 1.0).abs() < 0.02,
+            "wait for {wait_for} of {k}: mean {:.3} ms, the closed form says {:.3} ms ({got:?})",
+            mean * 1e3,
+            want * 1e3
+        );
+    }
+}
