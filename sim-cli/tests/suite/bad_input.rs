@@ -340,6 +340,55 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "clock.window",
         "limits.max_window_buckets",
     ),
+    // Service graphs.
+    (
+        "entry: a\nservices:\n  a: { calls: [{ to: b }] }\n  b: { calls: [{ to: a }] }\n",
+        3,
+        "services.a.calls[0].to",
+        "a cycle, a -> b -> a",
+    ),
+    (
+        "entry: a\nservices:\n  a:\n    calls:\n      - to: mysq\n",
+        5,
+        "services.a.calls[0].to",
+        "no service or dependency is called \"mysq\"",
+    ),
+    (
+        "entry: front\nservices:\n  a: {}\n",
+        1,
+        "entry",
+        "expected one of a",
+    ),
+    (
+        "services:\n  a: {}\nclient: { attempt_timeout: 1s }\n",
+        3,
+        "client",
+        "the single-tier format",
+    ),
+    (
+        "entry: a\nservices:\n  a:\n    calls:\n      - parallel: [{ to: d }, { to: d }]\n        wait_for: 3\ndependencies:\n  d: {}\n",
+        6,
+        "services.a.calls[0].wait_for",
+        "between 1 and the group's 2 calls",
+    ),
+    (
+        "entry: a\nservices:\n  a: { calls: [{ to: d, client: { retry: { max_retries: 1 }, hedging: { max_attempts: 2, delay: 1s } } }] }\ndependencies:\n  d: {}\n",
+        3,
+        "services.a.calls[0].client.hedging",
+        "set services.a.calls[0].client.retry.max_retries to 0",
+    ),
+    (
+        "entry: a\nservices:\n  a: {}\ntimeline:\n  - at: 5s\n    set: { param: upstream.latency_scale, value: 2 }\n",
+        6,
+        "timeline[0].set.param",
+        "dependencies.<name>.latency_scale",
+    ),
+    (
+        "entry: a\nservices:\n  a: {}\ntimeline:\n  - at: 5s\n    set: { param: dependencies.nope.capacity, value: 2 }\n",
+        6,
+        "timeline[0].set.param",
+        "no dependency is called \"nope\"",
+    ),
 ];
 
 #[test]

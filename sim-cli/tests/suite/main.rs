@@ -4,6 +4,7 @@ mod bad_input;
 mod common;
 mod dataset;
 mod golden;
+mod graphs;
 mod maps;
 mod operator;
 mod python;

@@ -143,7 +143,7 @@ pub fn paths_worst_case(cfg: &WorldConfig, topo: &Topology) -> Vec<PathWorstCase
             for (&e, w) in path.iter().zip(&worst) {
                 amplification = amplification.saturating_mul(w.attempts_per_call);
                 lines.push(format!(
-                    "{}: {} attempts per call, latency {}",
+                    "{}: {} attempt(s) per call, latency {}",
                     topo.edges[e as usize].name,
                     w.attempts_per_call,
                     w.latency.map_or("unbounded".to_string(), |l| l.to_string())
