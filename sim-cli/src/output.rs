@@ -216,7 +216,7 @@ impl<'w> CellSink<'w> {
             attempts_table: (sample > 0.0)
                 .then(|| TableStream::new(out, "attempts", &id, writer, RECORD_ROW_GROUP)),
             events_table: TableStream::new(out, "events", &id, writer, RECORD_ROW_GROUP),
-            nodes_table: TableStream::new(out, "nodes", &id, writer, RECORD_ROW_GROUP),
+            nodes_table: TableStream::new(out, "nodes", &id, writer, BUCKET_ROW_GROUP),
             nodes: Vec::new(),
             node_names: Vec::new(),
             last_offered: 0,
@@ -411,7 +411,7 @@ impl RowSink for CellSink<'_> {
             self.node_names = names.to_vec();
         }
         self.nodes.push((row, self.last_offered));
-        if self.nodes.len() >= RECORD_CHUNK {
+        if self.nodes.len() >= BUCKET_CHUNK {
             self.flush_nodes();
         }
     }

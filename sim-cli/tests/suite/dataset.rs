@@ -53,8 +53,9 @@ fn sweeps_are_byte_identical_across_threads_and_shards() {
         sweep_into(&sharded, &["--threads", "1", "--shard", &format!("{k}/3")]);
     }
     let (a, b, c) = (files(&one), files(&two), files(&sharded));
-    // 16 cells × (summary, timeseries, pod_groups, events) + the manifest.
-    assert_eq!(a.len(), 16 * 4 + 1, "{:?}", a.keys().collect::<Vec<_>>());
+    // 16 cells × (summary, timeseries, pod_groups, events, nodes) + the
+    // manifest.
+    assert_eq!(a.len(), 16 * 5 + 1, "{:?}", a.keys().collect::<Vec<_>>());
     assert!(a == b, "--threads 1 and --threads 2 differ");
     assert!(a == c, "three shards merged differ from one run");
 }
@@ -379,7 +380,7 @@ fn concurrent_shards_into_one_folder_make_the_unsharded_dataset() {
     let whole = scratch("shards-whole");
     stormsim_ok(&["sweep", file, "--quiet", "--out", whole.to_str().unwrap()]);
     let expected = files(&whole);
-    assert_eq!(expected.len(), 64 * 4 + 1);
+    assert_eq!(expected.len(), 64 * 5 + 1);
     for trial in 0..3 {
         let out = scratch(&format!("shards-concurrent-{trial}"));
         let out_s = out.to_str().unwrap().to_string();
