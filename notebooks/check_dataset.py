@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 
 def main(out: str) -> None:
-    tables = [t for t in ("summary", "timeseries", "pod_groups", "events", "attempts") if os.path.isdir(os.path.join(out, t))]
+    tables = [t for t in ("summary", "timeseries", "pod_groups", "events", "attempts", "nodes") if os.path.isdir(os.path.join(out, t))]
     assert "summary" in tables and "timeseries" in tables, f"{out} has no summary/timeseries tables"
     for table in tables:
         files = sorted(glob.glob(os.path.join(out, table, "cell=*", "part-0.parquet")))

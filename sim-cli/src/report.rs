@@ -213,6 +213,7 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
     let timeseries = read_table(dir, "timeseries")?.ok_or("no timeseries table")?;
     let events = read_table(dir, "events")?;
     let groups = read_table(dir, "pod_groups")?;
+    let nodes = read_table(dir, "nodes")?;
     let clock = wall_clock(dir);
     let label = move |x: f64| {
         let t = SimTime::ZERO.saturating_add(SimDuration::from_secs_f64(x));
@@ -229,6 +230,16 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             &summary,
             &label,
         )?);
+        if let Some(n) = &nodes {
+            sections.extend(tiers_section(
+                n,
+                &timeseries,
+                &summary,
+                &axes,
+                &markers(events.as_ref())?,
+                &label,
+            )?);
+        }
     } else {
         // A sweep over parameters gets its maps only when two axes have two
         // values or more each; anything else (a before/after, alternatives)
@@ -260,6 +271,18 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
         sections.push(figures_section(&summary, &axes, &objective)?);
         if runs.len() <= 12 {
             sections.push(overlay_section(
+                &timeseries,
+                &summary,
+                &axes,
+                &marks,
+                &label,
+            )?);
+        }
+        if let Some(n) = &nodes
+            && runs.len() <= 12
+        {
+            sections.extend(tiers_section(
+                n,
                 &timeseries,
                 &summary,
                 &axes,
@@ -375,6 +398,171 @@ fn per_group(pg: &DataFrame, col: &str) -> Result<Vec<Series>, String> {
         out[g].points.push((t[i], y[i]));
     }
     Ok(out)
+}
+
+/// One node's figures over a run, from the `nodes` table.
+#[derive(Default)]
+struct NodeTotals {
+    kind: String,
+    offered: f64,
+    attempts: f64,
+    retries: f64,
+    answered: f64,
+    failed: f64,
+    timeouts: f64,
+    p99_max: f64,
+}
+
+/// The service graph's tiers: per node and run, what it was offered, its
+/// amplification (its own count per user request), answers, failures and
+/// worst bucket p99; for a single run, each edge's and dependency's
+/// amplification over time. `None` for the single tier (its one edge is
+/// the run's own figures).
+fn tiers_section(
+    nodes: &DataFrame,
+    ts: &DataFrame,
+    summary: &DataFrame,
+    axes: &[String],
+    marks: &[charts::Marker],
+    label: &dyn Fn(f64) -> String,
+) -> Result<Option<Section>, String> {
+    let (run, kind, node) = (
+        strings(nodes, "run_id")?,
+        strings(nodes, "kind")?,
+        strings(nodes, "node")?,
+    );
+    let num = |c: &str| floats(nodes, c);
+    let (offered, attempts, retries, answered, failed, timeouts) = (
+        num("offered")?,
+        num("attempts")?,
+        num("retries")?,
+        num("answered")?,
+        num("failed")?,
+        num("timeouts")?,
+    );
+    let p99 = optional_floats(nodes, "latency_p99_s")?;
+    let (t, per) = (num("t_s")?, optional_floats(nodes, "per_request")?);
+    // Nodes in the order the table lists them (services, edges,
+    // dependencies), runs in the summary's order.
+    let mut order: Vec<String> = Vec::new();
+    for n in &node {
+        if !order.contains(n) {
+            order.push(n.clone());
+        }
+    }
+    if order == ["service", "service->upstream", "upstream"] {
+        return Ok(None); // the single tier: its figures are the run's own
+    }
+    let runs = strings(summary, "run_id")?;
+    let names = cell_names(summary, axes)?;
+    let users: std::collections::BTreeMap<String, f64> = {
+        let (r, o) = (strings(ts, "run_id")?, floats(ts, "offered")?);
+        let mut m = std::collections::BTreeMap::new();
+        for (r, o) in r.into_iter().zip(o) {
+            *m.entry(r).or_insert(0.0) += o;
+        }
+        m
+    };
+    let mut totals: std::collections::BTreeMap<(String, String), NodeTotals> = Default::default();
+    for i in 0..node.len() {
+        let e = totals.entry((run[i].clone(), node[i].clone())).or_default();
+        e.kind = kind[i].clone();
+        e.offered += offered[i];
+        e.attempts += attempts[i];
+        e.retries += retries[i];
+        e.answered += answered[i];
+        e.failed += failed[i];
+        e.timeouts += timeouts[i];
+        e.p99_max = e.p99_max.max(p99[i].unwrap_or(0.0));
+    }
+    let mut rows = Vec::new();
+    for (r, name) in runs.iter().zip(&names) {
+        let u = users.get(r).copied().unwrap_or(0.0).max(1.0);
+        for n in &order {
+            let Some(x) = totals.get(&(r.clone(), n.clone())) else {
+                continue;
+            };
+            let own = if x.kind == "edge" {
+                x.attempts
+            } else {
+                x.offered
+            };
+            let mut row = Vec::new();
+            if runs.len() > 1 {
+                row.push(name.clone());
+            }
+            row.extend([
+                x.kind.clone(),
+                n.clone(),
+                format!("{:.0}", x.offered),
+                format!("{:.2}", own / u),
+                if x.kind == "edge" {
+                    pct(x.retries / x.attempts.max(1.0))
+                } else {
+                    "".into()
+                },
+                format!("{:.0}", x.answered),
+                format!("{:.0}", x.failed),
+                if x.kind == "edge" {
+                    format!("{:.0}", x.timeouts)
+                } else {
+                    "".into()
+                },
+                if x.kind == "dependency" {
+                    "".into()
+                } else {
+                    format!("{:.3}", x.p99_max)
+                },
+            ]);
+            rows.push(row);
+        }
+    }
+    let mut head = vec![
+        "kind",
+        "node",
+        "offered",
+        "per user request",
+        "retry share",
+        "answered",
+        "failed",
+        "timeouts",
+        "worst bucket p99 s",
+    ];
+    if runs.len() > 1 {
+        head.insert(0, "run");
+    }
+    let mut charts_out = Vec::new();
+    if runs.len() == 1 {
+        let mut lines = Vec::new();
+        for n in &order {
+            let points: Vec<(f64, f64)> = (0..node.len())
+                .filter(|&i| &node[i] == n && kind[i] != "service")
+                .filter_map(|i| per[i].map(|v| (t[i], v)))
+                .collect();
+            if !points.is_empty() {
+                lines.push(charts::Series {
+                    name: n.clone(),
+                    points,
+                });
+            }
+        }
+        charts_out.push((
+            "tiers.svg".to_string(),
+            charts::lines(
+                "Amplification per tier: each edge's attempts and each dependency's arrivals per user request",
+                "per user request",
+                &lines,
+                marks,
+                label,
+            )?,
+        ));
+    }
+    Ok(Some(Section {
+        title: "Tiers".into(),
+        text: "Every service, edge (a service's calls to another node) and dependency of the graph over the run: what reached it, its own count per user request (a service's requests, an edge's attempts, a dependency's arrivals: the amplification at that tier, multiplied along the path), the share of an edge's attempts that were retries, answers, failures and timeouts, and its worst one-bucket p99 (a service: from reaching a pod to its answer; an edge: per attempt). The `nodes` table has them bucket by bucket.".into(),
+        charts: charts_out,
+        table: Some(table_html(&head, &rows)),
+    }))
 }
 
 fn run_sections(

@@ -233,3 +233,45 @@ fn a_fan_out_waiting_for_all_takes_the_slowest_shards_latency() {
         "{api_four:.3} s waiting for four, {api_all:.3} s for all"
     );
 }
+
+/// `explain` shows a graph's steps and each path's worst case; a graph's
+/// run writes a `nodes` row per node and bucket and its report a tiers
+/// section (the single tier's report has none: its one edge is the run's
+/// own figures).
+#[test]
+fn explain_and_the_report_show_a_graphs_tiers() {
+    let o = common::stormsim(&["explain", "experiments/graphs/layered-order-flow.yaml"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("load enters at orders"), "{text}");
+    assert!(text.contains("step 1: calls payment"), "{text}");
+    assert!(
+        text.contains(
+            "orders -> payment -> mysql: latency 5.9s, 9 attempt(s) at mysql per user request"
+        ),
+        "{text}"
+    );
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("graph-report");
+    let _ = std::fs::remove_dir_all(&out);
+    let file = out.with_extension("yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "extends: {}\nclock: {{ duration: 20s }}\ntimeline: []\n",
+            common::root()
+                .join("experiments/graphs/fan-out.yaml")
+                .display()
+        ),
+    )
+    .unwrap();
+    let out_s = out.to_str().unwrap();
+    common::stormsim_ok(&["replay", file.to_str().unwrap(), "--quiet", "--out", out_s]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Tiers</h2>"), "no tiers section");
+    for node in ["api", "api-&gt;shard-3", "shard-5"] {
+        assert!(html.contains(&format!("<td>{node}</td>")), "{node} missing");
+    }
+    let files = common::result_files(&out);
+    let nodes = files.keys().filter(|k| k.starts_with("nodes/")).count();
+    assert_eq!(nodes, 2, "a nodes table per cell");
+}

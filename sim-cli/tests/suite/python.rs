@@ -93,7 +93,14 @@ fn polars_pandas_and_duckdb_read_each_table_as_one() {
         .output()
         .unwrap();
     let text = succeeded(o);
-    for table in ["summary", "timeseries", "pod_groups", "events", "attempts"] {
+    for table in [
+        "summary",
+        "timeseries",
+        "pod_groups",
+        "events",
+        "attempts",
+        "nodes",
+    ] {
         assert!(text.contains(&format!("{table}: ")), "{text}");
     }
 }
@@ -124,6 +131,17 @@ fn every_notebook_executes_headless_on_bundled_experiments() {
         "--out",
         sweep.to_str().unwrap(),
     ]);
+    // The layered order flow and its fix for the service graph's notebook.
+    let (graph, graph_after) = (base.join("graph"), base.join("graph-after"));
+    for (file, out) in [
+        ("experiments/graphs/layered-order-flow.yaml", &graph),
+        (
+            "experiments/graphs/layered-order-flow-after.yaml",
+            &graph_after,
+        ),
+    ] {
+        stormsim_ok(&["run", file, "--quiet", "--out", out.to_str().unwrap()]);
+    }
     // A small boundary and a small calibration for the searches' notebook.
     let (edge, fit) = (base.join("boundary"), base.join("calibration"));
     let edge_file = base.join("edge.yaml");
@@ -168,6 +186,8 @@ fn every_notebook_executes_headless_on_bundled_experiments() {
         )
         .env("STORMSIM_BOUNDARY", &edge)
         .env("STORMSIM_CALIBRATION", &fit)
+        .env("STORMSIM_GRAPH", &graph)
+        .env("STORMSIM_GRAPH_AFTER", &graph_after)
         .output()
         .unwrap();
     let text = succeeded(o);
@@ -176,6 +196,7 @@ fn every_notebook_executes_headless_on_bundled_experiments() {
         "02-sweep-analysis",
         "03-parquet-schema",
         "04-searches",
+        "05-service-graph",
     ] {
         assert!(text.contains(&format!("{nb}: ")), "{text}");
     }
