@@ -15,7 +15,7 @@ use crate::client::ClientEvent;
 use crate::outcome::Reason;
 use crate::pods::ServiceEvent;
 use crate::recorder::RowSink;
-use crate::request::{AttRef, CallPhase, CallRef, Caller, MAX_PARALLEL, Phase, ReqRef};
+use crate::request::{AttRef, CallList, CallPhase, CallRef, Caller, Phase, ReqRef};
 use crate::upstream::Status;
 use crate::world::{Event, World, cross};
 
@@ -50,9 +50,9 @@ impl<S: RowSink> World<S> {
         let q = stale!(self.reqs.get(req));
         let service = q.service as usize;
         let mut step = step;
-        let mut made = [0u32; MAX_PARALLEL];
+        let mut calls = CallList::default();
         let (n, need) = loop {
-            let Some(st) = self.topo.services[service].steps.get(step as usize) else {
+            let Some(&st) = self.services[service].steps.get(step as usize) else {
                 let degraded = stale!(self.reqs.get(req)).degraded;
                 let reason = if degraded {
                     Reason::Fallback
@@ -63,34 +63,38 @@ impl<S: RowSink> World<S> {
                 return;
             };
             let mut n = 0;
-            for &e in &st.edges {
-                let p = self.topo.edges[e as usize].probability;
+            for i in st.from..st.to {
+                let s = &mut self.services[service];
+                let (e, p) = s.calls[i as usize];
                 // Drawn only for a call made on a share of requests, so no
                 // other draw moves.
-                let makes = p >= 1.0 || self.services[service].call_rng.random::<f64>() < p;
-                if makes {
-                    made[n] = e;
+                if p >= 1.0 || s.call_rng.random::<f64>() < p {
+                    calls.push(self.reqs.new_call(req, e));
                     n += 1;
                 }
             }
             if n > 0 {
-                break (n, st.wait_for.min(n as u32));
+                break (n, st.wait_for.min(n));
             }
             step += 1;
         };
-        let mut calls = [None; MAX_PARALLEL];
-        for (i, &e) in made[..n].iter().enumerate() {
-            calls[i] = Some(self.reqs.new_call(req, e));
-        }
         let q = stale!(self.reqs.get_mut(req));
         q.phase = Phase::Calling;
         q.step = step;
         q.step_done = 0;
         q.step_failed = 0;
-        q.step_made = n as u32;
+        q.step_made = n;
         q.step_need = need;
-        q.calls = calls;
-        for call in calls.into_iter().flatten() {
+        if n == 1 {
+            let only = calls.iter().next();
+            q.calls = calls;
+            if let Some(call) = only {
+                self.begin_call(call, sched);
+            }
+            return;
+        }
+        q.calls = calls.clone();
+        for call in calls.iter() {
             // A call ended by a sibling (the step failed or completed) is
             // gone before its turn.
             if self
@@ -120,11 +124,7 @@ impl<S: RowSink> World<S> {
         if q.service_done {
             return;
         }
-        for place in &mut q.calls {
-            if *place == Some(call) {
-                *place = None;
-            }
-        }
+        q.calls.remove(call);
         let answered = matches!(reason, Reason::Success | Reason::Fallback);
         if answered || optional {
             q.step_done += 1;
@@ -135,9 +135,19 @@ impl<S: RowSink> World<S> {
         if q.step_done >= q.step_need {
             // Enough answered: the rest of the group is not waited for.
             let rest = std::mem::take(&mut q.calls);
-            let next = q.step + 1;
-            for other in rest.into_iter().flatten() {
+            let (next, service, degraded) = (q.step + 1, q.service, q.degraded);
+            for other in rest.iter() {
                 self.close_call(other, Reason::Success, true, sched);
+            }
+            if next as usize >= self.services[service as usize].steps.len() {
+                // The last step: the request is answered (run_step's end,
+                // without looking for a step that is not there).
+                let reason = match degraded {
+                    true => Reason::Fallback,
+                    false => Reason::Success,
+                };
+                self.complete_request(req, reason, sched);
+                return;
             }
             self.run_step(req, next, sched);
         } else if q.step_made - q.step_failed < q.step_need {

@@ -307,7 +307,7 @@ impl<S: RowSink> World<S> {
     fn sync_edge_pool(&mut self, edge: u32, pod: u32, now: SimTime) {
         let c = &self.clients[edge as usize];
         let (from, local) = (c.from, c.local);
-        self.sync_pool(from, pod, local, now);
+        self.sync_pool(from, pod, local, edge, now);
     }
 
     /// A pool wait on `edge`'s pool of `pod`: in the totals, and in the
@@ -1315,25 +1315,21 @@ impl<S: RowSink> World<S> {
         sched: &mut Scheduler<Event>,
     ) {
         let c = stale!(self.reqs.call(call));
-        if c.phase == CallPhase::Finished {
-            return;
-        }
         let edge = c.edge;
-        if c.live_count() > 0 {
+        if c.live.iter().any(Option::is_some) {
             let hedging =
                 self.clients[edge as usize].cfg.hedging.is_some() && reason == Reason::Success;
             self.cancel_live_attempts(call, hedging, sched);
         }
         let c = stale!(self.reqs.call_mut(call));
-        c.phase = CallPhase::Finished;
         for t in [c.aux_timer.take(), c.deadline_timer.take()]
             .into_iter()
             .flatten()
         {
             sched.cancel(t);
         }
-        self.rec.node_call_ended(edge, reason, cut);
         self.reqs.remove_call(call);
+        self.rec.node_call_ended(edge, reason, cut);
     }
 
     /// The service is done with `req`: whatever calls are running are
@@ -1348,16 +1344,15 @@ impl<S: RowSink> World<S> {
         sched: &mut Scheduler<Event>,
     ) {
         let now = sched.now();
-        let q = stale!(self.reqs.get(req));
+        let q = stale!(self.reqs.get_mut(req));
         if q.service_done {
             return;
         }
-        let calls = q.calls;
-        for call in calls.into_iter().flatten() {
+        let calls = std::mem::take(&mut q.calls);
+        for call in calls.iter() {
             self.close_call(call, reason, true, sched);
         }
         let q = stale!(self.reqs.get_mut(req));
-        q.calls = Default::default();
         if let Some(t) = q.work_timer.take() {
             sched.cancel(t);
         }
@@ -1428,7 +1423,7 @@ impl<S: RowSink> World<S> {
         // A restarted pod's connections reset: the gateway learns at once.
         let d = match reason {
             Reason::PodRestarted => SimDuration::ZERO,
-            _ => self.net.to_gateway(),
+            _ => self.net.delay_to_gateway(),
         };
         cross(
             sched,

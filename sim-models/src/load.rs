@@ -229,7 +229,7 @@ impl<S: RowSink> World<S> {
         q.reached = None;
         self.services[entry as usize].lb.outstanding_changed(pod, 1);
         self.rec.level_add(Level::ServiceInFlight, now, 1);
-        let d = self.net.to_pod();
+        let d = self.net.delay_to_pod();
         cross(sched, d, ServiceEvent::RequestReachedPod { req }.into());
     }
 

@@ -185,6 +185,22 @@ pub struct Service {
     pub(crate) work_rng: SimRng,
     /// Draws for calls made on a share of requests.
     pub(crate) call_rng: SimRng,
+    /// Its calls, step by step: each step's calls in `calls` (from, to)
+    /// and the answers it needs; kept flat beside the topology so a
+    /// request's steps read a few words, not the edges' configurations.
+    pub(crate) steps: Vec<StepPlan>,
+    /// Every step's calls: the edge and the share of requests making it.
+    pub(crate) calls: Vec<(u32, f64)>,
+}
+
+/// One step of a service's calls, as [`Service::steps`] holds it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StepPlan {
+    /// Its calls in [`Service::calls`].
+    pub(crate) from: u32,
+    pub(crate) to: u32,
+    /// Answers that complete it.
+    pub(crate) wait_for: u32,
 }
 
 impl Service {
@@ -197,7 +213,24 @@ impl Service {
     ) -> Result<Self, Vec<ConfigError>> {
         let _ = index;
         let cfg = &node.cfg;
+        let mut calls = Vec::new();
+        let mut steps = Vec::new();
+        for st in &node.steps {
+            let from = calls.len() as u32;
+            calls.extend(
+                st.edges
+                    .iter()
+                    .map(|&e| (e, topo.edges[e as usize].probability)),
+            );
+            steps.push(StepPlan {
+                from,
+                to: calls.len() as u32,
+                wait_for: st.wait_for,
+            });
+        }
         Ok(Service {
+            steps,
+            calls,
             pods: (0..cfg.pods)
                 .map(|i| Pod::new(i, node, topo, streams))
                 .collect(),
@@ -566,13 +599,22 @@ impl<S: RowSink> World<S> {
             .pools
             .len();
         for local in 0..n as u32 {
-            self.sync_pool(service, pod, local, now);
+            let edge = self.topo.services[service as usize].edges[local as usize];
+            self.sync_pool(service, pod, local, edge, now);
         }
     }
 
     /// Brings the pool levels up to date with `pod`'s pool `local`: O(1),
     /// by the change since the pod's last report.
-    pub(crate) fn sync_pool(&mut self, service: u32, pod: u32, local: u32, now: SimTime) {
+    #[inline]
+    pub(crate) fn sync_pool(
+        &mut self,
+        service: u32,
+        pod: u32,
+        local: u32,
+        edge: u32,
+        now: SimTime,
+    ) {
         let p = &mut self.services[service as usize].pods[pod as usize];
         let pool = &p.pools[local as usize];
         let current = (
@@ -581,8 +623,10 @@ impl<S: RowSink> World<S> {
             i64::from(pool.leaked()),
         );
         let last = std::mem::replace(&mut p.reported[local as usize], current);
+        if current == last {
+            return;
+        }
         let group = (service == self.topo.entry).then_some(pod);
-        let edge = self.topo.services[service as usize].edges[local as usize];
         self.rec
             .pool_changed(group, edge, now, current.0 - last.0, current.1 - last.1);
         if current.2 != last.2 {

@@ -711,13 +711,18 @@ impl<S: RowSink> Recorder<S> {
         self
     }
 
-    /// Records each node of `topo` in its own rows.
+    /// Records each node of `topo` in its own rows, when the sink keeps
+    /// them (a sink that does not costs no node recording at all).
     pub fn with_nodes(mut self, topo: &crate::graph::Topology) -> Self {
         let (s, e, d) = (
             topo.services.len(),
             topo.edges.len(),
             topo.dependencies.len(),
         );
+        self.dependency_levels = vec![(0, 0); d];
+        if !self.sink.wants_nodes() {
+            return self;
+        }
         self.nodes = (0..s)
             .map(|i| NodeOpen::new(NodeKind::Service, i as u32))
             .chain((0..e).map(|i| NodeOpen::new(NodeKind::Edge, i as u32)))
@@ -735,7 +740,6 @@ impl<S: RowSink> Recorder<S> {
             .chain(topo.edges.iter().map(|x| x.name.clone()))
             .chain(topo.dependencies.iter().map(|x| x.name.clone()))
             .collect();
-        self.dependency_levels = vec![(0, 0); d];
         self
     }
 
@@ -852,6 +856,12 @@ impl<S: RowSink> Recorder<S> {
     /// line: its own levels, and the sums over every dependency.
     #[inline]
     pub fn dependency_levels(&mut self, dep: u32, now: SimTime, in_service: i64, queued: i64) {
+        if self.nodes.is_empty() && self.dependency_levels.len() == 1 {
+            // The single tier's one dependency, its rows not kept.
+            self.level(Level::UpstreamInService, now, in_service);
+            self.level(Level::UpstreamQueued, now, queued);
+            return;
+        }
         let Some(last) = self.dependency_levels.get_mut(dep as usize) else {
             return;
         };

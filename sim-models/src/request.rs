@@ -31,6 +31,45 @@ pub const MAX_PARALLEL: usize = 16;
 /// `maxAttempts` to 5).
 pub const MAX_LIVE: usize = 5;
 
+/// The calls of a request's current step: the first inline (a single
+/// call, the common case, costs no allocation), the others of a parallel
+/// group in a list, in the order they were made.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallList {
+    first: Option<CallRef>,
+    rest: Vec<CallRef>,
+}
+
+impl CallList {
+    /// Adds a call.
+    pub fn push(&mut self, c: CallRef) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some(c);
+        } else {
+            self.rest.push(c);
+        }
+    }
+
+    /// Forgets a call, if listed.
+    pub fn remove(&mut self, c: CallRef) {
+        if self.first == Some(c) {
+            self.first = None;
+        } else if let Some(i) = self.rest.iter().position(|&x| x == c) {
+            self.rest.remove(i);
+        }
+    }
+
+    /// The calls, in the order they were made.
+    pub fn iter(&self) -> impl Iterator<Item = CallRef> + '_ {
+        self.first.iter().chain(self.rest.iter()).copied()
+    }
+
+    /// Whether no call is listed.
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none() && self.rest.is_empty()
+    }
+}
+
 impl Call {
     /// Attempts in progress.
     pub fn live_count(&self) -> u32 {
@@ -156,7 +195,7 @@ pub struct Request {
     /// parallel group one step).
     pub step: u32,
     /// Calls of the current step still running.
-    pub calls: [Option<CallRef>; MAX_PARALLEL],
+    pub calls: CallList,
     /// Calls of the current step that answered (or, optional, failed).
     pub step_done: u32,
     /// Calls of the current step that failed (not optional).
@@ -285,7 +324,7 @@ impl Requests {
             reached: None,
             phase: Phase::Queued,
             step: 0,
-            calls: [None; MAX_PARALLEL],
+            calls: CallList::default(),
             step_done: 0,
             step_failed: 0,
             step_made: 0,

@@ -223,7 +223,7 @@ impl Network {
 
     /// The gateway-to-pod leg's delay.
     #[inline]
-    pub(crate) fn to_pod(&mut self) -> SimDuration {
+    pub(crate) fn delay_to_pod(&mut self) -> SimDuration {
         match &self.gateway_to_pod {
             Some(d) => d.sample(&mut self.rng),
             None => SimDuration::ZERO,
@@ -232,7 +232,7 @@ impl Network {
 
     /// The pod-to-gateway leg's delay.
     #[inline]
-    pub(crate) fn to_gateway(&mut self) -> SimDuration {
+    pub(crate) fn delay_to_gateway(&mut self) -> SimDuration {
         match &self.pod_to_gateway {
             Some(d) => d.sample(&mut self.rng),
             None => SimDuration::ZERO,
