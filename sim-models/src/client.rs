@@ -323,7 +323,7 @@ impl<S: RowSink> World<S> {
     pub(crate) fn begin_call(&mut self, call: CallRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         let c = stale!(self.reqs.call_mut(call));
-        let (req, edge) = (c.req, c.edge);
+        let (edge, pod) = (c.edge, c.pod);
         let deadline = self.clients[edge as usize].cfg.total_deadline;
         if let Some(d) = deadline {
             c.deadline = Some(now.saturating_add(d));
@@ -331,7 +331,6 @@ impl<S: RowSink> World<S> {
                 Some(sched.schedule_in(d, ClientEvent::CallDeadlinePassed { call }.into()));
         }
         self.rec.node_call_started(edge);
-        let pod = stale!(self.reqs.get(req)).pod;
         if let Some(b) = self.policy(edge, pod).budget.as_mut() {
             b.on_request(now);
         }
@@ -387,8 +386,7 @@ impl<S: RowSink> World<S> {
         let c = stale!(self.reqs.call(call));
         let (req, edge, number, deadline, live) =
             (c.req, c.edge, c.attempts + 1, c.deadline, c.live_count());
-        let q = stale!(self.reqs.get(req));
-        let (pod, epoch) = (q.pod, q.pod_epoch);
+        let (pod, epoch) = (c.pod, c.pod_epoch);
         let min_budget = self.clients[edge as usize].cfg.min_attempt_budget;
         if let Some(d) = deadline
             && !min_budget.is_zero()
@@ -1007,7 +1005,6 @@ impl<S: RowSink> World<S> {
         if let Some(c) = self.reqs.call_mut(call) {
             c.remove_live(att);
         }
-        let id = self.reqs.get(req).map_or(u64::MAX, |q| q.id);
         self.rec.count(Count::ended(outcome), 1);
         if outcome != AttemptOutcome::Cancelled {
             let which = if closed.number == 1 {
@@ -1020,9 +1017,10 @@ impl<S: RowSink> World<S> {
         self.rec
             .node_attempt_ended(edge, outcome, now - closed.started);
         let sample = self.rec.sink().attempt_sample();
-        if sample > 0.0 && sampled(id, self.cfg.seed, sample) {
+        let id = || self.reqs.get(req).map_or(u64::MAX, |q| q.id);
+        if sample > 0.0 && sampled(id(), self.cfg.seed, sample) {
             self.rec.sink_mut().attempt(AttemptRecord {
-                request: id,
+                request: id(),
                 attempt: closed.number,
                 hedge,
                 pod,
@@ -1040,9 +1038,8 @@ impl<S: RowSink> World<S> {
     /// call, retry, or hedge.
     fn end_attempt(&mut self, att: AttRef, outcome: AttemptOutcome, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let (call, edge, req) = stale!(self.reqs.att(att).map(|a| (a.call, a.edge, a.req)));
+        let (call, edge, pod) = stale!(self.reqs.att(att).map(|a| (a.call, a.edge, a.pod)));
         let closed = stale!(self.close_attempt(att, outcome, now, sched));
-        let pod = self.reqs.get(req).map_or(0, |q| q.pod);
         let success = outcome == AttemptOutcome::Success;
         let retryable = self.clients[edge as usize]
             .cfg
@@ -1080,9 +1077,6 @@ impl<S: RowSink> World<S> {
         }
         for (from, to) in moves {
             self.breaker_moved(edge, pod, from, to, now);
-        }
-        if let Some(c) = self.reqs.call_mut(call) {
-            c.last_outcome = Some(outcome);
         }
         if self.clients[edge as usize].cfg.hedging.is_some() {
             self.after_hedged_attempt(call, outcome, sched);
@@ -1140,8 +1134,7 @@ impl<S: RowSink> World<S> {
         if c.phase != CallPhase::Calling {
             return;
         }
-        let (edge, req) = (c.edge, c.req);
-        let idempotent = self.reqs.get(req).is_some_and(|q| q.idempotent);
+        let (edge, idempotent, pod) = (c.edge, c.idempotent, c.pod);
         let client = &self.clients[edge as usize].cfg;
         let r = &client.retry;
         let min_attempt_budget = client.min_attempt_budget;
@@ -1176,7 +1169,6 @@ impl<S: RowSink> World<S> {
             self.finish_call(call, reason, sched);
             return;
         }
-        let pod = self.reqs.get(req).map_or(0, |q| q.pod);
         let delay = if fast {
             SimDuration::ZERO
         } else {

@@ -12,7 +12,6 @@ use sim_core::queue::EventId;
 use sim_core::slab::{Ref, Slab};
 use sim_core::time::SimTime;
 
-use crate::outcome::AttemptOutcome;
 use crate::policy::backoff::BackoffState;
 
 /// A reference to a request: stale once the request is gone.
@@ -215,6 +214,13 @@ pub struct Call {
     pub req: ReqRef,
     /// The edge it goes out on.
     pub edge: u32,
+    /// Its request's pod, and the pod's incarnation (copied: every
+    /// attempt needs them).
+    pub pod: u32,
+    /// The pod's incarnation.
+    pub pod_epoch: u32,
+    /// Whether its request may be retried safely.
+    pub idempotent: bool,
     /// The call's total deadline, if any.
     pub deadline: Option<SimTime>,
     /// Timer of the call's total deadline.
@@ -239,8 +245,6 @@ pub struct Call {
     pub aux_timer: Option<EventId>,
     /// Per-call backoff memory (decorrelated jitters).
     pub backoff: BackoffState,
-    /// How the last finished attempt ended.
-    pub last_outcome: Option<AttemptOutcome>,
 }
 
 /// One attempt of a call.
@@ -353,11 +357,22 @@ impl Requests {
         }
     }
 
-    /// Starts a call of `req` on `edge`.
-    pub fn new_call(&mut self, req: ReqRef, edge: u32) -> CallRef {
+    /// Starts a call of `req` (on `pod` in its incarnation `pod_epoch`) on
+    /// `edge`.
+    pub fn new_call(
+        &mut self,
+        req: ReqRef,
+        edge: u32,
+        pod: u32,
+        pod_epoch: u32,
+        idempotent: bool,
+    ) -> CallRef {
         self.calls.insert(Call {
             req,
             edge,
+            pod,
+            pod_epoch,
+            idempotent,
             deadline: None,
             deadline_timer: None,
             phase: CallPhase::Calling,
@@ -369,7 +384,6 @@ impl Requests {
             live: [None; MAX_LIVE],
             aux_timer: None,
             backoff: BackoffState::default(),
-            last_outcome: None,
         })
     }
 
