@@ -34,13 +34,12 @@ impl RowSink for Rows {
     }
 }
 
-/// Runs a bundled experiment with `seed`: its rows and key figures.
-fn run_bundled(file: &str, seed: u64) -> (Rows, Kpis) {
-    let path = common::root().join(file);
-    let exp = load(&path, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
-    let mut cfg = exp.world.clone();
-    cfg.seed = seed;
-    let out = run(&cfg, Rows::default()).unwrap_or_else(|e| panic!("{e}"));
+/// Runs `cfg` of `exp`: its rows and key figures.
+fn run_world(
+    exp: &stormsim::load::Experiment,
+    cfg: &sim_models::config::WorldConfig,
+) -> (Rows, Kpis) {
+    let out = run(cfg, Rows::default()).unwrap_or_else(|e| panic!("{e}"));
     let k = kpis(
         &kpi_rows(&out.sink.buckets),
         &out.totals,
@@ -49,6 +48,15 @@ fn run_bundled(file: &str, seed: u64) -> (Rows, Kpis) {
         cfg.clock.window,
     );
     (out.sink, k)
+}
+
+/// Runs a bundled experiment with `seed`: its rows and key figures.
+fn run_bundled(file: &str, seed: u64) -> (Rows, Kpis) {
+    let path = common::root().join(file);
+    let exp = load(&path, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
+    let mut cfg = exp.world.clone();
+    cfg.seed = seed;
+    run_world(&exp, &cfg)
 }
 
 /// Figures over the buckets `from..to` (seconds, buckets of 1 s).
@@ -145,15 +153,8 @@ fn run_cells_of(file: &str) -> Vec<(String, Rows, Kpis)> {
         .iter()
         .map(|cell| {
             let cfg = stormsim::sweep::cell_world(&exp, cell).unwrap();
-            let out = run(&cfg, Rows::default()).unwrap_or_else(|e| panic!("{e}"));
-            let k = kpis(
-                &kpi_rows(&out.sink.buckets),
-                &out.totals,
-                &out.steps,
-                &exp.outputs.recovery,
-                cfg.clock.window,
-            );
-            (cell.name(), out.sink, k)
+            let (rows, k) = run_world(&exp, &cfg);
+            (cell.name(), rows, k)
         })
         .collect()
 }

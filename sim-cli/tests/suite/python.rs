@@ -93,14 +93,7 @@ fn polars_pandas_and_duckdb_read_each_table_as_one() {
         .output()
         .unwrap();
     let text = succeeded(o);
-    for table in [
-        "summary",
-        "timeseries",
-        "pod_groups",
-        "events",
-        "attempts",
-        "nodes",
-    ] {
+    for table in stormsim::output::TABLES {
         assert!(text.contains(&format!("{table}: ")), "{text}");
     }
 }
