@@ -175,10 +175,22 @@ impl<S: RowSink> World<S> {
             });
             return;
         }
+        let deadline = self.propagated_deadline(att);
         let child = self
             .reqs
             .create(now, to, Caller::Attempt(att), None, idempotent);
         stale!(self.reqs.att_mut(att)).child = Some(child);
+        if let Some(d) = deadline {
+            // The caller's deadline travels with the request: the service
+            // stops working on it then (gRPC's propagated deadline).
+            let timer = sched.schedule_at(
+                d.max(now),
+                ServiceEvent::RequestDeadlinePassed { req: child }.into(),
+            );
+            let q = stale!(self.reqs.get_mut(child));
+            q.deadline = Some(d);
+            q.deadline_timer = timer.ok();
+        }
         let s = &mut self.services[to as usize];
         let Some(pod) = s.lb.pick() else {
             if let Some(q) = self.reqs.get_mut(child) {

@@ -322,13 +322,24 @@ impl<S: RowSink> World<S> {
     /// the budget, starts the first attempt (and schedules hedges).
     pub(crate) fn begin_call(&mut self, call: CallRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
+        let c = stale!(self.reqs.call(call));
+        let (edge, pod, req) = (c.edge, c.pod, c.req);
+        let own = self.clients[edge as usize]
+            .cfg
+            .total_deadline
+            .map(|d| now.saturating_add(d));
+        // A deadline the request's caller propagated caps the call's own.
+        let inherited = self.reqs.get(req).and_then(|q| q.deadline);
+        let deadline = match (own, inherited) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let c = stale!(self.reqs.call_mut(call));
-        let (edge, pod) = (c.edge, c.pod);
-        let deadline = self.clients[edge as usize].cfg.total_deadline;
-        if let Some(d) = deadline {
-            c.deadline = Some(now.saturating_add(d));
-            c.deadline_timer =
-                Some(sched.schedule_in(d, ClientEvent::CallDeadlinePassed { call }.into()));
+        if let Some(at) = deadline {
+            c.deadline = Some(at);
+            c.deadline_timer = sched
+                .schedule_at(at.max(now), ClientEvent::CallDeadlinePassed { call }.into())
+                .ok();
         }
         self.rec.node_call_started(edge);
         if let Some(b) = self.policy(edge, pod).budget.as_mut() {
@@ -1345,7 +1356,10 @@ impl<S: RowSink> World<S> {
             self.close_call(call, reason, true, sched);
         }
         let q = stale!(self.reqs.get_mut(req));
-        if let Some(t) = q.work_timer.take() {
+        for t in [q.work_timer.take(), q.deadline_timer.take()]
+            .into_iter()
+            .flatten()
+        {
             sched.cancel(t);
         }
         let was_in_line = q.phase == Phase::WaitingWorker;

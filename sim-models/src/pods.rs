@@ -38,6 +38,11 @@ crate::part_events! {
             /// The request.
             req: ReqRef,
         },
+        /// The deadline a request's caller propagated passed.
+        RequestDeadlinePassed {
+            /// The request.
+            req: ReqRef,
+        },
         /// Time to probe a pod's health.
         HealthProbeDue {
             /// The service.
@@ -253,6 +258,12 @@ impl<S: RowSink> World<S> {
         match e {
             ServiceEvent::RequestReachedPod { req } => self.on_request_reached_pod(req, sched),
             ServiceEvent::WorkDone { req } => self.on_work_done(req, sched),
+            ServiceEvent::RequestDeadlinePassed { req } => {
+                if let Some(q) = self.reqs.get_mut(req) {
+                    q.deadline_timer = None;
+                }
+                self.complete_request(req, Reason::DeadlineExceeded, sched);
+            }
             ServiceEvent::HealthProbeDue { service, pod } => {
                 self.on_health_probe(service, pod, sched)
             }

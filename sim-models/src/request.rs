@@ -184,6 +184,12 @@ pub struct Request {
     pub user_timer: Option<EventId>,
     /// Its own work's end.
     pub work_timer: Option<EventId>,
+    /// The deadline its caller propagated (a request from another
+    /// service's attempt with `propagate_deadline`): its calls' deadlines
+    /// are capped by it, and it is cut when it passes.
+    pub deadline: Option<SimTime>,
+    /// Timer of that deadline.
+    pub deadline_timer: Option<EventId>,
     /// Times the gateway sent it to a pod (1 + gateway retries).
     pub dispatches: u32,
     /// When it reached its pod (for its service's latency), once it has.
@@ -324,6 +330,8 @@ impl Requests {
             has_core: false,
             user_timer: None,
             work_timer: None,
+            deadline: None,
+            deadline_timer: None,
             dispatches: 0,
             reached: None,
             phase: Phase::Queued,

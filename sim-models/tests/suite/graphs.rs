@@ -303,3 +303,58 @@ fn a_fan_out_waits_for_the_maximum_or_the_first_of_k_exponentials() {
         );
     }
 }
+
+/// A deadline propagated to a service travels with the request: `b`
+/// stops working on it when its caller's attempt would have timed out
+/// (its worker freed at 300 ms), and its own call to the slow database
+/// is capped by it; without propagation, `b` works on for nobody until
+/// the database answers, 2 s later.
+#[test]
+fn a_propagated_deadline_cuts_the_work_of_the_service_called() {
+    let b_latency = |propagate: bool| {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(30);
+        cfg.clock.bucket = secs(10);
+        cfg.load.rate = 50.0;
+        cfg.entry = Some("a".into());
+        let to_b = ClientConfig {
+            attempt_timeout: Some(ms(300)),
+            propagate_deadline: propagate,
+            ..Default::default()
+        };
+        let to_db = ClientConfig {
+            attempt_timeout: Some(secs(10)),
+            propagate_deadline: propagate,
+            ..Default::default()
+        };
+        cfg.services
+            .insert("a".into(), service(1, vec![call("b", to_b)]));
+        cfg.services
+            .insert("b".into(), service(1, vec![call("db", to_db)]));
+        cfg.dependencies.insert(
+            "db".into(),
+            UpstreamConfig {
+                capacity: 10_000,
+                latency: DistSpec::Constant(secs(2)),
+                ..Default::default()
+            },
+        );
+        let (nodes, _) = go(&cfg);
+        (nodes.mean_latency("b"), nodes.total("b", |r| r.failed))
+    };
+    let (cut, cut_calls) = b_latency(true);
+    let (orphaned, _) = b_latency(false);
+    assert!(
+        (cut - 0.3).abs() < 0.001,
+        "b's requests took {cut:.3} s with the deadline"
+    );
+    assert!(
+        (orphaned - 2.0).abs() < 0.01,
+        "b's requests took {orphaned:.3} s without it"
+    );
+    // 50 requests/s for 30 s, each cut at its deadline.
+    assert!(
+        cut_calls > 1_000,
+        "b failed {cut_calls} requests at their deadline"
+    );
+}
