@@ -189,26 +189,39 @@ impl Index {
             let rest = &path[i..];
             cut = &path[..i];
             if let Some(&loc) = self.at.get(cut) {
-                let next = rest
-                    .trim_start_matches(['.', '['])
-                    .split(['.', '['])
-                    .next()
-                    .unwrap_or("");
-                let needle = format!("{next}:");
-                let inline = self.lines.get(loc.line - 1).and_then(|l| {
-                    l.get(loc.column - 1..)
-                        .and_then(|t| t.find(&needle))
-                        .map(|a| a + loc.column - 1)
-                });
-                return Some(match inline {
-                    Some(at) if !next.is_empty() && !next.ends_with(']') => (
+                // The keys after it, each looked for further along the
+                // same line (`outputs: { recovery: { horizon: 0s } }`).
+                let keys: Vec<&str> = rest.split(['.', '[']).filter(|k| !k.is_empty()).collect();
+                let line = self.lines.get(loc.line - 1).map_or("", String::as_str);
+                let mut from = loc.column - 1;
+                let mut found = None;
+                let mut all = true;
+                for k in &keys {
+                    if k.ends_with(']') {
+                        all = false;
+                        break;
+                    }
+                    let needle = format!("{k}:");
+                    match line.get(from..).and_then(|t| t.find(&needle)) {
+                        Some(a) => {
+                            found = Some(from + a);
+                            from += a + needle.len();
+                        }
+                        None => {
+                            all = false;
+                            break;
+                        }
+                    }
+                }
+                return Some(match found {
+                    Some(at) => (
                         Location {
                             line: loc.line,
                             column: at + 1,
                         },
-                        rest.matches(['.', '[']).count() == 1,
+                        all,
                     ),
-                    _ => (loc, false),
+                    None => (loc, false),
                 });
             }
         }
@@ -225,6 +238,15 @@ pub fn locate(text: &str, path: &str) -> Option<Location> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_nested_inline_is_found_where_it_is_written() {
+        let index = Index::build("seed: 1\noutputs: { recovery: { horizon: 0s, sustain: 5s } }\n");
+        let (loc, exact) = index.find("outputs.recovery.horizon").unwrap();
+        assert_eq!((loc.line, loc.column, exact), (2, 24, true));
+        let (loc, exact) = index.find("outputs.recovery.baseline").unwrap();
+        assert_eq!((loc.line, loc.column, exact), (2, 12, false));
+    }
 
     const DOC: &str = "\
 name: demo
