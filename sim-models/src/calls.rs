@@ -225,7 +225,11 @@ impl<S: RowSink> World<S> {
         reason: Reason,
         sched: &mut Scheduler<Event>,
     ) {
+        let gone = self.reqs.get(req).is_some_and(|q| q.caller_gone);
         self.reqs.release_if_done(req);
+        if gone {
+            return; // the caller cancelled it: nobody waits for an answer
+        }
         // The attempt's edge gives the way back; an attempt already gone
         // still gets its answer, late, on the leg it would have used.
         let edge = self.reqs.att(att).map(|a| a.edge);

@@ -944,7 +944,7 @@ impl<S: RowSink> World<S> {
             a.wait_started,
             a.edge,
         );
-        a.child = None;
+        let child = a.child.take();
         match phase {
             AttemptPhase::WaitingPool => a.pool_wait += now - since,
             AttemptPhase::InFlight => a.late = true,
@@ -955,6 +955,16 @@ impl<S: RowSink> World<S> {
         {
             self.rec.count(Count::UpstreamCancelled, 1);
             self.sync_upstream_levels(d, now);
+        }
+        if let (Some(child), Target::Service(s)) = (child, self.clients[edge as usize].to)
+            && self.services[s as usize].cfg.cancellation
+        {
+            // The service learns its caller left (gRPC's cancellation):
+            // it stops, and so do its own calls, down the graph.
+            if let Some(q) = self.reqs.get_mut(child) {
+                q.caller_gone = true;
+            }
+            self.complete_request(child, Reason::Abandoned, sched);
         }
         let same_life = self.caller_pod(edge, pod).epoch == epoch;
         match phase {

@@ -260,6 +260,12 @@ pub struct ServiceConfig {
     /// entry runs a group at once (graphs only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<CallSpec>,
+    /// A caller giving up (its attempt timed out or was cancelled) cancels
+    /// the request here, and with it its own calls, as gRPC propagates
+    /// cancellation (default false: the request carries on for nobody).
+    /// Graphs only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cancellation: bool,
 }
 
 /// One call a service makes per request (an edge of the graph), or a
@@ -334,6 +340,7 @@ impl Default for ServiceConfig {
             work: None,
             cores: None,
             calls: Vec::new(),
+            cancellation: false,
         }
     }
 }

@@ -190,6 +190,9 @@ pub struct Request {
     pub deadline: Option<SimTime>,
     /// Timer of that deadline.
     pub deadline_timer: Option<EventId>,
+    /// The attempt that sent it gave up and told this service (its
+    /// `cancellation`): no answer goes back.
+    pub caller_gone: bool,
     /// Times the gateway sent it to a pod (1 + gateway retries).
     pub dispatches: u32,
     /// When it reached its pod (for its service's latency), once it has.
@@ -332,6 +335,7 @@ impl Requests {
             work_timer: None,
             deadline: None,
             deadline_timer: None,
+            caller_gone: false,
             dispatches: 0,
             reached: None,
             phase: Phase::Queued,

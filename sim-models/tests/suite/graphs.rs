@@ -358,3 +358,62 @@ fn a_propagated_deadline_cuts_the_work_of_the_service_called() {
         "b failed {cut_calls} requests at their deadline"
     );
 }
+
+/// A service with `cancellation` stops when its caller gives up: `b`'s
+/// requests end when `a`'s attempts time out (300 ms), its own calls are
+/// cut with them, and the database (with its own `cancellation`) drops
+/// the work; without it, `b` works on for nobody until the database
+/// answers, 2 s later.
+#[test]
+fn a_cancelled_caller_cancels_the_work_below_it_when_the_service_listens() {
+    let run_with = |cancellation: bool| {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(30);
+        cfg.clock.bucket = secs(10);
+        cfg.load.rate = 50.0;
+        cfg.entry = Some("a".into());
+        let to_b = ClientConfig {
+            attempt_timeout: Some(ms(300)),
+            ..Default::default()
+        };
+        cfg.services
+            .insert("a".into(), service(1, vec![call("b", to_b)]));
+        let mut b = service(1, vec![call("db", ClientConfig::default())]);
+        b.cancellation = cancellation;
+        cfg.services.insert("b".into(), b);
+        cfg.dependencies.insert(
+            "db".into(),
+            UpstreamConfig {
+                capacity: 10_000,
+                latency: DistSpec::Constant(secs(2)),
+                cancellation: true,
+                ..Default::default()
+            },
+        );
+        let (nodes, totals) = go(&cfg);
+        (
+            nodes.mean_latency("b"),
+            totals.count(sim_models::recorder::Count::UpstreamCancelled),
+            totals.count(sim_models::recorder::Count::LateResponses),
+        )
+    };
+    let (cut, cancelled, late) = run_with(true);
+    let (orphaned, none, late_orphans) = run_with(false);
+    assert!(
+        (cut - 0.3).abs() < 0.001,
+        "b's requests took {cut:.3} s when cancelled"
+    );
+    assert!(
+        (orphaned - 2.0).abs() < 0.01,
+        "b's requests took {orphaned:.3} s without"
+    );
+    assert!(
+        cancelled > 1_000 && none == 0,
+        "database work cancelled: {cancelled} and {none}"
+    );
+    // A cancelled request sends no answer; an orphaned one answers late.
+    assert!(
+        late < late_orphans / 10,
+        "late answers {late} against {late_orphans}"
+    );
+}
