@@ -241,13 +241,23 @@ fn an_open_network_of_exponential_services_matches_jackson() {
         ("c", mean(&c), wc),
         ("end to end", mean(&e2e), wa + wb + 0.5 * wc),
     ] {
-        assert!(
-            (got / want - 1.0).abs() < 0.02,
-            "{what}: mean sojourn {:.3} ms, Jackson says {:.3} ms",
-            got * 1e3,
-            want * 1e3
+        within(
+            got,
+            want,
+            0.02,
+            &format!("{what}'s mean sojourn against Jackson's"),
         );
     }
+}
+
+/// Fails unless `got` is within `tolerance` (a share) of `want`.
+fn within(got: f64, want: f64, tolerance: f64, what: &str) {
+    assert!(
+        (got / want - 1.0).abs() < tolerance,
+        "{what}: {:.3} ms, the closed form says {:.3} ms",
+        got * 1e3,
+        want * 1e3
+    );
 }
 
 /// A request fanning out to k = 4 calls at once, each an exponential
@@ -295,13 +305,43 @@ fn a_fan_out_waits_for_the_maximum_or_the_first_of_k_exponentials() {
             }
         }
         let mean = got.iter().sum::<f64>() / got.len() as f64;
-        assert!(
-            (mean / want - 1.0).abs() < 0.02,
-            "wait for {wait_for} of {k}: mean {:.3} ms, the closed form says {:.3} ms ({got:?})",
-            mean * 1e3,
-            want * 1e3
+        within(
+            mean,
+            want,
+            0.02,
+            &format!("wait for {wait_for} of {k} ({got:?})"),
         );
     }
+}
+
+/// `a → b → db`, the database answering in 2 s, `a`'s attempts timing
+/// out at 300 ms (`to_b`'s other fields as given), `b` calling with
+/// `to_db` and listening for cancellation when `b_cancels`.
+fn slow_chain(to_b: ClientConfig, to_db: ClientConfig, b_cancels: bool) -> WorldConfig {
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(30);
+    cfg.clock.bucket = secs(10);
+    cfg.load.rate = 50.0;
+    cfg.entry = Some("a".into());
+    let to_b = ClientConfig {
+        attempt_timeout: Some(ms(300)),
+        ..to_b
+    };
+    cfg.services
+        .insert("a".into(), service(1, vec![call("b", to_b)]));
+    let mut b = service(1, vec![call("db", to_db)]);
+    b.cancellation = b_cancels;
+    cfg.services.insert("b".into(), b);
+    cfg.dependencies.insert(
+        "db".into(),
+        UpstreamConfig {
+            capacity: 10_000,
+            latency: DistSpec::Constant(secs(2)),
+            cancellation: true,
+            ..Default::default()
+        },
+    );
+    cfg
 }
 
 /// A deadline propagated to a service travels with the request: `b`
@@ -312,34 +352,12 @@ fn a_fan_out_waits_for_the_maximum_or_the_first_of_k_exponentials() {
 #[test]
 fn a_propagated_deadline_cuts_the_work_of_the_service_called() {
     let b_latency = |propagate: bool| {
-        let mut cfg = WorldConfig::default();
-        cfg.clock.duration = secs(30);
-        cfg.clock.bucket = secs(10);
-        cfg.load.rate = 50.0;
-        cfg.entry = Some("a".into());
-        let to_b = ClientConfig {
-            attempt_timeout: Some(ms(300)),
-            propagate_deadline: propagate,
-            ..Default::default()
-        };
-        let to_db = ClientConfig {
+        let client = ClientConfig {
             attempt_timeout: Some(secs(10)),
             propagate_deadline: propagate,
             ..Default::default()
         };
-        cfg.services
-            .insert("a".into(), service(1, vec![call("b", to_b)]));
-        cfg.services
-            .insert("b".into(), service(1, vec![call("db", to_db)]));
-        cfg.dependencies.insert(
-            "db".into(),
-            UpstreamConfig {
-                capacity: 10_000,
-                latency: DistSpec::Constant(secs(2)),
-                ..Default::default()
-            },
-        );
-        let (nodes, _) = go(&cfg);
+        let (nodes, _) = go(&slow_chain(client.clone(), client, false));
         (nodes.mean_latency("b"), nodes.total("b", |r| r.failed))
     };
     let (cut, cut_calls) = b_latency(true);
@@ -367,30 +385,8 @@ fn a_propagated_deadline_cuts_the_work_of_the_service_called() {
 #[test]
 fn a_cancelled_caller_cancels_the_work_below_it_when_the_service_listens() {
     let run_with = |cancellation: bool| {
-        let mut cfg = WorldConfig::default();
-        cfg.clock.duration = secs(30);
-        cfg.clock.bucket = secs(10);
-        cfg.load.rate = 50.0;
-        cfg.entry = Some("a".into());
-        let to_b = ClientConfig {
-            attempt_timeout: Some(ms(300)),
-            ..Default::default()
-        };
-        cfg.services
-            .insert("a".into(), service(1, vec![call("b", to_b)]));
-        let mut b = service(1, vec![call("db", ClientConfig::default())]);
-        b.cancellation = cancellation;
-        cfg.services.insert("b".into(), b);
-        cfg.dependencies.insert(
-            "db".into(),
-            UpstreamConfig {
-                capacity: 10_000,
-                latency: DistSpec::Constant(secs(2)),
-                cancellation: true,
-                ..Default::default()
-            },
-        );
-        let (nodes, totals) = go(&cfg);
+        let client = ClientConfig::default();
+        let (nodes, totals) = go(&slow_chain(client.clone(), client, cancellation));
         (
             nodes.mean_latency("b"),
             totals.count(sim_models::recorder::Count::UpstreamCancelled),
