@@ -49,7 +49,7 @@ impl<S: RowSink> World<S> {
     pub(crate) fn run_step(&mut self, req: ReqRef, step: u32, sched: &mut Scheduler<Event>) {
         let q = stale!(self.reqs.get(req));
         let service = q.service as usize;
-        let (pod, epoch, idempotent) = (q.pod, q.pod_epoch, q.idempotent);
+        let (pod, epoch, idempotent, inherited) = (q.pod, q.pod_epoch, q.idempotent, q.deadline);
         let mut step = step;
         let mut calls = CallList::default();
         let (n, need) = loop {
@@ -70,7 +70,10 @@ impl<S: RowSink> World<S> {
                 // Drawn only for a call made on a share of requests, so no
                 // other draw moves.
                 if p >= 1.0 || s.call_rng.random::<f64>() < p {
-                    calls.push(self.reqs.new_call(req, e, pod, epoch, idempotent));
+                    let call = self
+                        .reqs
+                        .new_call(req, e, pod, epoch, idempotent, inherited);
+                    calls.push(call);
                     n += 1;
                 }
             }

@@ -323,13 +323,14 @@ impl<S: RowSink> World<S> {
     pub(crate) fn begin_call(&mut self, call: CallRef, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         let c = stale!(self.reqs.call(call));
-        let (edge, pod, req) = (c.edge, c.pod, c.req);
+        let (edge, pod) = (c.edge, c.pod);
         let own = self.clients[edge as usize]
             .cfg
             .total_deadline
             .map(|d| now.saturating_add(d));
-        // A deadline the request's caller propagated caps the call's own.
-        let inherited = self.reqs.get(req).and_then(|q| q.deadline);
+        // A deadline the request's caller propagated caps the call's own
+        // (`new_call` left it in `deadline`).
+        let inherited = c.deadline;
         let deadline = match (own, inherited) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

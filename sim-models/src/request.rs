@@ -370,7 +370,9 @@ impl Requests {
     }
 
     /// Starts a call of `req` (on `pod` in its incarnation `pod_epoch`) on
-    /// `edge`.
+    /// `edge`, its deadline the one its request inherited, if any (the
+    /// call's own total deadline is set when it begins).
+    #[allow(clippy::too_many_arguments)]
     pub fn new_call(
         &mut self,
         req: ReqRef,
@@ -378,6 +380,7 @@ impl Requests {
         pod: u32,
         pod_epoch: u32,
         idempotent: bool,
+        inherited: Option<SimTime>,
     ) -> CallRef {
         self.calls.insert(Call {
             req,
@@ -385,7 +388,7 @@ impl Requests {
             pod,
             pod_epoch,
             idempotent,
-            deadline: None,
+            deadline: inherited,
             deadline_timer: None,
             phase: CallPhase::Calling,
             attempts: 0,
