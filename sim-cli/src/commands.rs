@@ -548,6 +548,7 @@ fn explain_graph(world: &sim_models::config::WorldConfig, what: &str) -> Result<
             let how = match step.edges.len() {
                 1 => String::new(),
                 n if step.wait_for as usize == n => format!(", in parallel, waiting for all {n}"),
+                n if step.wait_for == 1 => format!(", in parallel, waiting for the first of {n}"),
                 n => format!(
                     ", in parallel, waiting for the first {} of {n}",
                     step.wait_for
