@@ -568,7 +568,8 @@ fn explain_graph(world: &sim_models::config::WorldConfig, what: &str) -> Result<
     crate::say!(
         "\n# Static worst case per path (latency bottom up: an attempt lasts at most its own bound or what the service it calls can take; amplification multiplied down)"
     );
-    for p in analysis::paths_worst_case(world, &topo) {
+    let (paths, more) = analysis::paths_worst_case(world, &topo);
+    for p in paths {
         crate::say!(
             "#   {}: latency {}, {} attempt(s) at {} per user request",
             p.nodes.join(" -> "),
@@ -579,6 +580,12 @@ fn explain_graph(world: &sim_models::config::WorldConfig, what: &str) -> Result<
         for line in &p.derivation {
             crate::say!("#     {line}");
         }
+    }
+    if more {
+        crate::say!(
+            "#   … more paths, not shown (the first {} above)",
+            analysis::MAX_PATHS
+        );
     }
     Ok(())
 }

@@ -230,16 +230,6 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             &summary,
             &label,
         )?);
-        if let Some(n) = &nodes {
-            sections.extend(tiers_section(
-                n,
-                &timeseries,
-                &summary,
-                &axes,
-                &markers(events.as_ref())?,
-                &label,
-            )?);
-        }
     } else {
         // A sweep over parameters gets its maps only when two axes have two
         // values or more each; anything else (a before/after, alternatives)
@@ -278,21 +268,23 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
                 &label,
             )?);
         }
-        if let Some(n) = &nodes
-            && runs.len() <= 12
-        {
-            sections.extend(tiers_section(
-                n,
-                &timeseries,
-                &summary,
-                &axes,
-                &marks,
-                &label,
-            )?);
-        }
         if varied.len() >= 2 || opts.x.is_some() {
             sections.extend(sweep_sections(&summary, &axes, opts)?);
         }
+    }
+    // A graph's tiers, for a run or a comparison of a few.
+    if let Some(n) = &nodes
+        && runs.len() <= 12
+    {
+        let marks = markers(events.as_ref())?;
+        sections.extend(tiers_section(
+            n,
+            &timeseries,
+            &summary,
+            &axes,
+            &marks,
+            &label,
+        )?);
     }
     let charts_dir = dir.join("charts");
     let writer = Writer::register(dir)?;

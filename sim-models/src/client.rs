@@ -1,6 +1,6 @@
-//! The call from a pod to the upstream: attempts, connections, timeouts,
-//! retries, hedges, and the policies around them (budget, breaker,
-//! throttle, pushback).
+//! A call on one edge (a pod of the calling service to a dependency or a
+//! service): attempts, connections, timeouts, retries, hedges, and the
+//! policies around them (budget, breaker, throttle, pushback).
 //!
 //! An attempt passes the client's gates (adaptive throttle, circuit
 //! breaker, rate limiter), asks its pod's pool for a connection (reusing
@@ -216,19 +216,17 @@ pub struct Client {
 impl Client {
     /// The edge's client as configured, its policies fresh.
     pub(crate) fn new(
-        index: u32,
         edge: &Edge,
         topo: &Topology,
         streams: &RngStreams,
     ) -> Result<Self, Vec<ConfigError>> {
-        let _ = index;
         let pods = topo.services[edge.from as usize].cfg.pods;
-        let at = |leg: &str| match topo.services.len() {
-            _ if edge.suffix.is_none() => match leg {
-                "there" => "network.pod_to_upstream".to_string(),
-                _ => "network.upstream_to_pod".to_string(),
-            },
-            _ => format!("{}.{leg}", edge.path),
+        // Where each leg is configured: the single tier's network section,
+        // or the call's own fields.
+        let at = |leg: &str| match (&edge.suffix, leg) {
+            (None, "there") => "network.pod_to_upstream".to_string(),
+            (None, _) => "network.upstream_to_pod".to_string(),
+            (Some(_), _) => format!("{}.{leg}", edge.path),
         };
         let connect_at = match edge.suffix {
             None => "service.pool.connect_time".to_string(),
@@ -315,7 +313,7 @@ impl<S: RowSink> World<S> {
     #[inline]
     fn record_pool_wait(&mut self, edge: u32, pod: u32, d: SimDuration) {
         let group = (self.clients[edge as usize].from == self.topo.entry).then_some(pod);
-        self.rec.pool_wait(group, edge, d);
+        self.rec.pool_wait(group, d);
     }
 
     /// The worker starts a call on `edge`: arms the total deadline, tells
@@ -654,11 +652,10 @@ impl<S: RowSink> World<S> {
             return false;
         };
         let mut open = 0;
-        for (e, c) in self.clients.iter().enumerate() {
+        for c in &self.clients {
             if c.to != Target::Dependency(d) {
                 continue;
             }
-            let _ = e;
             for p in &mut self.services[c.from as usize].pods {
                 let pool = &mut p.pools[c.local as usize];
                 pool.expire_idle(now);

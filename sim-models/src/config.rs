@@ -1013,6 +1013,9 @@ pub struct WorldLimits {
     /// Most buckets in the trailing window, `clock.window ÷ clock.bucket`
     /// (default 10^5: each holds a histogram).
     pub max_window_buckets: u64,
+    /// Most services and dependencies in a graph (default 10^4: each holds
+    /// its pods, pools and random streams, and `explain` walks its paths).
+    pub max_nodes: usize,
 }
 
 impl Default for WorldLimits {
@@ -1023,6 +1026,7 @@ impl Default for WorldLimits {
             max_pods: 100_000,
             max_buckets: 1_000_000,
             max_window_buckets: 100_000,
+            max_nodes: 10_000,
         }
     }
 }
@@ -1040,6 +1044,31 @@ impl WorldLimits {
                 format!(
                     "{} pods, over the limit of {} (raise it with limits.max_pods)",
                     cfg.service.pods, self.max_pods
+                ),
+            );
+        }
+        // A graph's pods count together: each holds a pool per call.
+        let mut pods = 0u64;
+        for (name, s) in &cfg.services {
+            pods += u64::from(s.pods) * (1 + s.calls.len() as u64);
+            if pods > u64::from(self.max_pods) {
+                p.add(
+                    &format!("services.{name}.pods"),
+                    format!(
+                        "the graph's pods, each counted once and once more per call it makes, come to {pods} by this service, over the limit of {} (raise it with limits.max_pods)",
+                        self.max_pods
+                    ),
+                );
+                break;
+            }
+        }
+        let nodes = cfg.services.len() + cfg.dependencies.len();
+        if nodes > self.max_nodes {
+            p.add(
+                "services",
+                format!(
+                    "{nodes} services and dependencies, over the limit of {} (raise it with limits.max_nodes)",
+                    self.max_nodes
                 ),
             );
         }

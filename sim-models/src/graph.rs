@@ -188,35 +188,46 @@ impl Topology {
         }
     }
 
-    /// Every path from the entry to a node with no calls of its own, as
-    /// the edges taken (for `explain`).
-    pub fn paths(&self) -> Vec<Vec<u32>> {
+    /// The paths from the entry to a node with no calls of its own, as
+    /// the edges taken (for `explain`), at most `limit` of them (a graph's
+    /// paths can be exponentially many): the paths, and whether there are
+    /// more. Depth first, edges in the order written; iterative, so a long
+    /// chain cannot exhaust the stack.
+    pub fn paths(&self, limit: usize) -> (Vec<Vec<u32>>, bool) {
         let mut out = Vec::new();
-        let mut stack = Vec::new();
-        self.walk(self.entry, &mut stack, &mut out);
-        out
-    }
-
-    fn walk(&self, service: u32, stack: &mut Vec<u32>, out: &mut Vec<Vec<u32>>) {
-        let edges = &self.services[service as usize].edges;
-        if edges.is_empty() && !stack.is_empty() {
-            out.push(stack.clone());
-        }
-        for &e in edges {
-            stack.push(e);
-            match self.edges[e as usize].to {
-                Target::Service(s) if !stack_visits(self, stack, s) => self.walk(s, stack, out),
-                Target::Service(_) => {} // a cycle: refused by validation
-                Target::Dependency(_) => out.push(stack.clone()),
+        // The edges taken, and for each service on the way the next of its
+        // edges to follow.
+        let mut taken: Vec<u32> = Vec::new();
+        let mut stack: Vec<(u32, usize)> = vec![(self.entry, 0)];
+        while let Some(&mut (service, ref mut next)) = stack.last_mut() {
+            let edges = &self.services[service as usize].edges;
+            if *next == 0 && edges.is_empty() && !taken.is_empty() {
+                out.push(taken.clone());
             }
-            stack.pop();
+            let Some(&e) = edges.get(*next) else {
+                stack.pop();
+                taken.pop();
+                continue;
+            };
+            *next += 1;
+            if out.len() >= limit {
+                return (out, true);
+            }
+            taken.push(e);
+            match self.edges[e as usize].to {
+                Target::Service(s) if !stack.iter().any(|&(x, _)| x == s) => stack.push((s, 0)),
+                // A dependency ends the path (a cycle is refused by
+                // validation; a service already on the way ends it too).
+                _ => {
+                    if matches!(self.edges[e as usize].to, Target::Dependency(_)) {
+                        out.push(taken.clone());
+                    }
+                    taken.pop();
+                }
+            }
         }
+        (out, false)
     }
-}
-
-/// Whether the edges on `stack` already left from `s` (a cycle).
-fn stack_visits(t: &Topology, stack: &[u32], s: u32) -> bool {
-    stack.iter().any(|&e| t.edges[e as usize].from == s)
 }
 
 /// Checks a graph: each section's own fields, then names and cycles.
@@ -425,6 +436,7 @@ fn build(cfg: &WorldConfig, p: &mut Problems) -> Topology {
 
 /// A cycle of service calls, as its edges from the first service on it
 /// (depth first, services in index order: the same cycle every time).
+/// Iterative, so a long chain of services cannot exhaust the stack.
 fn find_cycle(t: &Topology) -> Option<Vec<u32>> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
@@ -432,39 +444,42 @@ fn find_cycle(t: &Topology) -> Option<Vec<u32>> {
         Open,
         Done,
     }
-    fn visit(t: &Topology, s: u32, marks: &mut [Mark], stack: &mut Vec<u32>) -> Option<Vec<u32>> {
-        marks[s as usize] = Mark::Open;
-        for &e in &t.services[s as usize].edges {
-            let Target::Service(next) = t.edges[e as usize].to else {
+    let mut marks = vec![Mark::New; t.services.len()];
+    for root in 0..t.services.len() as u32 {
+        if marks[root as usize] != Mark::New {
+            continue;
+        }
+        // Services on the way with the next of their edges to follow, and
+        // the edges taken to reach each.
+        let mut stack: Vec<(u32, usize)> = vec![(root, 0)];
+        let mut taken: Vec<u32> = Vec::new();
+        marks[root as usize] = Mark::Open;
+        while let Some(&mut (s, ref mut next)) = stack.last_mut() {
+            let Some(&e) = t.services[s as usize].edges.get(*next) else {
+                marks[s as usize] = Mark::Done;
+                stack.pop();
+                taken.pop();
                 continue;
             };
-            stack.push(e);
-            match marks[next as usize] {
+            *next += 1;
+            let Target::Service(to) = t.edges[e as usize].to else {
+                continue;
+            };
+            match marks[to as usize] {
                 Mark::Open => {
-                    let from = stack
+                    taken.push(e);
+                    let from = taken
                         .iter()
-                        .position(|&x| t.edges[x as usize].from == next)
+                        .position(|&x| t.edges[x as usize].from == to)
                         .unwrap_or(0);
-                    return Some(stack[from..].to_vec());
+                    return Some(taken[from..].to_vec());
                 }
                 Mark::New => {
-                    if let Some(c) = visit(t, next, marks, stack) {
-                        return Some(c);
-                    }
+                    marks[to as usize] = Mark::Open;
+                    taken.push(e);
+                    stack.push((to, 0));
                 }
                 Mark::Done => {}
-            }
-            stack.pop();
-        }
-        marks[s as usize] = Mark::Done;
-        None
-    }
-    let mut marks = vec![Mark::New; t.services.len()];
-    for s in 0..t.services.len() as u32 {
-        if marks[s as usize] == Mark::New {
-            let mut stack = Vec::new();
-            if let Some(c) = visit(t, s, &mut marks, &mut stack) {
-                return Some(c);
             }
         }
     }
@@ -523,7 +538,7 @@ mod tests {
         assert_eq!(t.edges.len(), 1);
         assert_eq!(t.dependencies.len(), 1);
         assert_eq!(t.edges[0].to, Target::Dependency(0));
-        assert_eq!(t.paths(), vec![vec![0]]);
+        assert_eq!(t.paths(10), (vec![vec![0]], false));
     }
 
     #[test]
@@ -544,7 +559,8 @@ mod tests {
         assert_eq!(t.edges[1].name, "a->b#2");
         assert_eq!(t.services[0].steps.len(), 2);
         assert_eq!(t.services[0].steps[1].wait_for, 1);
-        assert_eq!(t.paths(), vec![vec![0, 3], vec![1, 3], vec![2]]);
+        assert_eq!(t.paths(10), (vec![vec![0, 3], vec![1, 3], vec![2]], false));
+        assert_eq!(t.paths(2), (vec![vec![0, 3], vec![1, 3]], true));
     }
 
     #[test]

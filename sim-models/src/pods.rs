@@ -1,7 +1,8 @@
-//! Pods: workers, the pool they share, health probes and restarts.
+//! A service's pods: workers, cores for the service's own work, one pool
+//! per edge of the service, health probes and restarts.
 //!
-//! A pod runs each request on a worker for the whole call (every attempt
-//! and every wait), as a goroutine or a servlet thread does. With bounded
+//! A pod runs each request on a worker for the whole of it (its own work,
+//! every call, attempt and wait), as a goroutine or a servlet thread does. With bounded
 //! workers, requests queue for one. A liveness probe every period fails
 //! when the pod is saturated; after enough consecutive failures the pod
 //! restarts: every request on it fails with `pod_restarted`, it leaves
@@ -211,12 +212,10 @@ pub(crate) struct StepPlan {
 impl Service {
     /// The service as configured, every pod up.
     pub(crate) fn new(
-        index: u32,
         node: &ServiceNode,
         topo: &Topology,
         streams: &RngStreams,
     ) -> Result<Self, Vec<ConfigError>> {
-        let _ = index;
         let cfg = &node.cfg;
         let mut calls = Vec::new();
         let mut steps = Vec::new();

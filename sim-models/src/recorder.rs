@@ -891,12 +891,11 @@ impl<S: RowSink> Recorder<S> {
         )
     }
 
-    /// A pool wait on `edge`, at pod `group_pod` when that pod is one the
-    /// groups report (the entry service's): counted in the totals and in
-    /// its group.
+    /// A pool wait at pod `group_pod` when that pod is one the groups
+    /// report (the entry service's): counted in the totals and in its
+    /// group.
     #[inline]
-    pub fn pool_wait(&mut self, group_pod: Option<u32>, edge: u32, d: SimDuration) {
-        let _ = edge;
+    pub fn pool_wait(&mut self, group_pod: Option<u32>, d: SimDuration) {
         self.latency(Latency::PoolWait, d);
         if let Some(g) = group_pod.and_then(|pod| self.group_index(pod)) {
             self.groups[g].wait.record(d.as_nanos());

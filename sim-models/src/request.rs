@@ -122,8 +122,6 @@ pub enum CallPhase {
     Calling,
     /// Waiting out the delay before the next attempt.
     Backoff,
-    /// Over.
-    Finished,
 }
 
 /// Where an attempt stands.
@@ -277,8 +275,7 @@ pub struct Attempt {
     pub pod_epoch: u32,
     /// When it started.
     pub started: SimTime,
-    /// When its current wait began (pool line, rate limiter), and once
-    /// sent, when it was sent.
+    /// When its current wait began (pool line, rate limiter).
     pub wait_started: SimTime,
     /// When its timeout fires, once armed (the client's timeout line holds
     /// the deadline; a line entry that does not match is stale).

@@ -280,15 +280,15 @@ impl<S: RowSink> World<S> {
         let streams = RngStreams::new(cfg.seed);
         let mut errors = Vec::new();
         let mut services = Vec::new();
-        for (i, node) in topo.services.iter().enumerate() {
-            match Service::new(i as u32, node, &topo, &streams) {
+        for node in &topo.services {
+            match Service::new(node, &topo, &streams) {
                 Ok(s) => services.push(s),
                 Err(e) => errors.extend(e),
             }
         }
         let mut clients = Vec::new();
-        for (i, edge) in topo.edges.iter().enumerate() {
-            match Client::new(i as u32, edge, &topo, &streams) {
+        for edge in &topo.edges {
+            match Client::new(edge, &topo, &streams) {
                 Ok(c) => clients.push(c),
                 Err(e) => errors.extend(e),
             }

@@ -312,3 +312,71 @@ fn a_graphs_sweep_is_byte_identical_across_thread_counts() {
     assert!(sets[0].keys().any(|k| k.starts_with("nodes/")));
     assert!(sets[0] == sets[1], "one thread and two differ");
 }
+
+/// Graphs at the limits: a chain of 5,000 services is checked without
+/// exhausting the stack, a lattice with 2^20 paths is explained in its
+/// first hundred, and pods over the limit are refused naming the limit.
+#[test]
+fn large_graphs_are_checked_explained_and_bounded() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("graph-limits");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut chain = String::from("entry: s0\nservices:\n");
+    for i in 0..5_000 {
+        chain.push_str(&format!(
+            "  s{i}: {{ pods: 1, calls: [{{ to: s{} }}] }}\n",
+            i + 1
+        ));
+    }
+    chain.push_str("  s5000: { pods: 1 }\n");
+    let file = dir.join("chain.yaml");
+    std::fs::write(&file, &chain).unwrap();
+    common::stormsim_ok(&["validate", file.to_str().unwrap()]);
+    // Closing the chain into a cycle is refused, with where it starts.
+    let cyclic = chain.replace(
+        "  s5000: { pods: 1 }\n",
+        "  s5000: { pods: 1, calls: [{ to: s0 }] }\n",
+    );
+    std::fs::write(&file, &cyclic).unwrap();
+    let o = common::stormsim(&["validate", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("services.s0.calls[0].to: the calls form a cycle, s0 -> s1"),
+        "{err}"
+    );
+    // Twenty layers of two services each, every one calling both below.
+    let mut lattice = String::from("entry: l0a\nservices:\n");
+    for i in 0..20 {
+        for side in ["a", "b"] {
+            lattice.push_str(&format!(
+                "  l{i}{side}: {{ pods: 1, calls: [{{ to: l{n}a }}, {{ to: l{n}b }}] }}\n",
+                n = i + 1
+            ));
+        }
+    }
+    lattice.push_str("  l20a: { pods: 1 }\n  l20b: { pods: 1 }\n");
+    let file = dir.join("lattice.yaml");
+    std::fs::write(&file, &lattice).unwrap();
+    let o = common::stormsim(&["explain", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains("… more paths, not shown (the first 100 above)"),
+        "{text}"
+    );
+    assert_eq!(text.matches(": latency ").count(), 100);
+    // Pods: 60,000 pods each making one call count as 120,000.
+    let file = dir.join("pods.yaml");
+    std::fs::write(
+        &file,
+        "entry: a\nservices:\n  a:\n    pods: 60000\n    calls: [{ to: d }]\ndependencies:\n  d: {}\n",
+    )
+    .unwrap();
+    let o = common::stormsim(&["validate", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(":4:") && err.contains("services.a.pods") && err.contains("limits.max_pods"),
+        "{err}"
+    );
+}

@@ -115,12 +115,17 @@ pub struct PathWorstCase {
     pub derivation: Vec<String>,
 }
 
-/// The worst case of every path of `topo` from its entry: latency bottom
-/// up (an attempt lasts at most its own bound, or what the service it
-/// calls can take), amplification multiplied down.
-pub fn paths_worst_case(cfg: &WorldConfig, topo: &Topology) -> Vec<PathWorstCase> {
+/// Most paths [`paths_worst_case`] analyses.
+pub const MAX_PATHS: usize = 100;
+
+/// The worst case of the paths of `topo` from its entry, at most
+/// [`MAX_PATHS`] (and whether there are more): latency bottom up (an
+/// attempt lasts at most its own bound, or what the service it calls can
+/// take), amplification multiplied down.
+pub fn paths_worst_case(cfg: &WorldConfig, topo: &Topology) -> (Vec<PathWorstCase>, bool) {
     let dispatches = 1 + u64::from(cfg.gateway.retry.as_ref().map_or(0, |g| g.max_retries));
-    topo.paths()
+    let (paths, more) = topo.paths(MAX_PATHS);
+    let cases = paths
         .into_iter()
         .map(|path| {
             let mut below: Option<SimDuration> = None;
@@ -165,7 +170,8 @@ pub fn paths_worst_case(cfg: &WorldConfig, topo: &Topology) -> Vec<PathWorstCase
                 derivation: lines,
             }
         })
-        .collect()
+        .collect();
+    (cases, more)
 }
 
 /// Worst-case latency and attempts of one call with `c` over `pool`;

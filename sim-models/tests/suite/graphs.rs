@@ -160,7 +160,8 @@ fn retries_multiply_across_tiers_exactly_when_the_bottom_always_fails() {
     assert_eq!(nodes.total("db", |r| r.offered), 64 * users);
     // The static analysis says the same.
     let topo = Topology::of(&cfg).unwrap();
-    let paths = paths_worst_case(&cfg, &topo);
+    let (paths, more) = paths_worst_case(&cfg, &topo);
+    assert!(!more);
     assert_eq!(paths.len(), 1);
     assert_eq!(paths[0].nodes, ["a", "b", "c", "db"]);
     assert_eq!(paths[0].amplification, 64);
