@@ -15,6 +15,10 @@ use std::collections::VecDeque;
 
 use crate::time::SimTime;
 
+/// Stale deadlines a line may hold beyond twice its live ones before
+/// [`DeadlineLine::wants_sweep`] says so.
+const SWEEP_FLOOR: usize = 1024;
+
 /// Deadlines with their subjects, earliest first.
 #[derive(Clone, Debug)]
 pub struct DeadlineLine<T> {
@@ -72,6 +76,20 @@ impl<T> DeadlineLine<T> {
         }
     }
 
+    /// Keeps only the deadlines still wanted, wherever they are in the
+    /// line: for a caller whose stale deadlines pile up behind a live one
+    /// (most are never due), so that memory follows the live ones.
+    pub fn retain(&mut self, mut is_live: impl FnMut(SimTime, &T) -> bool) {
+        self.line.retain(|(t, s)| is_live(*t, s));
+    }
+
+    /// Whether the line holds more than twice `live` deadlines plus a
+    /// floor: when a caller that knows how many are live should
+    /// [`DeadlineLine::retain`] (amortised O(1) per deadline).
+    pub fn wants_sweep(&self, live: usize) -> bool {
+        self.line.len() > 2 * live + SWEEP_FLOOR
+    }
+
     /// Deadlines held, stale ones included.
     pub fn len(&self) -> usize {
         self.line.len()
@@ -122,5 +140,23 @@ mod tests {
         line.drop_stale(|_, &s| s >= 3);
         assert_eq!(line.next(), Some(t(3)));
         assert_eq!(line.len(), 2);
+    }
+
+    #[test]
+    fn a_sweep_keeps_the_live_deadlines_in_order_wherever_they_are() {
+        let mut line = DeadlineLine::new();
+        for i in 0..3000u64 {
+            line.push(t(i), i);
+        }
+        // One in ten is still wanted: 300 live, 3000 held.
+        assert!(line.wants_sweep(300));
+        line.retain(|_, &s| s % 10 == 0);
+        assert_eq!(line.len(), 300);
+        assert!(!line.wants_sweep(300));
+        let mut out = Vec::new();
+        while let Some((_, s)) = line.pop_due(t(100)) {
+            out.push(s);
+        }
+        assert_eq!(out, (0..=100).step_by(10).collect::<Vec<_>>());
     }
 }

@@ -150,11 +150,12 @@ impl<E> Scheduler<E> {
     #[inline]
     fn pop_due(&mut self, end: SimTime) -> Option<E> {
         if let Some(&(seq, _)) = self.now_lane.front() {
-            // The heap may hold events for now scheduled earlier.
-            let heap_first = self
-                .queue
-                .peek()
-                .is_some_and(|k| k.time == self.now && k.seq < seq);
+            // The heap may hold events for now scheduled earlier. Its top
+            // bounds its least live key, so only a top for now needs the
+            // liveness check.
+            let before = |k: EventKey| k.time == self.now && k.seq < seq;
+            let heap_first = self.queue.peek_bound().is_some_and(before)
+                && self.queue.peek().is_some_and(before);
             if !heap_first {
                 return self.now_lane.pop_front().map(|(_, e)| e);
             }

@@ -85,6 +85,7 @@ impl<T> Slab<T> {
     }
 
     /// Stores `value`, reusing a free slot when there is one.
+    #[inline]
     pub fn insert(&mut self, value: T) -> Ref<T> {
         let slot = match self.free.pop() {
             Some(slot) => slot,
@@ -151,6 +152,24 @@ impl<T> Slab<T> {
         Some(value)
     }
 
+    /// Drops the value behind `r` where it lies, if it is still there;
+    /// `true` if it was. Cheaper than [`Slab::remove`] for large values
+    /// nobody wants back: nothing is moved out.
+    #[inline]
+    pub fn discard(&mut self, r: Ref<T>) -> bool {
+        let Some(s) = self.slots.get_mut(r.slot as usize) else {
+            return false;
+        };
+        if s.generation != r.generation || s.value.is_none() {
+            return false;
+        }
+        s.value = None;
+        s.generation = s.generation.wrapping_add(1);
+        self.free.push(r.slot);
+        self.live -= 1;
+        true
+    }
+
     /// Values held.
     pub fn len(&self) -> usize {
         self.live
@@ -199,6 +218,20 @@ mod tests {
         assert_eq!(slab.remove(a), None, "removing twice is harmless");
         assert_eq!(slab.get(b), Some(&"b"));
         assert_eq!(slab.len(), 1);
+    }
+
+    #[test]
+    fn a_discarded_value_is_gone_and_its_slot_reused_under_a_new_generation() {
+        let mut slab = Slab::new();
+        let a = slab.insert(String::from("a"));
+        assert!(slab.discard(a));
+        assert!(!slab.discard(a), "discarding twice is harmless");
+        assert_eq!(slab.len(), 0);
+        let b = slab.insert(String::from("b"));
+        assert_eq!(a.slot(), b.slot(), "the slot is reused");
+        assert_eq!(slab.get(a), None);
+        assert!(!slab.discard(a), "an old reference discards nothing");
+        assert_eq!(slab.get(b).map(String::as_str), Some("b"));
     }
 
     #[test]

@@ -107,6 +107,7 @@ impl SimDuration {
     /// The span closest to `secs` seconds, rounded to the nanosecond;
     /// negative and NaN give zero, too large saturates. This is the one
     /// door from sampled floats (distributions) into integer time.
+    #[inline]
     pub fn from_secs_f64(secs: f64) -> Self {
         let ns = (secs * NS_PER_S as f64).round();
         if ns.is_nan() || ns <= 0.0 {

@@ -24,6 +24,7 @@ use crate::world::{Event, World, cross};
 /// refusals for overload (a full worker line, no pod, an open breaker, a
 /// budget or throttle) 503; a restart a reset connection; other failures
 /// 500.
+#[inline]
 pub(crate) fn status_of(reason: Reason) -> Status {
     match reason {
         Reason::Success | Reason::Fallback => Status::Ok,

@@ -114,6 +114,7 @@ fn is_active(phase: AttemptPhase) -> bool {
 }
 
 /// What an upstream answer means to the client.
+#[inline]
 fn outcome_of(status: Status) -> AttemptOutcome {
     match status {
         Status::Ok => AttemptOutcome::Success,

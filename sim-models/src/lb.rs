@@ -63,6 +63,7 @@ impl Balancer {
     }
 
     /// Requests in progress on `pod` changed by `delta`.
+    #[inline]
     pub fn outstanding_changed(&mut self, pod: u32, delta: i32) {
         let i = pod as usize;
         self.outstanding[i] = self.outstanding[i].saturating_add_signed(delta);
@@ -73,11 +74,13 @@ impl Balancer {
     }
 
     /// Requests in progress on `pod` (as the balancer counts them).
+    #[inline]
     pub fn outstanding(&self, pod: u32) -> u32 {
         self.outstanding[pod as usize]
     }
 
     /// The pod for the next request, or `None` when none is in rotation.
+    #[inline]
     pub fn pick(&mut self) -> Option<u32> {
         let n = self.up.len();
         match self.kind {

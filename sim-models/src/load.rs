@@ -6,11 +6,12 @@ use crate::config::{ConfigError, WorldConfig};
 use crate::policy::token_bucket::TokenBucket;
 use crate::world::{compile, compile_opt};
 use rand::RngExt;
+use sim_core::deadlines::DeadlineLine;
 use sim_core::dist::Dist;
 use sim_core::queue::EventId;
 use sim_core::rng::{RngStreams, SimRng};
 use sim_core::sim::Scheduler;
-use sim_core::time::SimDuration;
+use sim_core::time::{SimDuration, SimTime};
 
 use crate::config::ArrivalProcess;
 use crate::outcome::Reason;
@@ -29,11 +30,9 @@ crate::part_events! {
             /// Which user.
             user: u32,
         },
-        /// The gateway's end-to-end deadline passed.
-        UserDeadlinePassed {
-            /// The request.
-            req: ReqRef,
-        },
+        /// The earliest gateway deadline in the line is due: every
+        /// request whose deadline is now is past it.
+        UserDeadlinesDue,
         /// The user's patience ran out.
         UserGaveUp {
             /// The request.
@@ -49,7 +48,15 @@ crate::part_events! {
     }
 }
 
+/// Whether `req`'s user still waits for an outcome (its deadline in the
+/// line is live).
+#[inline]
+fn user_waits(reqs: &crate::request::Requests, req: ReqRef) -> bool {
+    reqs.get(req).is_some_and(|q| !q.user_done)
+}
+
 /// Exponential gap with mean `1/rate`, drawn as `-ln(1−U)/rate`.
+#[inline]
 pub(crate) fn exp_gap(rng: &mut sim_core::rng::SimRng, rate: f64) -> SimDuration {
     let u: f64 = rng.random();
     SimDuration::from_secs_f64(-(1.0 - u).ln() / rate)
@@ -69,6 +76,15 @@ pub struct Load {
     pub(crate) think_rng: SimRng,
     /// The service's own rate limit (`gateway.rate_limit`), if any.
     pub(crate) door: Option<TokenBucket>,
+    /// Gateway deadlines (one fixed delay, so armed in order), delivered
+    /// by one wake-up at the earliest: no heap entry per request and no
+    /// cancellation when it is answered in time (an entry whose request
+    /// has its outcome is stale).
+    pub(crate) deadlines: DeadlineLine<ReqRef>,
+    /// The wake-up scheduled for the line, and when.
+    pub(crate) deadline_wake: Option<(SimTime, EventId)>,
+    /// True while the due deadlines are being delivered.
+    pub(crate) sweeping: bool,
 }
 
 impl Load {
@@ -92,6 +108,9 @@ impl Load {
                 .rate_limit
                 .as_ref()
                 .map(|r| TokenBucket::full(r.burst.map_or(r.rps.max(1.0), f64::from))),
+            deadlines: DeadlineLine::new(),
+            deadline_wake: None,
+            sweeping: false,
         })
     }
 }
@@ -102,7 +121,7 @@ impl<S: RowSink> World<S> {
         match e {
             LoadEvent::RequestArrived => self.on_request_arrived(sched),
             LoadEvent::UserReady { user } => self.on_user_ready(user, sched),
-            LoadEvent::UserDeadlinePassed { req } => self.on_user_deadline(req, sched),
+            LoadEvent::UserDeadlinesDue => self.on_user_deadlines_due(sched),
             LoadEvent::UserGaveUp { req } => self.on_user_gave_up(req, sched),
             LoadEvent::ResponseReachedUser { req, reason } => {
                 self.on_response_reached_user(req, reason, sched)
@@ -182,7 +201,8 @@ impl<S: RowSink> World<S> {
                 Some(sched.schedule_in(p, LoadEvent::UserGaveUp { req }.into()))
             }
             (Some(d), _) => {
-                Some(sched.schedule_in(d, LoadEvent::UserDeadlinePassed { req }.into()))
+                self.arm_user_deadline(req, now.saturating_add(d), sched);
+                None
             }
             (None, Some(p)) => Some(sched.schedule_in(p, LoadEvent::UserGaveUp { req }.into())),
             (None, None) => None,
@@ -233,9 +253,61 @@ impl<S: RowSink> World<S> {
         cross(sched, d, ServiceEvent::RequestReachedPod { req }.into());
     }
 
+    /// Puts `req`'s gateway deadline `at` in the line, sweeping the line
+    /// when answered requests' deadlines crowd it.
+    fn arm_user_deadline(&mut self, req: ReqRef, at: SimTime, sched: &mut Scheduler<Event>) {
+        let line = &mut self.load.deadlines;
+        line.push(at, req);
+        let waiting = self.rec.level_value(Level::UsersWaiting).max(0) as usize;
+        if line.wants_sweep(waiting) {
+            let reqs = &self.reqs;
+            line.retain(|_, &r| user_waits(reqs, r));
+        }
+        self.wake_for_user_deadlines(sched);
+    }
+
+    /// Makes sure a wake-up is due at the earliest live gateway deadline
+    /// (stale ones at the front dropped first).
+    fn wake_for_user_deadlines(&mut self, sched: &mut Scheduler<Event>) {
+        let load = &mut self.load;
+        if load.sweeping {
+            return;
+        }
+        let reqs = &self.reqs;
+        load.deadlines.drop_stale(|_, &r| user_waits(reqs, r));
+        let Some(next) = load.deadlines.next() else {
+            return; // nothing armed
+        };
+        match load.deadline_wake {
+            Some((at, _)) if at <= next => {} // already due in time
+            wake => {
+                if let Some((_, id)) = wake {
+                    sched.cancel(id);
+                }
+                let at = next.max(sched.now());
+                let id = sched.schedule_at(at, LoadEvent::UserDeadlinesDue.into());
+                load.deadline_wake = id.ok().map(|id| (at, id));
+            }
+        }
+    }
+
+    /// The line's wake-up: every request whose gateway deadline is now is
+    /// past it, in the order the deadlines were armed.
+    fn on_user_deadlines_due(&mut self, sched: &mut Scheduler<Event>) {
+        let now = sched.now();
+        self.load.deadline_wake = None;
+        self.load.sweeping = true;
+        while let Some((_, req)) = self.load.deadlines.pop_due(now) {
+            if user_waits(&self.reqs, req) {
+                self.on_user_deadline(req, sched);
+            }
+        }
+        self.load.sweeping = false;
+        self.wake_for_user_deadlines(sched);
+    }
+
     pub(crate) fn on_user_deadline(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
         let q = stale!(self.reqs.get_mut(req));
-        q.user_timer = None;
         let service_running = !q.service_done;
         self.user_outcome(req, Reason::DeadlineExceeded, sched);
         if service_running && self.cfg.gateway.cancel_service_on_deadline {

@@ -86,11 +86,13 @@ impl Pool {
     }
 
     /// Whether calls share connections as streams.
+    #[inline]
     pub fn multiplexed(&self) -> bool {
         self.streams.is_some()
     }
 
     /// Streams free on open connections (0 for a one-call pool).
+    #[inline]
     pub fn free_streams(&self) -> u32 {
         match self.streams {
             Some(_) => {
@@ -117,6 +119,7 @@ impl Pool {
     }
 
     /// Connections that exist or are being dialled.
+    #[inline]
     pub fn total(&self) -> u32 {
         match self.streams {
             Some(_) => self.connections + self.dialling,
@@ -124,26 +127,32 @@ impl Pool {
         }
     }
     /// The pool's bound.
+    #[inline]
     pub fn max(&self) -> u32 {
         self.max
     }
     /// Connections carrying a request.
+    #[inline]
     pub fn in_use(&self) -> u32 {
         self.in_use
     }
     /// Connections being set up.
+    #[inline]
     pub fn dialling(&self) -> u32 {
         self.dialling
     }
     /// Connections lost to leaks.
+    #[inline]
     pub fn leaked(&self) -> u32 {
         self.leaked
     }
     /// Idle connections.
+    #[inline]
     pub fn idle(&self) -> u32 {
         self.idle.len() as u32
     }
     /// Attempts waiting for a connection.
+    #[inline]
     pub fn waiters(&self) -> u32 {
         self.waiters.len() as u32
     }
@@ -163,6 +172,7 @@ impl Pool {
     }
 
     /// Asks for a connection for an attempt that is not already waiting.
+    #[inline]
     pub fn acquire(&mut self, now: SimTime) -> Acquire {
         self.expire_idle(now);
         // A free stream on an open connection, or an idle connection.
@@ -179,18 +189,21 @@ impl Pool {
 
     /// Puts an attempt in line (`is_live` tells the waiters still waiting,
     /// for the sweep of stale entries).
+    #[inline]
     pub fn wait(&mut self, w: Waiter, is_live: impl FnMut(&Waiter) -> bool) {
         self.waiters.push(w, is_live);
     }
 
     /// A waiter left the line (timed out, deadline, restart); its entry is
     /// dropped lazily.
+    #[inline]
     pub fn waiter_left(&mut self) {
         self.waiters.left();
     }
 
     /// The next waiter still waiting, per `is_live`; stale entries in front
     /// of it are dropped.
+    #[inline]
     pub fn next_waiter(&mut self, is_live: impl FnMut(&Waiter) -> bool) -> Option<Waiter> {
         self.waiters.pop(is_live)
     }
@@ -209,6 +222,7 @@ impl Pool {
     /// A dial finished (either way): it no longer counts as dialling. On
     /// success the caller decides who gets the connection via
     /// [`Pool::hand_over`] or [`Pool::put_idle`].
+    #[inline]
     pub fn dialled(&mut self) {
         self.dialling -= 1;
     }
@@ -216,6 +230,7 @@ impl Pool {
     /// A dial succeeded: the connection is open (a multiplexed one then
     /// carries streams until the pod restarts). The caller hands it over
     /// or puts it idle.
+    #[inline]
     pub fn established(&mut self) {
         self.dialling -= 1;
         if self.multiplexed() {
@@ -237,17 +252,20 @@ impl Pool {
 
     /// Connections the far end holds for this pool: open or being set up,
     /// refused dials left out.
+    #[inline]
     pub fn open(&self) -> u32 {
         self.total() - self.refused
     }
 
     /// A connection (new, or released by its previous user) goes straight
     /// to a new user.
+    #[inline]
     pub fn hand_over(&mut self) {
         self.in_use += 1;
     }
 
     /// A connection becomes idle.
+    #[inline]
     pub fn put_idle(&mut self, now: SimTime) {
         if self.multiplexed() {
             return; // a free stream on an open connection
@@ -261,6 +279,7 @@ impl Pool {
 
     /// The attempt using a connection is done with it; `leak` loses it.
     /// Returns true if the connection is available again (not leaked).
+    #[inline]
     pub fn release(&mut self, leak: bool) -> bool {
         self.in_use -= 1;
         if leak {
@@ -273,11 +292,13 @@ impl Pool {
 
     /// The attempt using a connection gave up on it mid-request: the
     /// connection is closed, its slot free for a new dial.
+    #[inline]
     pub fn close_in_use(&mut self) {
         self.in_use -= 1;
     }
 
     /// Starts a dial for a waiter when a slot is free; false if full.
+    #[inline]
     pub fn try_dial(&mut self) -> bool {
         if self.total() < self.max {
             self.dialling += 1;
@@ -288,6 +309,7 @@ impl Pool {
     }
 
     /// True when a waiter is live and a connection could be dialled.
+    #[inline]
     pub fn has_room(&self) -> bool {
         self.total() < self.max
     }

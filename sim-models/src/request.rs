@@ -41,6 +41,7 @@ pub struct CallList {
 
 impl CallList {
     /// Adds a call.
+    #[inline]
     pub fn push(&mut self, c: CallRef) {
         if self.first.is_none() && self.rest.is_empty() {
             self.first = Some(c);
@@ -50,6 +51,7 @@ impl CallList {
     }
 
     /// Forgets a call, if listed.
+    #[inline]
     pub fn remove(&mut self, c: CallRef) {
         if self.first == Some(c) {
             self.first = None;
@@ -59,11 +61,13 @@ impl CallList {
     }
 
     /// The calls, in the order they were made.
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = CallRef> + '_ {
         self.first.iter().chain(self.rest.iter()).copied()
     }
 
     /// Whether no call is listed.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.first.is_none() && self.rest.is_empty()
     }
@@ -71,14 +75,17 @@ impl CallList {
 
 impl Call {
     /// Attempts in progress.
+    #[inline]
     pub fn live_count(&self) -> u32 {
         self.live.iter().flatten().count() as u32
     }
     /// The attempts in progress.
+    #[inline]
     pub fn live_attempts(&self) -> impl Iterator<Item = AttRef> + '_ {
         self.live.iter().flatten().copied()
     }
     /// Records a new live attempt; false if all places are taken.
+    #[inline]
     pub fn add_live(&mut self, a: AttRef) -> bool {
         match self.live.iter_mut().find(|x| x.is_none()) {
             Some(place) => {
@@ -89,6 +96,7 @@ impl Call {
         }
     }
     /// Forgets a live attempt.
+    #[inline]
     pub fn remove_live(&mut self, a: AttRef) {
         for place in &mut self.live {
             if *place == Some(a) {
@@ -178,7 +186,8 @@ pub struct Request {
     pub has_worker: bool,
     /// It holds one of its pod's cores.
     pub has_core: bool,
-    /// The gateway deadline or patience timer.
+    /// The patience timer (the gateway deadline waits in the load's
+    /// line instead).
     pub user_timer: Option<EventId>,
     /// Its own work's end.
     pub work_timer: Option<EventId>,
@@ -305,6 +314,7 @@ pub struct Requests {
 
 impl Requests {
     /// Creates a request arriving at `service` at `now`.
+    #[inline]
     pub fn create(
         &mut self,
         now: SimTime,
@@ -360,9 +370,10 @@ impl Requests {
 
     /// Frees the request's slot once both the user and the service are
     /// done with it.
+    #[inline]
     pub fn release_if_done(&mut self, r: ReqRef) {
         if self.get(r).is_some_and(|q| q.user_done && q.service_done) {
-            self.reqs.remove(r);
+            self.reqs.discard(r);
         }
     }
 
@@ -370,6 +381,7 @@ impl Requests {
     /// `edge`, its deadline the one its request inherited, if any (the
     /// call's own total deadline is set when it begins).
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub fn new_call(
         &mut self,
         req: ReqRef,
@@ -412,17 +424,20 @@ impl Requests {
     }
 
     /// Forgets a finished call.
+    #[inline]
     pub fn remove_call(&mut self, c: CallRef) {
-        self.calls.remove(c);
+        self.calls.discard(c);
     }
 
     /// Calls held.
+    #[inline]
     pub fn live_calls(&self) -> usize {
         self.calls.len()
     }
 
     /// Starts an attempt record.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub fn new_attempt(
         &mut self,
         call: CallRef,
@@ -468,16 +483,19 @@ impl Requests {
     }
 
     /// Forgets a finished attempt.
+    #[inline]
     pub fn remove_attempt(&mut self, a: AttRef) {
-        self.atts.remove(a);
+        self.atts.discard(a);
     }
 
     /// Requests held (users' and orphaned work).
+    #[inline]
     pub fn live(&self) -> usize {
         self.reqs.len()
     }
 
     /// Attempts held.
+    #[inline]
     pub fn live_attempts(&self) -> usize {
         self.atts.len()
     }

@@ -234,18 +234,22 @@ impl Upstream {
     }
 
     /// Requests in a slot.
+    #[inline]
     pub fn in_service(&self) -> u32 {
         self.in_service
     }
     /// Requests waiting for a slot.
+    #[inline]
     pub fn queued(&self) -> u32 {
         self.queue.len() as u32
     }
     /// Jobs held (in service, queued, or cancelled but not yet swept).
+    #[inline]
     pub fn jobs_held(&self) -> usize {
         self.jobs.len()
     }
 
+    #[inline]
     fn alloc(&mut self, owner: Owner, deadline: Option<SimTime>) -> JobRef {
         let work = match self.applies_at {
             AppliesAt::Admission => Some(self.draw_work()),
@@ -261,10 +265,12 @@ impl Upstream {
         })
     }
 
+    #[inline]
     fn job_mut(&mut self, j: JobRef) -> Option<&mut Job> {
         self.jobs.get_mut(j)
     }
 
+    #[inline]
     fn free_job(&mut self, j: JobRef) -> Option<Job> {
         self.jobs.remove(j)
     }
@@ -299,6 +305,7 @@ impl Upstream {
         SimDuration::from_secs_f64(secs)
     }
 
+    #[inline]
     fn start(&mut self, j: JobRef, sched: &mut Scheduler<Event>) {
         self.in_service += 1;
         let work = self.jobs.get(j).and_then(|job| job.work);
@@ -318,6 +325,7 @@ impl Upstream {
     }
 
     /// Refills the rate-limit bucket and takes a token; false if empty.
+    #[inline]
     fn take_token(&mut self, now: SimTime) -> bool {
         match self.params.rate_limit_rps {
             Some(rps) => self.bucket.take(now, rps),
@@ -326,6 +334,7 @@ impl Upstream {
     }
 
     /// A request arrives. Returns the job (when admitted) and what happened.
+    #[inline]
     pub fn arrive(
         &mut self,
         owner: Owner,
@@ -396,6 +405,7 @@ impl Upstream {
     }
 
     /// Remembers an answer for the admission threshold's error rate.
+    #[inline]
     pub fn answered(&mut self, now: SimTime, status: Status) {
         let Some(a) = self.admission.as_mut() else {
             return; // no threshold to feed
@@ -446,6 +456,7 @@ impl Upstream {
     }
 
     /// An injected error, or `Ok`, by one draw against the live mix.
+    #[inline]
     fn draw_error(&mut self) -> Status {
         let u: f64 = self.error_rng.random();
         let p = &self.params;
@@ -463,6 +474,7 @@ impl Upstream {
     /// How long after arrival an answer given at the door goes back: an
     /// injected error decided on arrival after its delay, a refusal (429,
     /// overflow or shedding 503) after `reject_after`.
+    #[inline]
     pub fn answer_delay(&self, status: Status) -> SimDuration {
         match status {
             Status::Error(_) => self.errors_after.unwrap_or(SimDuration::ZERO),
@@ -473,6 +485,7 @@ impl Upstream {
     /// Starts queued jobs while slots are free. With deadlines honoured, a
     /// queued job whose propagated deadline has passed is dropped instead
     /// (nobody waits for it any more).
+    #[inline]
     pub fn fill_slots(&mut self, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         while self.in_service < self.params.capacity {
@@ -497,6 +510,7 @@ impl Upstream {
 
     /// A job's service time is up: frees its slot, starts the next queued
     /// job, and says who gets which answer.
+    #[inline]
     pub fn complete(&mut self, j: JobRef, sched: &mut Scheduler<Event>) -> Option<Completion> {
         let job = self.free_job(j)?;
         self.in_service -= 1;

@@ -62,6 +62,7 @@ impl Histogram {
     }
 
     /// Records `n` copies of `v`.
+    #[inline]
     pub fn record_n(&mut self, v: u64, n: u64) {
         if n == 0 {
             return;

@@ -30,9 +30,18 @@ impl Entry {
     }
 }
 
+impl Entry {
+    /// Time then sequence as one integer: one wide comparison instead of
+    /// two dependent ones, at every level of every sift.
+    #[inline]
+    fn rank(&self) -> u128 {
+        (u128::from(self.time) << 64) | u128::from(self.seq)
+    }
+}
+
 impl PartialEq for Entry {
     fn eq(&self, other: &Self) -> bool {
-        (self.time, self.seq) == (other.time, other.seq)
+        self.rank() == other.rank()
     }
 }
 impl Eq for Entry {}
@@ -45,7 +54,7 @@ impl Ord for Entry {
     /// Reversed: `BinaryHeap` is a max-heap and we want the least key first.
     #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+        other.rank().cmp(&self.rank())
     }
 }
 
@@ -88,6 +97,16 @@ impl<E> LazyHeap<E> {
             self.heap.pop();
             self.tombstones -= 1;
         }
+    }
+
+    /// The key at the top of the heap, which may be a tombstone's: a
+    /// lower bound on the least live key, for free (no liveness check).
+    #[inline]
+    pub(crate) fn peek_bound(&self) -> Option<EventKey> {
+        self.heap.peek().map(|e| EventKey {
+            time: crate::time::SimTime::from_nanos(e.time),
+            seq: e.seq,
+        })
     }
 
     fn maybe_compact(&mut self) {

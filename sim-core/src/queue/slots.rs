@@ -16,6 +16,7 @@ pub(crate) struct Slots {
 
 impl Slots {
     /// Takes a slot for the event with sequence `seq`.
+    #[inline]
     pub(crate) fn take(&mut self, seq: u64) -> EventId {
         let slot = match self.free.pop() {
             Some(slot) => {
