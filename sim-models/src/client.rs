@@ -858,7 +858,15 @@ impl<S: RowSink> World<S> {
     ) {
         let at = sched.now().saturating_add(t);
         stale!(self.reqs.att_mut(att)).timeout_at = Some(at);
-        self.clients[edge as usize].timeouts.push(at, att);
+        let line = &mut self.clients[edge as usize].timeouts;
+        line.push(at, att);
+        // Answered attempts' timeouts pile up behind a live one: swept once
+        // they outnumber twice the attempts alive (on every edge, a bound
+        // on this one's), so memory follows the attempts in flight.
+        if line.wants_sweep(self.reqs.live_attempts()) {
+            let reqs = &self.reqs;
+            line.retain(|at, &att| reqs.att(att).is_some_and(|a| a.timeout_at == Some(at)));
+        }
         self.wake_for_timeouts(edge, sched);
     }
 

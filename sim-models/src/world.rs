@@ -786,4 +786,53 @@ mod tests {
             "{v}"
         );
     }
+
+    #[test]
+    fn deadline_lines_hold_what_is_live_not_what_was_armed() {
+        // 2,000 requests/s against a 60 s gateway deadline and a 30 s
+        // attempt timeout, most answered in milliseconds but a heavy tail
+        // (Pareto, shape 0.5: 0.6 % take over 30 s) always holding an old
+        // deadline at the front of each line: without sweeps the lines
+        // would hold every deadline armed behind it (up to 120,000).
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = SimDuration::from_secs(90);
+        cfg.load.rate = 2000.0;
+        cfg.gateway.deadline = Some(SimDuration::from_secs(60));
+        cfg.client.attempt_timeout = Some(SimDuration::from_secs(30));
+        cfg.client.retry.max_retries = 0;
+        cfg.service.pool.max_connections = 100_000;
+        cfg.upstream.capacity = 100_000;
+        cfg.upstream.latency = sim_core::dist::DistSpec::Pareto {
+            scale: SimDuration::from_nanos(1_000_000),
+            shape: 0.5,
+        };
+        let world = World::new(&cfg, Discard::default()).unwrap();
+        let mut sim = Simulation::new(world, Limits::default());
+        {
+            let (world, sched) = sim.parts();
+            world.start(sched);
+        }
+        let (mut held, mut live) = ((0, 0), (0, 0));
+        for s in 1..=90 {
+            sim.run_until(SimTime::from_nanos(s * 1_000_000_000))
+                .unwrap();
+            let w = sim.model();
+            held.0 = held.0.max(w.load.deadlines.len());
+            held.1 = held.1.max(w.clients[0].timeouts.len());
+            live.0 = live.0.max(w.reqs.live());
+            live.1 = live.1.max(w.reqs.live_attempts());
+        }
+        assert!(sim.model().reqs.created() > 170_000);
+        // About 1,000 live at a time (the tail's); held: at most twice the
+        // most live plus the sweep floor of 1,024.
+        assert!(live.0 > 500 && live.0 < 3000, "{live:?}");
+        assert!(
+            held.0 <= 2 * live.0 + 1025,
+            "deadlines {held:?}, live {live:?}"
+        );
+        assert!(
+            held.1 <= 2 * live.1 + 1025,
+            "timeouts {held:?}, live {live:?}"
+        );
+    }
 }
