@@ -7,9 +7,17 @@
 //! in order when armed, so they can wait in a FIFO instead, with a single
 //! scheduled wake-up at the earliest one: arming is O(1), and a timer that
 //! is no longer wanted is not cancelled at all, only recognised as stale
-//! when it reaches the front. A deadline earlier than the last one (the
-//! delay was changed) is inserted in its place, so the line stays sorted
-//! whatever the delays.
+//! when it reaches the front.
+//!
+//! When the delay changes (a deploy shortens the timeout), new deadlines
+//! come before old ones. Inserting each in its place would move the whole
+//! tail of a long line at every arm (quadratic over the old delay's
+//! span), so a deadline earlier than every run's last starts a run of its
+//! own: the line is a few sorted FIFO runs, one per delay in use, and the
+//! earliest deadline is the least of their fronts. Past [`MAX_RUNS`] runs
+//! (delays that vary from arm to arm, which this structure is not for) a
+//! deadline is inserted in its place in the run that ends nearest before
+//! it, so the line stays right whatever the delays.
 
 use std::collections::VecDeque;
 
@@ -19,16 +27,27 @@ use crate::time::SimTime;
 /// [`DeadlineLine::wants_sweep`] says so.
 const SWEEP_FLOOR: usize = 1024;
 
-/// Deadlines with their subjects, earliest first.
+/// Runs a line keeps before it inserts in place: each costs a comparison
+/// when the earliest deadline is looked for.
+pub const MAX_RUNS: usize = 8;
+
+/// One deadline: when, the order it was armed in (ties between runs), and
+/// its subject.
+type Entry<T> = (SimTime, u64, T);
+
+/// Deadlines with their subjects, earliest first; equal deadlines in the
+/// order they were armed.
 #[derive(Clone, Debug)]
 pub struct DeadlineLine<T> {
-    line: VecDeque<(SimTime, T)>,
+    runs: Vec<VecDeque<Entry<T>>>,
+    armed: u64,
 }
 
 impl<T> Default for DeadlineLine<T> {
     fn default() -> Self {
         DeadlineLine {
-            line: VecDeque::new(),
+            runs: Vec::new(),
+            armed: 0,
         }
     }
 }
@@ -39,40 +58,109 @@ impl<T> DeadlineLine<T> {
         Self::default()
     }
 
-    /// Adds `subject`'s deadline `at`. O(1) when deadlines arrive in order;
-    /// an earlier one is inserted in its place (after equal deadlines, so
-    /// equal deadlines keep the order they were armed in).
+    /// Adds `subject`'s deadline `at`. O(1) when deadlines arrive in order,
+    /// and when they arrive in order within each of a few delays.
+    #[inline]
     pub fn push(&mut self, at: SimTime, subject: T) {
-        if self.line.back().is_none_or(|(last, _)| *last <= at) {
-            self.line.push_back((at, subject));
-        } else {
-            let i = self.line.partition_point(|(t, _)| *t <= at);
-            self.line.insert(i, (at, subject));
+        let entry = (at, self.armed, subject);
+        self.armed += 1;
+        // The run that ends latest at or before `at` keeps every run
+        // sorted; the last run is the usual one.
+        let fits = |r: &VecDeque<Entry<T>>| r.back().is_none_or(|b| b.0 <= at);
+        if let Some(last) = self.runs.last_mut()
+            && fits(last)
+        {
+            last.push_back(entry);
+            return;
         }
+        let best = self
+            .runs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| fits(r))
+            .max_by_key(|(_, r)| r.back().map(|b| b.0))
+            .map(|(i, _)| i);
+        match best {
+            Some(i) => self.runs[i].push_back(entry),
+            None if self.runs.len() < MAX_RUNS => self.runs.push(VecDeque::from([entry])),
+            None => {
+                // Too many delays: in place, in the run whose first
+                // deadline is latest at or before `at` (or the first).
+                let i = self
+                    .runs
+                    .iter()
+                    .rposition(|r| r.front().is_some_and(|f| f.0 <= at))
+                    .unwrap_or(0);
+                let run = &mut self.runs[i];
+                let k = run.partition_point(|e| e.0 <= at);
+                run.insert(k, entry);
+            }
+        }
+    }
+
+    /// The run holding the earliest deadline.
+    #[inline]
+    fn earliest_run(&self) -> Option<usize> {
+        if self.runs.len() == 1 {
+            return (!self.runs[0].is_empty()).then_some(0);
+        }
+        self.runs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.front().map(|f| ((f.0, f.1), i)))
+            .min()
+            .map(|(_, i)| i)
     }
 
     /// The earliest deadline, stale ones included.
+    #[inline]
     pub fn next(&self) -> Option<SimTime> {
-        self.line.front().map(|(t, _)| *t)
+        self.earliest_run().map(|i| self.runs[i][0].0)
     }
 
     /// Takes the earliest deadline if it is at or before `now`.
+    #[inline]
     pub fn pop_due(&mut self, now: SimTime) -> Option<(SimTime, T)> {
-        if self.line.front().is_some_and(|(t, _)| *t <= now) {
-            self.line.pop_front()
-        } else {
-            None
+        let i = self.earliest_run()?;
+        if self.runs[i][0].0 > now {
+            return None;
+        }
+        let (at, _, subject) = self.runs[i].pop_front()?;
+        self.forget_empty(i);
+        Some((at, subject))
+    }
+
+    /// Drops run `i` if it is empty and not the only one.
+    #[inline]
+    fn forget_empty(&mut self, i: usize) {
+        if self.runs[i].is_empty() && self.runs.len() > 1 {
+            self.runs.remove(i);
         }
     }
 
-    /// Drops deadlines at the front that are no longer wanted, so that the
+    /// Drops deadlines at the fronts that are no longer wanted, so that the
     /// next wake-up is for a live one.
+    #[inline]
     pub fn drop_stale(&mut self, mut is_live: impl FnMut(SimTime, &T) -> bool) {
-        while let Some((t, s)) = self.line.front() {
-            if is_live(*t, s) {
-                return;
+        if let [run] = &mut self.runs[..] {
+            while let Some((t, _, s)) = run.front() {
+                if is_live(*t, s) {
+                    return;
+                }
+                run.pop_front();
             }
-            self.line.pop_front();
+            return;
+        }
+        for run in &mut self.runs {
+            while let Some((t, _, s)) = run.front() {
+                if is_live(*t, s) {
+                    break;
+                }
+                run.pop_front();
+            }
+        }
+        if self.runs.len() > 1 {
+            self.runs.retain(|r| !r.is_empty());
         }
     }
 
@@ -80,24 +168,36 @@ impl<T> DeadlineLine<T> {
     /// line: for a caller whose stale deadlines pile up behind a live one
     /// (most are never due), so that memory follows the live ones.
     pub fn retain(&mut self, mut is_live: impl FnMut(SimTime, &T) -> bool) {
-        self.line.retain(|(t, s)| is_live(*t, s));
+        for run in &mut self.runs {
+            run.retain(|(t, _, s)| is_live(*t, s));
+        }
+        if self.runs.len() > 1 {
+            self.runs.retain(|r| !r.is_empty());
+        }
     }
 
     /// Whether the line holds more than twice `live` deadlines plus a
     /// floor: when a caller that knows how many are live should
     /// [`DeadlineLine::retain`] (amortised O(1) per deadline).
+    #[inline]
     pub fn wants_sweep(&self, live: usize) -> bool {
-        self.line.len() > 2 * live + SWEEP_FLOOR
+        self.len() > 2 * live + SWEEP_FLOOR
     }
 
     /// Deadlines held, stale ones included.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.line.len()
+        self.runs.iter().map(VecDeque::len).sum()
+    }
+
+    /// Runs held (one per delay in use, at most [`MAX_RUNS`]).
+    pub fn runs(&self) -> usize {
+        self.runs.len()
     }
 
     /// Whether none is held.
     pub fn is_empty(&self) -> bool {
-        self.line.is_empty()
+        self.runs.iter().all(VecDeque::is_empty)
     }
 }
 
@@ -129,6 +229,53 @@ mod tests {
         assert_eq!(out, ["a", "d", "b", "c", "f"]);
         assert_eq!(line.next(), Some(t(30)));
         assert_eq!(line.pop_due(t(29)), None);
+    }
+
+    #[test]
+    fn a_shorter_delay_starts_a_run_and_the_order_holds_across_runs() {
+        // A 30-unit delay armed at 0..100, then a 1-unit delay from 100:
+        // every new deadline is earlier than the old ones still held.
+        let mut line = DeadlineLine::new();
+        for now in 0..100u64 {
+            line.push(t(now + 30), ("long", now));
+        }
+        for now in 100..200u64 {
+            line.push(t(now + 1), ("short", now));
+        }
+        assert_eq!(line.runs(), 2, "one run per delay, no insertion");
+        let mut out = Vec::new();
+        while let Some((at, s)) = line.pop_due(t(1000)) {
+            out.push((at.as_nanos(), s));
+        }
+        let mut sorted = out.clone();
+        sorted.sort_by_key(|&(at, (_, armed))| (at, armed));
+        assert_eq!(out, sorted, "earliest first, ties in arming order");
+        assert_eq!(out.len(), 200);
+        assert_eq!(line.runs(), 1, "emptied runs are forgotten");
+    }
+
+    #[test]
+    fn deadlines_of_many_delays_come_out_in_order() {
+        // Delays that change at every arm: more runs than kept, so some
+        // are inserted in place; the order is still by time, then by arming.
+        let mut line = DeadlineLine::new();
+        let mut x = 12345u64;
+        let mut armed = Vec::new();
+        for i in 0..2000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let at = i + (x >> 40) % 500;
+            line.push(t(at), i);
+            armed.push((at, i));
+        }
+        assert!(line.runs() <= MAX_RUNS);
+        armed.sort();
+        let mut out = Vec::new();
+        while let Some((at, i)) = line.pop_due(t(10_000)) {
+            out.push((at.as_nanos(), i));
+        }
+        assert_eq!(out, armed);
     }
 
     #[test]
