@@ -24,6 +24,12 @@
 //! `Scheduler::schedule_now` keeps such events in a FIFO lane beside the
 //! heap, in the same order.)
 //!
+//! Timers of a fixed delay (attempt timeouts, the gateway deadline) wait
+//! in a `DeadlineLine` rather than one heap entry each: one wake-up event
+//! is scheduled at the earliest, and when it runs it delivers every
+//! deadline due at that instant, in the order they were armed. The
+//! wake-up itself is an ordinary event under the rule above.
+//!
 //! Code map (one file per part of the world):
 //!
 //! | file | part |
