@@ -21,6 +21,8 @@
 
 use std::collections::VecDeque;
 
+use crate::queue::EventId;
+use crate::sim::Scheduler;
 use crate::time::SimTime;
 
 /// Stale deadlines a line may hold beyond twice its live ones before
@@ -41,6 +43,12 @@ type Entry<T> = (SimTime, u64, T);
 pub struct DeadlineLine<T> {
     runs: Vec<VecDeque<Entry<T>>>,
     armed: u64,
+    /// The wake-up scheduled for the earliest deadline, and when.
+    wake: Option<(SimTime, EventId)>,
+    /// True while the due deadlines are being delivered (between
+    /// [`DeadlineLine::woken`] and [`DeadlineLine::delivered`]): arming
+    /// then schedules no wake-up, the delivery's end does.
+    delivering: bool,
 }
 
 impl<T> Default for DeadlineLine<T> {
@@ -48,6 +56,8 @@ impl<T> Default for DeadlineLine<T> {
         DeadlineLine {
             runs: Vec::new(),
             armed: 0,
+            wake: None,
+            delivering: false,
         }
     }
 }
@@ -96,6 +106,47 @@ impl<T> DeadlineLine<T> {
                 run.insert(k, entry);
             }
         }
+    }
+
+    /// Makes sure `wake` is scheduled at the earliest live deadline (stale
+    /// ones at the fronts dropped first): a wake-up already due in time is
+    /// kept, a later one moved. Call after arming and after a delivery.
+    pub fn schedule_wake<E>(
+        &mut self,
+        sched: &mut Scheduler<E>,
+        is_live: impl FnMut(SimTime, &T) -> bool,
+        wake: E,
+    ) {
+        if self.delivering {
+            return;
+        }
+        self.drop_stale(is_live);
+        let Some(next) = self.next() else {
+            return; // nothing armed
+        };
+        match self.wake {
+            Some((at, _)) if at <= next => {} // already due in time
+            old => {
+                if let Some((_, id)) = old {
+                    sched.cancel(id);
+                }
+                let at = next.max(sched.now());
+                self.wake = sched.schedule_at(at, wake).ok().map(|id| (at, id));
+            }
+        }
+    }
+
+    /// The wake-up ran: the deadlines due now are delivered next
+    /// ([`DeadlineLine::pop_due`]), then [`DeadlineLine::delivered`].
+    pub fn woken(&mut self) {
+        self.wake = None;
+        self.delivering = true;
+    }
+
+    /// The delivery is over; [`DeadlineLine::schedule_wake`] schedules the
+    /// next wake-up.
+    pub fn delivered(&mut self) {
+        self.delivering = false;
     }
 
     /// The run holding the earliest deadline.

@@ -19,7 +19,6 @@ use crate::world::{compile, compile_opt};
 use rand::RngExt;
 use sim_core::deadlines::DeadlineLine;
 use sim_core::dist::Dist;
-use sim_core::queue::EventId;
 use sim_core::rng::{RngStreams, SimRng};
 use sim_core::sim::Scheduler;
 use sim_core::time::{SimDuration, SimTime};
@@ -207,11 +206,6 @@ pub struct Client {
     /// Attempt timeouts (a fixed delay, so armed in order), delivered by
     /// one wake-up at the earliest instead of a heap entry each.
     pub(crate) timeouts: DeadlineLine<AttRef>,
-    /// The wake-up scheduled for the line, and when.
-    pub(crate) timeout_wake: Option<(SimTime, EventId)>,
-    /// The line's due deadlines are being delivered (the next wake-up is
-    /// set once, after).
-    pub(crate) sweeping: bool,
 }
 
 impl Client {
@@ -244,8 +238,6 @@ impl Client {
             backoff_rng: streams.stream(stream_name("client/backoff", &edge.suffix).as_str()),
             throttle_rng: streams.stream(stream_name("client/throttle", &edge.suffix).as_str()),
             timeouts: DeadlineLine::new(),
-            timeout_wake: None,
-            sweeping: false,
             cfg: edge.client.clone(),
             pool: edge.pool.clone(),
             from: edge.from,
@@ -871,45 +863,27 @@ impl<S: RowSink> World<S> {
     }
 
     /// Makes sure a wake-up is due at the earliest live deadline of the
-    /// timeout line (stale ones at the front dropped first).
+    /// timeout line.
     fn wake_for_timeouts(&mut self, edge: u32, sched: &mut Scheduler<Event>) {
-        let client = &mut self.clients[edge as usize];
-        if client.sweeping {
-            return;
-        }
         let reqs = &self.reqs;
-        client
-            .timeouts
-            .drop_stale(|at, &att| reqs.att(att).is_some_and(|a| a.timeout_at == Some(at)));
-        let Some(next) = client.timeouts.next() else {
-            return; // nothing armed
-        };
-        match client.timeout_wake {
-            Some((at, _)) if at <= next => {} // already due in time
-            wake => {
-                if let Some((_, id)) = wake {
-                    sched.cancel(id);
-                }
-                let at = next.max(sched.now());
-                let id = sched.schedule_at(at, ClientEvent::TimeoutsDue { edge }.into());
-                client.timeout_wake = id.ok().map(|id| (at, id));
-            }
-        }
+        self.clients[edge as usize].timeouts.schedule_wake(
+            sched,
+            |at, &att| reqs.att(att).is_some_and(|a| a.timeout_at == Some(at)),
+            ClientEvent::TimeoutsDue { edge }.into(),
+        );
     }
 
     /// The timeout line's wake-up: every attempt whose deadline is now
     /// times out, in the order the deadlines were armed.
     fn on_timeouts_due(&mut self, edge: u32, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        let client = &mut self.clients[edge as usize];
-        client.timeout_wake = None;
-        client.sweeping = true;
+        self.clients[edge as usize].timeouts.woken();
         while let Some((at, att)) = self.clients[edge as usize].timeouts.pop_due(now) {
             if self.reqs.att(att).is_some_and(|a| a.timeout_at == Some(at)) {
                 self.on_attempt_timed_out(att, sched);
             }
         }
-        self.clients[edge as usize].sweeping = false;
+        self.clients[edge as usize].timeouts.delivered();
         self.wake_for_timeouts(edge, sched);
     }
 

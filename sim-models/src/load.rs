@@ -81,10 +81,6 @@ pub struct Load {
     /// cancellation when it is answered in time (an entry whose request
     /// has its outcome is stale).
     pub(crate) deadlines: DeadlineLine<ReqRef>,
-    /// The wake-up scheduled for the line, and when.
-    pub(crate) deadline_wake: Option<(SimTime, EventId)>,
-    /// True while the due deadlines are being delivered.
-    pub(crate) sweeping: bool,
 }
 
 impl Load {
@@ -109,8 +105,6 @@ impl Load {
                 .as_ref()
                 .map(|r| TokenBucket::full(r.burst.map_or(r.rps.max(1.0), f64::from))),
             deadlines: DeadlineLine::new(),
-            deadline_wake: None,
-            sweeping: false,
         })
     }
 }
@@ -266,43 +260,27 @@ impl<S: RowSink> World<S> {
         self.wake_for_user_deadlines(sched);
     }
 
-    /// Makes sure a wake-up is due at the earliest live gateway deadline
-    /// (stale ones at the front dropped first).
+    /// Makes sure a wake-up is due at the earliest live gateway deadline.
     fn wake_for_user_deadlines(&mut self, sched: &mut Scheduler<Event>) {
-        let load = &mut self.load;
-        if load.sweeping {
-            return;
-        }
         let reqs = &self.reqs;
-        load.deadlines.drop_stale(|_, &r| user_waits(reqs, r));
-        let Some(next) = load.deadlines.next() else {
-            return; // nothing armed
-        };
-        match load.deadline_wake {
-            Some((at, _)) if at <= next => {} // already due in time
-            wake => {
-                if let Some((_, id)) = wake {
-                    sched.cancel(id);
-                }
-                let at = next.max(sched.now());
-                let id = sched.schedule_at(at, LoadEvent::UserDeadlinesDue.into());
-                load.deadline_wake = id.ok().map(|id| (at, id));
-            }
-        }
+        self.load.deadlines.schedule_wake(
+            sched,
+            |_, &r| user_waits(reqs, r),
+            LoadEvent::UserDeadlinesDue.into(),
+        );
     }
 
     /// The line's wake-up: every request whose gateway deadline is now is
     /// past it, in the order the deadlines were armed.
     fn on_user_deadlines_due(&mut self, sched: &mut Scheduler<Event>) {
         let now = sched.now();
-        self.load.deadline_wake = None;
-        self.load.sweeping = true;
+        self.load.deadlines.woken();
         while let Some((_, req)) = self.load.deadlines.pop_due(now) {
             if user_waits(&self.reqs, req) {
                 self.on_user_deadline(req, sched);
             }
         }
-        self.load.sweeping = false;
+        self.load.deadlines.delivered();
         self.wake_for_user_deadlines(sched);
     }
 
