@@ -17,8 +17,10 @@ impl<S: RowSink> World<S> {
         self.rec.count(Count::TimelineSteps, 1);
         let detail = match step.action {
             StepAction::Set(param, node, v) => format!("{} = {v}", self.param_name(param, node)),
-            StepAction::KillPod(pod) => format!("kill pod {pod}"),
-            StepAction::RestartPod(pod) => format!("restart pod {pod}"),
+            StepAction::KillPod(service, pod) => format!("kill {}", self.pod_name(service, pod)),
+            StepAction::RestartPod(service, pod) => {
+                format!("restart {}", self.pod_name(service, pod))
+            }
             StepAction::Deploy(entry) => {
                 let d = self
                     .cfg
@@ -40,17 +42,15 @@ impl<S: RowSink> World<S> {
         });
         match step.action {
             StepAction::Set(param, node, v) => self.set_param(param, node, v, sched),
-            StepAction::KillPod(pod) => {
-                let entry = self.topo.entry;
-                let pods = &self.services[entry as usize].pods;
+            StepAction::KillPod(service, pod) => {
+                let pods = &self.services[service as usize].pods;
                 if (pod as usize) < pods.len() && pods[pod as usize].state != PodState::Killed {
-                    self.take_pod_down(entry, pod, PodState::Killed, sched);
+                    self.take_pod_down(service, pod, PodState::Killed, sched);
                 }
             }
-            StepAction::RestartPod(pod) => {
-                let entry = self.topo.entry;
-                if (pod as usize) < self.services[entry as usize].pods.len() {
-                    self.take_pod_down(entry, pod, PodState::Restarting, sched);
+            StepAction::RestartPod(service, pod) => {
+                if (pod as usize) < self.services[service as usize].pods.len() {
+                    self.take_pod_down(service, pod, PodState::Restarting, sched);
                 }
             }
             StepAction::Deploy(entry) => {

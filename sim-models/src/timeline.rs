@@ -400,6 +400,10 @@ pub struct TimelineEntry {
     /// rolling, one pod every `every`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_all: Option<RestartAll>,
+    /// In a graph, the service whose pods `kill_pod`, `restart_pod` or
+    /// `restart_all` act on (default: the entry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
     /// Deploy a new client policy (the operator's fix): from this moment
     /// every new attempt, retry and backoff follows it, and the policies'
     /// state (budgets, breakers, throttles) starts fresh, as new processes'
@@ -438,10 +442,10 @@ pub enum StepAction {
     /// Set a parameter of a node (by index: a service, a dependency, or 0
     /// for the load) to a value.
     Set(Param, u32, f64),
-    /// Take a pod out of service indefinitely.
-    KillPod(u32),
-    /// Restart a pod.
-    RestartPod(u32),
+    /// Take a pod of a service (by index) out of service indefinitely.
+    KillPod(u32, u32),
+    /// Restart a pod of a service (by index).
+    RestartPod(u32, u32),
     /// Deploy the client policy of timeline entry `n`.
     Deploy(u32),
 }
@@ -471,6 +475,7 @@ impl TimelineEntry {
             kill_pod: None,
             restart_pod: None,
             restart_all: None,
+            service: None,
             deploy: None,
         }
     }
@@ -579,11 +584,34 @@ impl TimelineEntry {
                 p.add(&format!("{path}.pulse.for"), "must be longer than 0s");
             }
         }
+        let pod_action =
+            self.kill_pod.is_some() || self.restart_pod.is_some() || self.restart_all.is_some();
+        if let Some(name) = &self.service {
+            let at = format!("{path}.service");
+            if !pod_action {
+                p.add(&at, "names the service of kill_pod, restart_pod or restart_all; this entry has none");
+            } else if !cfg.is_graph() {
+                p.add(&at, "the single tier has one service: leave service out");
+            } else if !cfg.services.contains_key(name) {
+                let names: Vec<&str> = cfg.services.keys().map(String::as_str).collect();
+                p.add(
+                    &at,
+                    format!(
+                        "no service is called {name:?} (services: {})",
+                        names.join(", ")
+                    ),
+                );
+                return;
+            }
+        }
+        let target = self.pod_service(cfg);
         for (field, pod) in [
             ("kill_pod", self.kill_pod),
             ("restart_pod", self.restart_pod),
         ] {
-            let pods = entry_service(cfg).pods.max(max_pods(cfg));
+            let pods = service_config(cfg, target.as_deref())
+                .pods
+                .max(max_pods(cfg, target.as_deref()));
             if let Some(pod) = pod
                 && pod >= pods
             {
@@ -591,7 +619,7 @@ impl TimelineEntry {
                     &format!("{path}.{field}"),
                     format!(
                         "pod {pod} does not exist (pods of {} are numbered from 0 to {})",
-                        cfg.entry.as_deref().unwrap_or("the service"),
+                        target.as_deref().unwrap_or("the service"),
                         pods.saturating_sub(1)
                     ),
                 );
@@ -600,27 +628,38 @@ impl TimelineEntry {
     }
 }
 
-/// The service whose pods `kill_pod`, `restart_pod` and `restart_all`
-/// name: the single tier's, or a graph's entry.
-fn entry_service(cfg: &WorldConfig) -> &crate::config::ServiceConfig {
-    cfg.entry
-        .as_ref()
-        .and_then(|e| cfg.services.get(e))
-        .unwrap_or(&cfg.service)
-}
-
-/// The entry service's pod count as a parameter.
-fn entry_pods(cfg: &WorldConfig) -> ParamRef {
-    ParamRef {
-        param: Param::ServicePods,
-        node: cfg.is_graph().then(|| cfg.entry.clone()).flatten(),
+impl TimelineEntry {
+    /// The service whose pods this entry's pod action names: in a graph,
+    /// `service` or the entry; `None` in the single tier.
+    fn pod_service(&self, cfg: &WorldConfig) -> Option<String> {
+        match cfg.is_graph() {
+            true => self.service.clone().or_else(|| cfg.entry.clone()),
+            false => None,
+        }
     }
 }
 
-/// The most pods the timeline ever asks of the entry service (pods added
-/// by pod-count changes can be killed and restarted too).
-fn max_pods(cfg: &WorldConfig) -> u32 {
-    let pods = entry_pods(cfg);
+/// A graph's service by name, or the single tier's.
+fn service_config<'a>(
+    cfg: &'a WorldConfig,
+    name: Option<&str>,
+) -> &'a crate::config::ServiceConfig {
+    name.and_then(|n| cfg.services.get(n))
+        .unwrap_or(&cfg.service)
+}
+
+/// A service's pod count as a parameter (`None`: the single tier's).
+fn pods_of(name: Option<&str>) -> ParamRef {
+    ParamRef {
+        param: Param::ServicePods,
+        node: name.map(str::to_string),
+    }
+}
+
+/// The most pods the timeline ever asks of a service (pods added by
+/// pod-count changes can be killed and restarted too).
+fn max_pods(cfg: &WorldConfig, name: Option<&str>) -> u32 {
+    let pods = pods_of(name);
     cfg.timeline
         .iter()
         .filter_map(|e| {
@@ -660,6 +699,11 @@ pub fn resolve(cfg: &WorldConfig) -> Vec<Step> {
         cur.insert(p.clone(), v);
     };
     let node = |p: &ParamRef| p.node_index(cfg).unwrap_or(0);
+    // The index of the service a pod action names.
+    let pod_service = |e: &TimelineEntry| {
+        let target = e.pod_service(cfg);
+        pods_of(target.as_deref()).node_index(cfg).unwrap_or(0)
+    };
     for (at, i) in timed {
         let e = &cfg.timeline[i];
         let step = |at, action, ends_trigger| Step {
@@ -704,17 +748,25 @@ pub fn resolve(cfg: &WorldConfig) -> Vec<Step> {
                 true,
             ));
         } else if let Some(pod) = e.kill_pod {
-            steps.push(step(at, StepAction::KillPod(pod), true));
+            steps.push(step(at, StepAction::KillPod(pod_service(e), pod), true));
         } else if let Some(pod) = e.restart_pod {
-            steps.push(step(at, StepAction::RestartPod(pod), true));
+            steps.push(step(at, StepAction::RestartPod(pod_service(e), pod), true));
         } else if e.deploy.is_some() {
             steps.push(step(at, StepAction::Deploy(i as u32), true));
         } else if let Some(r) = &e.restart_all {
             // The pods the service has then, as the steps before leave it.
-            let pods = value_of(&current, &entry_pods(cfg)).round().max(0.0) as u32;
+            let target = e.pod_service(cfg);
+            let pods = value_of(&current, &pods_of(target.as_deref()))
+                .round()
+                .max(0.0) as u32;
+            let service = pod_service(e);
             for pod in 0..pods {
                 let t = at.saturating_add(r.every.saturating_mul(u64::from(pod)));
-                steps.push(step(t, StepAction::RestartPod(pod), pod + 1 == pods));
+                steps.push(step(
+                    t,
+                    StepAction::RestartPod(service, pod),
+                    pod + 1 == pods,
+                ));
             }
         }
     }

@@ -389,6 +389,30 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "timeline[0].set.param",
         "no dependency is called \"nope\"",
     ),
+    (
+        "entry: a\nservices:\n  a: {}\n  b: {}\ntimeline:\n  - at: 5s\n    restart_pod: 0\n    service: c\n",
+        8,
+        "timeline[0].service",
+        "no service is called \"c\" (services: a, b)",
+    ),
+    (
+        "entry: a\nservices:\n  a: {}\n  b: { pods: 2 }\ntimeline:\n  - at: 5s\n    kill_pod: 2\n    service: b\n",
+        7,
+        "timeline[0].kill_pod",
+        "pod 2 does not exist (pods of b are numbered from 0 to 1)",
+    ),
+    (
+        "entry: a\nservices:\n  a: {}\ntimeline:\n  - at: 5s\n    set: { param: load.rate, value: 2 }\n    service: a\n",
+        7,
+        "timeline[0].service",
+        "this entry has none",
+    ),
+    (
+        "timeline:\n  - at: 5s\n    restart_pod: 0\n    service: app\n",
+        4,
+        "timeline[0].service",
+        "the single tier has one service",
+    ),
 ];
 
 #[test]

@@ -251,6 +251,7 @@ fn near_capacity(retries: u32) -> WorldConfig {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        service: None,
         deploy: None,
     });
     cfg

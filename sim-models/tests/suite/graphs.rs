@@ -414,3 +414,69 @@ fn a_cancelled_caller_cancels_the_work_below_it_when_the_service_listens() {
         "late answers {late} against {late_orphans}"
     );
 }
+
+/// A timeline's pod actions reach any service of a graph: restarting
+/// `b`'s only pod fails the requests it holds (`a`'s attempts see a reset
+/// connection, and `a`, which does not retry, fails them), and nothing is
+/// served until it is back (a restart takes 30 s by default).
+#[test]
+fn a_pod_below_the_entry_restarts_when_the_timeline_names_its_service() {
+    let chain = |restart: Option<&str>| {
+        let client = ClientConfig {
+            attempt_timeout: Some(secs(10)),
+            retry: sim_models::config::RetryConfig {
+                max_retries: 0,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(60);
+        cfg.clock.bucket = secs(10);
+        cfg.load.rate = 100.0;
+        cfg.entry = Some("a".into());
+        cfg.services
+            .insert("a".into(), service(2, vec![call("b", client.clone())]));
+        cfg.services
+            .insert("b".into(), service(1, vec![call("db", client)]));
+        cfg.dependencies.insert(
+            "db".into(),
+            UpstreamConfig {
+                capacity: 10_000,
+                latency: DistSpec::Constant(ms(200)),
+                ..Default::default()
+            },
+        );
+        if let Some(name) = restart {
+            cfg.timeline.push(TimelineEntry {
+                restart_pod: Some(0),
+                service: Some(name.into()),
+                ..TimelineEntry::at_offset(secs(12))
+            });
+        }
+        go(&cfg)
+    };
+    let (nodes, totals) = chain(Some("b"));
+    let (calm, calm_totals) = chain(None);
+    use sim_models::outcome::Reason;
+    use sim_models::recorder::Count;
+    assert_eq!(totals.count(Count::PodRestarts), 1);
+    assert_eq!(calm_totals.count(Count::PodRestarts), 0);
+    // b held about 100/s × 200 ms = 20 requests, each failed by the
+    // restart, and for the 30 s it is down a's calls find no pod there
+    // (about 3,000 more).
+    let failed = nodes.total("b", |r| r.failed);
+    assert!(
+        (2_800..3_200).contains(&failed),
+        "b failed {failed} requests"
+    );
+    assert_eq!(calm.total("b", |r| r.failed), 0);
+    let (served, calm_served) = (
+        totals.outcome(Reason::Success) as f64,
+        calm_totals.outcome(Reason::Success) as f64,
+    );
+    // Down for 30 s of 60: about half served, against all of them.
+    assert!(calm_served > 5_800.0, "calm: {calm_served}");
+    let share = served / calm_served;
+    assert!((0.45..0.55).contains(&share), "served {share:.3} of calm");
+}

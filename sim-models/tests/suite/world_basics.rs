@@ -101,6 +101,7 @@ fn unready_pods_leave_rotation_and_come_back() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        service: None,
         deploy: None,
     });
     let (rows, t) = run_rows(&cfg);
@@ -196,6 +197,7 @@ fn timeline_pulse_changes_and_reverts_the_load() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        service: None,
         deploy: None,
     });
     let (rows, _) = run_rows(&cfg);
@@ -317,6 +319,7 @@ fn pod_groups_add_up_to_the_pool_totals() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        service: None,
         deploy: None,
     });
     let rows: Vec<BucketRow> = run(&cfg, Vec::new()).unwrap().sink;
@@ -380,6 +383,7 @@ fn a_pulse_that_outlasts_the_run_leaves_recovery_unjudged() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        service: None,
         deploy: None,
     };
     let judge = |cfg: &WorldConfig| {
@@ -427,6 +431,7 @@ fn every_attempt_started_is_recorded_as_ended_by_its_outcome() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        service: None,
         deploy: None,
     });
     let (rows, t) = run_rows(&cfg);
