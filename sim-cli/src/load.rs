@@ -13,6 +13,7 @@
 //! 4. the result checked as a whole (`WorldConfig::validate`), each problem
 //!    located in the file that sets it.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -925,8 +926,30 @@ pub fn resolve(mut written: Value) -> Result<WorldConfig, (String, String)> {
 /// client expanded), so the world gets whole configurations.
 fn expand_deploys(world: &mut Value) -> Result<(), (String, String)> {
     let empty = || Value::Mapping(Mapping::new());
-    let mut client_live = world.get("client").cloned().unwrap_or_else(empty);
-    let mut upstream_live = world.get("upstream").cloned().unwrap_or_else(empty);
+    // What each client and upstream is as the file and the deploys so far
+    // leave it: the single tier's, or in a graph a call's (by its path)
+    // and a dependency's (by its name).
+    let written_at = |path: &str| value_at(world, path).cloned().unwrap_or_else(empty);
+    let mut clients: BTreeMap<String, Value> = BTreeMap::new();
+    let mut upstreams: BTreeMap<String, Value> = BTreeMap::new();
+    let Some(Value::Sequence(entries)) = world.get("timeline") else {
+        return Ok(());
+    };
+    for entry in entries {
+        let Some(deploy) = entry.get("deploy") else {
+            continue;
+        };
+        let call = deploy.get("call").and_then(Value::as_str);
+        let client_path = call.map_or("client".to_string(), |c| format!("{c}.client"));
+        clients
+            .entry(client_path.clone())
+            .or_insert_with(|| written_at(&client_path));
+        let dep = deploy.get("dependency").and_then(Value::as_str);
+        let upstream_path = dep.map_or("upstream".to_string(), |d| format!("dependencies.{d}"));
+        upstreams
+            .entry(upstream_path.clone())
+            .or_insert_with(|| written_at(&upstream_path));
+    }
     let Some(Value::Sequence(entries)) = world.get_mut("timeline") else {
         return Ok(());
     };
@@ -934,14 +957,19 @@ fn expand_deploys(world: &mut Value) -> Result<(), (String, String)> {
         let Some(Value::Mapping(deploy)) = entry.get_mut("deploy") else {
             continue;
         };
+        let call = deploy.get("call").and_then(Value::as_str);
+        let client_path = call.map_or("client".to_string(), |c| format!("{c}.client"));
+        let dep = deploy.get("dependency").and_then(Value::as_str);
+        let upstream_path = dep.map_or("upstream".to_string(), |d| format!("dependencies.{d}"));
         if let Some(written) = deploy.remove("client") {
+            let client_live = clients.entry(client_path).or_insert_with(empty);
             // A preset starts the client over; fields beside it apply on top.
             let mut client = match written.get("preset") {
                 Some(_) => empty(),
                 None => client_live.clone(),
             };
             merge(&mut client, written);
-            client_live = client.clone();
+            *client_live = client.clone();
             let mut alone = Mapping::new();
             alone.insert(Value::from("client"), client);
             let expanded = expand_preset(Value::Mapping(alone))
@@ -950,13 +978,28 @@ fn expand_deploys(world: &mut Value) -> Result<(), (String, String)> {
             deploy.insert(Value::from("client"), client);
         }
         if let Some(written) = deploy.remove("upstream") {
+            let upstream_live = upstreams.entry(upstream_path).or_insert_with(empty);
             let mut upstream = upstream_live.clone();
             merge(&mut upstream, written);
-            upstream_live = upstream.clone();
+            *upstream_live = upstream.clone();
             deploy.insert(Value::from("upstream"), upstream);
         }
     }
     Ok(())
+}
+
+/// The value at a field path (`services.orders.calls[0].client`), if the
+/// document has one.
+fn value_at<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut cur = root;
+    for part in path.split('.') {
+        let (name, indices) = part.split_once('[').map_or((part, ""), |(n, r)| (n, r));
+        cur = cur.get(name)?;
+        for i in indices.split('[').filter(|x| !x.is_empty()) {
+            cur = cur.get(i.trim_end_matches(']').parse::<usize>().ok()?)?;
+        }
+    }
+    Some(cur)
 }
 
 /// Expands the preset named in each call of a graph

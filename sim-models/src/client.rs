@@ -528,6 +528,11 @@ impl<S: RowSink> World<S> {
             kind: "breaker",
             detail: format!("{whose}: {} -> {}", from.name(), to.name()),
         });
+        self.sync_breaker_levels(now);
+    }
+
+    /// The breaker levels: breakers open and half open on every edge.
+    pub(crate) fn sync_breaker_levels(&mut self, now: SimTime) {
         let (mut open, mut half) = (0, 0);
         for state in self.clients.iter().flat_map(|c| {
             c.policies

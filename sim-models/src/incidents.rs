@@ -27,12 +27,22 @@ impl<S: RowSink> World<S> {
                     .timeline
                     .get(entry as usize)
                     .and_then(|e| e.deploy.as_ref());
-                match d.map(|d| (d.client.is_some(), d.upstream.is_some())) {
+                let what = match d.map(|d| (d.client.is_some(), d.upstream.is_some())) {
                     Some((true, true)) => "deploy a new client policy and upstream configuration",
                     Some((false, true)) => "deploy a new upstream configuration",
                     _ => "deploy a new client policy",
+                };
+                // In a graph, where: the call's edge and the dependency.
+                let edge = d
+                    .and_then(|d| d.call.as_ref())
+                    .and_then(|p| self.topo.edges.iter().find(|e| &e.path == p))
+                    .map(|e| e.name.clone());
+                let dep = d.and_then(|d| d.dependency.clone());
+                let wheres: Vec<String> = edge.into_iter().chain(dep).collect();
+                match wheres.is_empty() {
+                    true => what.to_string(),
+                    false => format!("{what} ({})", wheres.join(", ")),
                 }
-                .to_string()
             }
         };
         self.rec.sink_mut().event(WorldEvent {
@@ -63,11 +73,21 @@ impl<S: RowSink> World<S> {
                     debug_assert!(false, "a deploy step without its entry");
                     return;
                 };
-                if let Some(client) = d.client {
-                    self.deploy(client, now);
+                // The single tier's one edge and dependency, or the ones
+                // the deploy names (checked when the timeline was).
+                let edge = match &d.call {
+                    Some(path) => self.topo.edges.iter().position(|e| &e.path == path),
+                    None => Some(0),
+                };
+                let dep = match &d.dependency {
+                    Some(name) => self.topo.dependencies.iter().position(|n| &n.name == name),
+                    None => Some(0),
+                };
+                if let (Some(client), Some(edge)) = (d.client, edge) {
+                    self.deploy(edge as u32, client, now);
                 }
-                if let Some(upstream) = d.upstream {
-                    self.deploy_upstream(upstream, sched);
+                if let (Some(upstream), Some(dep)) = (d.upstream, dep) {
+                    self.deploy_upstream(dep as u32, upstream, sched);
                 }
             }
         }
@@ -99,9 +119,13 @@ impl<S: RowSink> World<S> {
     /// The operator deploys `client`: new attempts, retries and backoffs
     /// follow it from now; budgets, breakers and throttles start fresh.
     /// Attempts in progress keep the timeout they were armed with.
-    fn deploy(&mut self, client: crate::config::ClientConfig, now: sim_core::time::SimTime) {
-        // The single tier's one edge (graphs refuse deploys).
-        let c = &mut self.clients[0];
+    fn deploy(
+        &mut self,
+        edge: u32,
+        client: crate::config::ClientConfig,
+        now: sim_core::time::SimTime,
+    ) {
+        let c = &mut self.clients[edge as usize];
         let pods = self.services[c.from as usize].pods.len().max(1);
         c.policies = match client.scope {
             crate::config::Scope::Global => vec![crate::client::PolicySet::new(&client)],
@@ -110,15 +134,15 @@ impl<S: RowSink> World<S> {
                 .collect(),
         };
         c.cfg = client;
-        // Fresh breakers are closed.
-        self.rec.level(Level::BreakersOpen, now, 0);
-        self.rec.level(Level::BreakersHalfOpen, now, 0);
+        // Fresh breakers are closed (other edges' keep their state).
+        self.sync_breaker_levels(now);
     }
 
     /// The operator reconfigures the dependency (validated with the rest of
     /// the timeline, so its latency distribution compiles).
     fn deploy_upstream(
         &mut self,
+        dep: u32,
         upstream: crate::config::UpstreamConfig,
         sched: &mut Scheduler<Event>,
     ) {
@@ -129,12 +153,12 @@ impl<S: RowSink> World<S> {
             );
             return;
         };
-        let d = &mut self.dependencies[0];
+        let d = &mut self.dependencies[dep as usize];
         d.upstream.reconfigure(&upstream, latency, sched);
         let background_changed = upstream.background_rps != d.cfg.background_rps;
         d.cfg = upstream;
         if background_changed {
-            self.schedule_next_background(0, sched);
+            self.schedule_next_background(dep, sched);
         }
     }
 

@@ -420,11 +420,56 @@ pub struct TimelineEntry {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Deploy {
+    /// In a graph, the call whose client is deployed, by its path
+    /// (`services.orders.calls[0]`, a group's
+    /// `services.api.calls[0].parallel[2]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
     /// The client from then on, complete.
     pub client: Option<crate::config::ClientConfig>,
+    /// In a graph, the dependency reconfigured, by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependency: Option<String>,
     /// The dependency from then on, complete (its queue limit, overflow,
     /// latency distribution, load law, errors, admission: any field).
     pub upstream: Option<crate::config::UpstreamConfig>,
+}
+
+/// The call configured at `path` in a graph: `services.NAME.calls[i]`,
+/// or `services.NAME.calls[i].parallel[j]` for a group's.
+pub fn call_at<'a>(
+    cfg: &'a mut WorldConfig,
+    path: &str,
+) -> Option<&'a mut crate::config::CallSpec> {
+    let rest = path.strip_prefix("services.")?;
+    let (name, rest) = rest.split_once(".calls[")?;
+    let (i, rest) = rest.split_once(']')?;
+    let call = cfg
+        .services
+        .get_mut(name)?
+        .calls
+        .get_mut(i.parse::<usize>().ok()?)?;
+    if rest.is_empty() {
+        return Some(call);
+    }
+    let j = rest.strip_prefix(".parallel[")?.strip_suffix(']')?;
+    call.parallel.get_mut(j.parse::<usize>().ok()?)
+}
+
+/// Every call's path in a graph, as [`call_at`] reads them, for messages.
+fn call_paths(cfg: &WorldConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, s) in &cfg.services {
+        for (i, c) in s.calls.iter().enumerate() {
+            let at = format!("services.{name}.calls[{i}]");
+            if c.parallel.is_empty() {
+                out.push(at);
+            } else {
+                out.extend((0..c.parallel.len()).map(|j| format!("{at}.parallel[{j}]")));
+            }
+        }
+    }
+    out
 }
 
 /// A restart of every pod the service has at that moment.
@@ -538,34 +583,120 @@ impl TimelineEntry {
         if let Some(s) = &self.set {
             check(p, "set.value", &s.param, s.value);
         }
-        if self.deploy.is_some() && cfg.is_graph() {
-            p.add(
-                &format!("{path}.deploy"),
-                "deploys change the single tier's client or upstream; a graph's are not deployable yet (write the fix as its own experiment)",
-            );
-        } else if let Some(d) = &self.deploy {
+        if let Some(d) = &self.deploy {
+            let at = format!("{path}.deploy");
             if d.client.is_none() && d.upstream.is_none() {
-                p.add(
-                    &format!("{path}.deploy"),
-                    "needs a client, an upstream, or both",
-                );
+                p.add(&at, "needs a client, an upstream, or both");
             }
-            // What is deployed, checked as this world's own.
+            // What is deployed, checked as this world's own: in its place.
             let mut with = cfg.clone();
             with.timeline.clear();
-            if let Some(c) = &d.client {
-                with.client = c.clone();
+            let mut placed = true;
+            match cfg.is_graph() {
+                false => {
+                    for (field, given) in [
+                        ("call", d.call.is_some()),
+                        ("dependency", d.dependency.is_some()),
+                    ] {
+                        if given {
+                            p.add(
+                                &format!("{at}.{field}"),
+                                "the single tier has one client and one upstream: leave it out",
+                            );
+                        }
+                    }
+                    if let Some(c) = &d.client {
+                        with.client = c.clone();
+                    }
+                    if let Some(u) = &d.upstream {
+                        with.upstream = u.clone();
+                    }
+                }
+                true => {
+                    if let Some(c) = &d.client {
+                        let call = d.call.as_deref().unwrap_or_default();
+                        match call_at(&mut with, call) {
+                            Some(spec) if spec.parallel.is_empty() => spec.client = c.clone(),
+                            _ => {
+                                placed = false;
+                                let field = if d.call.is_some() { "call" } else { "client" };
+                                p.add(
+                                    &format!("{at}.{field}"),
+                                    format!(
+                                        "in a graph, name the call whose client is deployed with call: (one of {})",
+                                        call_paths(cfg).join(", ")
+                                    ),
+                                );
+                            }
+                        }
+                    } else if d.call.is_some() {
+                        p.add(
+                            &format!("{at}.call"),
+                            "names the call of a deployed client; this deploy has none",
+                        );
+                    }
+                    if let Some(u) = &d.upstream {
+                        let name = d.dependency.as_deref().unwrap_or_default();
+                        match with.dependencies.get_mut(name) {
+                            Some(dep) => *dep = u.clone(),
+                            None => {
+                                placed = false;
+                                let field = if d.dependency.is_some() {
+                                    "dependency"
+                                } else {
+                                    "upstream"
+                                };
+                                let names: Vec<&str> =
+                                    cfg.dependencies.keys().map(String::as_str).collect();
+                                p.add(
+                                    &format!("{at}.{field}"),
+                                    format!(
+                                        "in a graph, name the dependency reconfigured with dependency: (one of {})",
+                                        names.join(", ")
+                                    ),
+                                );
+                            }
+                        }
+                    } else if d.dependency.is_some() {
+                        p.add(
+                            &format!("{at}.dependency"),
+                            "names the dependency of a deployed upstream; this deploy has none",
+                        );
+                    }
+                }
             }
-            if let Some(u) = &d.upstream {
-                with.upstream = u.clone();
-            }
-            if let Err(errors) = with.validate() {
-                let deployed = |p: &str| {
-                    (d.client.is_some() && p.starts_with("client"))
-                        || (d.upstream.is_some() && p.starts_with("upstream"))
+            let call_path = d.call.clone().unwrap_or_default();
+            let dep_path = format!(
+                "dependencies.{}",
+                d.dependency.as_deref().unwrap_or_default()
+            );
+            if placed && let Err(errors) = with.validate() {
+                // Only what the deploy wrote, reported under it.
+                let deployed = |e: &str| -> Option<String> {
+                    let under = |prefix: &str, field: &str| {
+                        e.strip_prefix(prefix)
+                            .filter(|r| r.is_empty() || r.starts_with('.'))
+                            .map(|r| format!("{field}{r}"))
+                    };
+                    match cfg.is_graph() {
+                        false => (d.client.is_some() && e.starts_with("client")
+                            || d.upstream.is_some() && e.starts_with("upstream"))
+                        .then(|| e.to_string()),
+                        true => d
+                            .client
+                            .as_ref()
+                            .and_then(|_| under(&format!("{call_path}.client"), "client"))
+                            .or_else(|| {
+                                d.upstream
+                                    .as_ref()
+                                    .and_then(|_| under(&dep_path, "upstream"))
+                            }),
+                    }
                 };
-                for e in errors.into_iter().filter(|e| deployed(&e.path)) {
-                    p.add(&format!("{path}.deploy.{}", e.path), e.message);
+                for e in errors {
+                    if let Some(field) = deployed(&e.path) {
+                        p.add(&format!("{at}.{field}"), e.message);
+                    }
                 }
             }
         }

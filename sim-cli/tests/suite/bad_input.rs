@@ -413,6 +413,36 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "timeline[0].service",
         "the single tier has one service",
     ),
+    (
+        "entry: a\nservices:\n  a: { calls: [{ to: d }] }\ndependencies:\n  d: {}\ntimeline:\n  - at: 5s\n    deploy:\n      client: { retry: { max_retries: 0 } }\n",
+        9,
+        "timeline[0].deploy.client",
+        "name the call whose client is deployed with call: (one of services.a.calls[0])",
+    ),
+    (
+        "entry: a\nservices:\n  a: { calls: [{ to: d }] }\ndependencies:\n  d: {}\ntimeline:\n  - at: 5s\n    deploy:\n      call: services.a.calls[1]\n      client: { retry: { max_retries: 0 } }\n",
+        9,
+        "timeline[0].deploy.call",
+        "one of services.a.calls[0]",
+    ),
+    (
+        "entry: a\nservices:\n  a: { calls: [{ to: d }] }\ndependencies:\n  d: {}\ntimeline:\n  - at: 5s\n    deploy:\n      dependency: e\n      upstream: { capacity: 3 }\n",
+        9,
+        "timeline[0].deploy.dependency",
+        "one of d",
+    ),
+    (
+        "entry: a\nservices:\n  a: { calls: [{ to: d }] }\ndependencies:\n  d: {}\ntimeline:\n  - at: 5s\n    deploy:\n      call: services.a.calls[0]\n      client: { retry: { max_retries: 1 }, hedging: { max_attempts: 2, delay: 1s } }\n",
+        10,
+        "timeline[0].deploy.client.hedging",
+        "retry.max_retries to 0",
+    ),
+    (
+        "timeline:\n  - at: 5s\n    deploy:\n      call: services.a.calls[0]\n      client: { retry: { max_retries: 0 } }\n",
+        4,
+        "timeline[0].deploy.call",
+        "the single tier has one client and one upstream",
+    ),
 ];
 
 #[test]

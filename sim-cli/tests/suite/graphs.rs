@@ -380,3 +380,75 @@ fn large_graphs_are_checked_explained_and_bounded() {
         "{err}"
     );
 }
+
+/// The operator's fix deployed in a graph's timeline: at 10:02, half a
+/// minute after MySQL's slowdown ended and with the layered retries
+/// holding it down, both layers' retries are turned off on their calls
+/// (`deploy: { call: services.orders.calls[0], client: ... }`, one field
+/// merged over each call's client as the file wrote it). Retries stop
+/// at once on both edges, and MySQL comes back: the run that stays
+/// metastable without the deploy recovers with it.
+#[test]
+fn a_deploy_on_a_graphs_calls_turns_their_retries_off_mid_storm() {
+    let base = common::root().join("experiments/graphs/layered-order-flow.yaml");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("graph-deploy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("deployed.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "extends: {}\nname: deployed\ntimeline:\n  - at: \"10:01:00\"\n    pulse: {{ param: dependencies.mysql.latency_scale, value: 6, for: 30s }}\n  - at: \"10:02:00\"\n    deploy: {{ call: \"services.orders.calls[0]\", client: {{ retry: {{ max_retries: 0 }} }} }}\n  - at: \"10:02:00\"\n    deploy: {{ call: \"services.payment.calls[0]\", client: {{ retry: {{ max_retries: 0 }} }} }}\n",
+            base.display()
+        ),
+    )
+    .unwrap();
+    let exp = load(&file, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
+    // Only the retries changed: the rest of each call's client is the
+    // file's (the payment call keeps its 600 ms timeout).
+    let deployed = |i: usize| {
+        exp.world.timeline[i]
+            .deploy
+            .as_ref()
+            .and_then(|d| d.client.clone())
+            .unwrap()
+    };
+    assert_eq!(deployed(1).retry.max_retries, 0);
+    assert_eq!(
+        deployed(1).attempt_timeout,
+        Some(sim_core::time::SimDuration::from_secs(3))
+    );
+    assert_eq!(
+        deployed(2).attempt_timeout,
+        Some(sim_core::time::SimDuration::from_millis(600))
+    );
+    let (rows, _) = run_world(&exp, &exp.world);
+    let (stuck, k) = run_bundled("experiments/graphs/layered-order-flow.yaml", 21);
+    let steady = window(&rows, 0, 60);
+    let before = window(&rows, 95, 120);
+    let after = window(&rows, 150, 240);
+    let without = window(&stuck, 150, 240);
+    let report = format!(
+        "retry share {:.3} before the deploy, {:.4} after; goodput {:.0}/s steady, {:.0}/s after, {:.0}/s without",
+        before.retry_share,
+        after.retry_share,
+        steady.goodput_per_s,
+        after.goodput_per_s,
+        without.goodput_per_s
+    );
+    assert!(before.retry_share > 0.5, "{report}");
+    assert!(after.retry_share < 0.001, "{report}");
+    assert!(
+        k.metastable,
+        "without the deploy MySQL stays down: {report}"
+    );
+    // MySQL's 10 % of 503s are no longer retried: 90 % of the steady
+    // goodput (at least), against a fraction without the deploy.
+    assert!(
+        after.goodput_per_s > 0.85 * steady.goodput_per_s,
+        "{report}"
+    );
+    assert!(
+        without.goodput_per_s < 0.5 * steady.goodput_per_s,
+        "{report}"
+    );
+}

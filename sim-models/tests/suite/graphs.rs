@@ -480,3 +480,76 @@ fn a_pod_below_the_entry_restarts_when_the_timeline_names_its_service() {
     let share = served / calm_served;
     assert!((0.45..0.55).contains(&share), "served {share:.3} of calm");
 }
+
+/// A deploy in a graph changes the call and the dependency it names, and
+/// only them: at 10 s `a`'s (optional) call to `db` stops retrying and
+/// `db` starts failing every request; `b`'s call to `db`, which the deploy
+/// does not name, keeps its 3 retries (4 attempts per call).
+#[test]
+fn a_graph_deploy_changes_the_call_and_the_dependency_it_names() {
+    use sim_models::timeline::Deploy;
+    let with_retries = |n: u32| ClientConfig {
+        attempt_timeout: Some(secs(10)),
+        retry: sim_models::config::RetryConfig {
+            max_retries: n,
+            backoff: Backoff::fixed(ms(1)),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(20);
+    cfg.clock.bucket = secs(10);
+    cfg.load.rate = 100.0;
+    cfg.entry = Some("a".into());
+    let mut first = call("db", with_retries(3));
+    first.optional = true;
+    cfg.services.insert(
+        "a".into(),
+        service(1, vec![first, call("b", with_retries(0))]),
+    );
+    cfg.services
+        .insert("b".into(), service(1, vec![call("db", with_retries(3))]));
+    let db = UpstreamConfig {
+        capacity: 10_000,
+        latency: DistSpec::Constant(ms(1)),
+        ..Default::default()
+    };
+    cfg.dependencies.insert("db".into(), db.clone());
+    let mut failing = db;
+    failing.errors.http_500 = 1.0;
+    cfg.timeline.push(TimelineEntry {
+        deploy: Some(Deploy {
+            call: Some("services.a.calls[0]".into()),
+            client: Some(with_retries(0)),
+            dependency: Some("db".into()),
+            upstream: Some(failing),
+        }),
+        ..TimelineEntry::at_offset(secs(10))
+    });
+    let (nodes, _) = go(&cfg);
+    let in_bucket = |name: &str, bucket: u64, f: fn(&NodeRow) -> u64| {
+        nodes
+            .of(name)
+            .filter(|r| r.bucket == bucket)
+            .map(f)
+            .sum::<u64>()
+    };
+    // Before: every call answered at once, one attempt each.
+    for edge in ["a->db", "a->b", "b->db"] {
+        assert_eq!(in_bucket(edge, 0, |r| r.retries), 0, "{edge}");
+    }
+    // After: every attempt at db fails; a's call to it is not retried,
+    // b's is, three times.
+    let calls = in_bucket("a->db", 1, |r| r.offered);
+    assert!(calls > 900, "a->db calls {calls}");
+    assert_eq!(in_bucket("a->db", 1, |r| r.attempts), calls);
+    assert_eq!(in_bucket("a->db", 1, |r| r.failed), calls);
+    let b_calls = in_bucket("b->db", 1, |r| r.offered);
+    assert!(b_calls + 5 >= calls, "b->db calls {b_calls} of {calls}");
+    let b_attempts = in_bucket("b->db", 1, |r| r.attempts);
+    assert!(
+        b_attempts + 20 >= 4 * b_calls && b_attempts <= 4 * b_calls,
+        "b->db: {b_attempts} attempts for {b_calls} calls"
+    );
+}

@@ -514,7 +514,7 @@ fn a_deployed_client_applies_to_every_attempt_from_then_on() {
     cfg.timeline.push(TimelineEntry {
         deploy: Some(Deploy {
             client: Some(fixed),
-            upstream: None,
+            ..Default::default()
         }),
         ..entry(30)
     });
@@ -582,8 +582,8 @@ fn a_deployed_upstream_changes_its_latency_queue_and_overflow() {
     upstream.overflow = OverflowAction::Drop;
     cfg.timeline.push(TimelineEntry {
         deploy: Some(Deploy {
-            client: None,
             upstream: Some(upstream),
+            ..Default::default()
         }),
         ..entry(20)
     });
