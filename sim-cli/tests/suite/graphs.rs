@@ -50,6 +50,19 @@ fn run_world(
     (out.sink, k)
 }
 
+/// Writes, in a fresh folder `name` under the test's temporary folder, an
+/// experiment that extends the bundled `bundled` with `body`: the folder
+/// and the file.
+fn extending(name: &str, bundled: &str, body: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("experiment.yaml");
+    let base = common::root().join(bundled);
+    std::fs::write(&file, format!("extends: {}\n{body}", base.display())).unwrap();
+    (dir, file)
+}
+
 /// Runs a bundled experiment with `seed`: its rows and key figures.
 fn run_bundled(file: &str, seed: u64) -> (Rows, Kpis) {
     let path = common::root().join(file);
@@ -281,20 +294,11 @@ fn explain_and_the_report_show_a_graphs_tiers() {
 /// `nodes` table included.
 #[test]
 fn a_graphs_sweep_is_byte_identical_across_thread_counts() {
-    let base = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("graph-threads");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).unwrap();
-    let file = base.join("short.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "extends: {}\nclock: {{ duration: 40s }}\ntimeline:\n  - at: 10s\n    pulse: {{ param: dependencies.db.latency_scale, value: 5, for: 10s }}\noutputs: {{ recovery: {{ horizon: 10s, sustain: 5s }} }}\n",
-            common::root()
-                .join("experiments/graphs/shared-dependency.yaml")
-                .display()
-        ),
-    )
-    .unwrap();
+    let (base, file) = extending(
+        "graph-threads",
+        "experiments/graphs/shared-dependency.yaml",
+        "clock: { duration: 40s }\ntimeline:\n  - at: 10s\n    pulse: { param: dependencies.db.latency_scale, value: 5, for: 10s }\noutputs: { recovery: { horizon: 10s, sustain: 5s } }\n",
+    );
     let mut sets = Vec::new();
     for threads in ["1", "2"] {
         let out = base.join(format!("t{threads}"));
@@ -390,18 +394,11 @@ fn large_graphs_are_checked_explained_and_bounded() {
 /// metastable without the deploy recovers with it.
 #[test]
 fn a_deploy_on_a_graphs_calls_turns_their_retries_off_mid_storm() {
-    let base = common::root().join("experiments/graphs/layered-order-flow.yaml");
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("graph-deploy");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("deployed.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "extends: {}\nname: deployed\ntimeline:\n  - at: \"10:01:00\"\n    pulse: {{ param: dependencies.mysql.latency_scale, value: 6, for: 30s }}\n  - at: \"10:02:00\"\n    deploy: {{ call: \"services.orders.calls[0]\", client: {{ retry: {{ max_retries: 0 }} }} }}\n  - at: \"10:02:00\"\n    deploy: {{ call: \"services.payment.calls[0]\", client: {{ retry: {{ max_retries: 0 }} }} }}\n",
-            base.display()
-        ),
-    )
-    .unwrap();
+    let (_, file) = extending(
+        "graph-deploy",
+        "experiments/graphs/layered-order-flow.yaml",
+        "name: deployed\ntimeline:\n  - at: \"10:01:00\"\n    pulse: { param: dependencies.mysql.latency_scale, value: 6, for: 30s }\n  - at: \"10:02:00\"\n    deploy: { call: \"services.orders.calls[0]\", client: { retry: { max_retries: 0 } } }\n  - at: \"10:02:00\"\n    deploy: { call: \"services.payment.calls[0]\", client: { retry: { max_retries: 0 } } }\n",
+    );
     let exp = load(&file, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
     // Only the retries changed: the rest of each call's client is the
     // file's (the payment call keeps its 600 ms timeout).

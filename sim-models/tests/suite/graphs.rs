@@ -95,6 +95,19 @@ fn service(pods: u32, calls: Vec<CallSpec>) -> ServiceConfig {
     }
 }
 
+/// A client with a 10 s attempt timeout and `n` retries 1 ms apart.
+fn retrying(n: u32) -> ClientConfig {
+    ClientConfig {
+        attempt_timeout: Some(secs(10)),
+        retry: sim_models::config::RetryConfig {
+            max_retries: n,
+            backoff: Backoff::fixed(ms(1)),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
 fn exp(mean: SimDuration) -> DistSpec {
     DistSpec::Exponential { mean }
 }
@@ -422,14 +435,7 @@ fn a_cancelled_caller_cancels_the_work_below_it_when_the_service_listens() {
 #[test]
 fn a_pod_below_the_entry_restarts_when_the_timeline_names_its_service() {
     let chain = |restart: Option<&str>| {
-        let client = ClientConfig {
-            attempt_timeout: Some(secs(10)),
-            retry: sim_models::config::RetryConfig {
-                max_retries: 0,
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let client = retrying(0);
         let mut cfg = WorldConfig::default();
         cfg.clock.duration = secs(60);
         cfg.clock.bucket = secs(10);
@@ -488,28 +494,17 @@ fn a_pod_below_the_entry_restarts_when_the_timeline_names_its_service() {
 #[test]
 fn a_graph_deploy_changes_the_call_and_the_dependency_it_names() {
     use sim_models::timeline::Deploy;
-    let with_retries = |n: u32| ClientConfig {
-        attempt_timeout: Some(secs(10)),
-        retry: sim_models::config::RetryConfig {
-            max_retries: n,
-            backoff: Backoff::fixed(ms(1)),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
     let mut cfg = WorldConfig::default();
     cfg.clock.duration = secs(20);
     cfg.clock.bucket = secs(10);
     cfg.load.rate = 100.0;
     cfg.entry = Some("a".into());
-    let mut first = call("db", with_retries(3));
+    let mut first = call("db", retrying(3));
     first.optional = true;
-    cfg.services.insert(
-        "a".into(),
-        service(1, vec![first, call("b", with_retries(0))]),
-    );
     cfg.services
-        .insert("b".into(), service(1, vec![call("db", with_retries(3))]));
+        .insert("a".into(), service(1, vec![first, call("b", retrying(0))]));
+    cfg.services
+        .insert("b".into(), service(1, vec![call("db", retrying(3))]));
     let db = UpstreamConfig {
         capacity: 10_000,
         latency: DistSpec::Constant(ms(1)),
@@ -521,7 +516,7 @@ fn a_graph_deploy_changes_the_call_and_the_dependency_it_names() {
     cfg.timeline.push(TimelineEntry {
         deploy: Some(Deploy {
             call: Some("services.a.calls[0]".into()),
-            client: Some(with_retries(0)),
+            client: Some(retrying(0)),
             dependency: Some("db".into()),
             upstream: Some(failing),
         }),
