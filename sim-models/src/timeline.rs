@@ -437,37 +437,140 @@ pub struct Deploy {
 
 /// The call configured at `path` in a graph: `services.NAME.calls[i]`,
 /// or `services.NAME.calls[i].parallel[j]` for a group's.
-pub fn call_at<'a>(
-    cfg: &'a mut WorldConfig,
-    path: &str,
-) -> Option<&'a mut crate::config::CallSpec> {
+pub fn call_at<'a>(cfg: &'a WorldConfig, path: &str) -> Option<&'a crate::config::CallSpec> {
     let rest = path.strip_prefix("services.")?;
     let (name, rest) = rest.split_once(".calls[")?;
     let (i, rest) = rest.split_once(']')?;
     let call = cfg
         .services
-        .get_mut(name)?
+        .get(name)?
         .calls
-        .get_mut(i.parse::<usize>().ok()?)?;
+        .get(i.parse::<usize>().ok()?)?;
     if rest.is_empty() {
         return Some(call);
     }
     let j = rest.strip_prefix(".parallel[")?.strip_suffix(']')?;
-    call.parallel.get_mut(j.parse::<usize>().ok()?)
+    call.parallel.get(j.parse::<usize>().ok()?)
 }
 
-/// Every call's path in a graph, as [`call_at`] reads them, for messages.
+impl Deploy {
+    /// The single tier's deploy, checked as the world's own client and
+    /// upstream (the world is small, and its checks across sections come
+    /// with it): what the deploy wrote is reported under `at`.
+    fn check_single_tier(&self, at: &str, cfg: &WorldConfig, p: &mut Problems) {
+        for (field, given) in [
+            ("call", self.call.is_some()),
+            ("dependency", self.dependency.is_some()),
+        ] {
+            if given {
+                p.add(
+                    &format!("{at}.{field}"),
+                    "the single tier has one client and one upstream: leave it out",
+                );
+            }
+        }
+        let mut with = cfg.clone();
+        with.timeline.clear();
+        if let Some(c) = &self.client {
+            with.client = c.clone();
+        }
+        if let Some(u) = &self.upstream {
+            with.upstream = u.clone();
+        }
+        if let Err(errors) = with.validate() {
+            let deployed = |e: &str| {
+                self.client.is_some() && e.starts_with("client")
+                    || self.upstream.is_some() && e.starts_with("upstream")
+            };
+            for e in errors.into_iter().filter(|e| deployed(&e.path)) {
+                p.add(&format!("{at}.{}", e.path), e.message);
+            }
+        }
+    }
+
+    /// A graph's deploy: the call and the dependency it names must exist,
+    /// and what it deploys is checked alone, as the graph checks a call's
+    /// client and a dependency (not the whole world again per deploy).
+    fn check_in_graph(&self, at: &str, cfg: &WorldConfig, p: &mut Problems) {
+        if let Some(c) = &self.client {
+            match call_at(cfg, self.call.as_deref().unwrap_or_default()) {
+                Some(spec) if spec.parallel.is_empty() => c.check(&format!("{at}.client"), p),
+                _ => {
+                    let field = if self.call.is_some() {
+                        "call"
+                    } else {
+                        "client"
+                    };
+                    p.add(
+                        &format!("{at}.{field}"),
+                        format!(
+                            "in a graph, name the call whose client is deployed with call: (one of {})",
+                            call_paths(cfg).join(", ")
+                        ),
+                    );
+                }
+            }
+        } else if self.call.is_some() {
+            p.add(
+                &format!("{at}.call"),
+                "names the call of a deployed client; this deploy has none",
+            );
+        }
+        if let Some(u) = &self.upstream {
+            match cfg
+                .dependencies
+                .get(self.dependency.as_deref().unwrap_or_default())
+            {
+                Some(_) => u.check(&format!("{at}.upstream"), p),
+                None => {
+                    let field = if self.dependency.is_some() {
+                        "dependency"
+                    } else {
+                        "upstream"
+                    };
+                    let names: Vec<&str> = cfg.dependencies.keys().map(String::as_str).collect();
+                    p.add(
+                        &format!("{at}.{field}"),
+                        format!(
+                            "in a graph, name the dependency reconfigured with dependency: (one of {})",
+                            names.join(", ")
+                        ),
+                    );
+                }
+            }
+        } else if self.dependency.is_some() {
+            p.add(
+                &format!("{at}.dependency"),
+                "names the dependency of a deployed upstream; this deploy has none",
+            );
+        }
+    }
+}
+
+/// The calls' paths in a graph, as [`call_at`] reads them, for messages:
+/// the first ten, and how many more.
 fn call_paths(cfg: &WorldConfig) -> Vec<String> {
+    const SHOWN: usize = 10;
     let mut out = Vec::new();
+    let mut more = 0usize;
     for (name, s) in &cfg.services {
         for (i, c) in s.calls.iter().enumerate() {
             let at = format!("services.{name}.calls[{i}]");
-            if c.parallel.is_empty() {
-                out.push(at);
-            } else {
-                out.extend((0..c.parallel.len()).map(|j| format!("{at}.parallel[{j}]")));
+            let n = c.parallel.len().max(1);
+            for j in 0..n {
+                if out.len() == SHOWN {
+                    more += n - j;
+                    break;
+                }
+                out.push(match c.parallel.is_empty() {
+                    true => at.clone(),
+                    false => format!("{at}.parallel[{j}]"),
+                });
             }
         }
+    }
+    if more > 0 {
+        out.push(format!("and {more} more"));
     }
     out
 }
@@ -588,116 +691,9 @@ impl TimelineEntry {
             if d.client.is_none() && d.upstream.is_none() {
                 p.add(&at, "needs a client, an upstream, or both");
             }
-            // What is deployed, checked as this world's own: in its place.
-            let mut with = cfg.clone();
-            with.timeline.clear();
-            let mut placed = true;
             match cfg.is_graph() {
-                false => {
-                    for (field, given) in [
-                        ("call", d.call.is_some()),
-                        ("dependency", d.dependency.is_some()),
-                    ] {
-                        if given {
-                            p.add(
-                                &format!("{at}.{field}"),
-                                "the single tier has one client and one upstream: leave it out",
-                            );
-                        }
-                    }
-                    if let Some(c) = &d.client {
-                        with.client = c.clone();
-                    }
-                    if let Some(u) = &d.upstream {
-                        with.upstream = u.clone();
-                    }
-                }
-                true => {
-                    if let Some(c) = &d.client {
-                        let call = d.call.as_deref().unwrap_or_default();
-                        match call_at(&mut with, call) {
-                            Some(spec) if spec.parallel.is_empty() => spec.client = c.clone(),
-                            _ => {
-                                placed = false;
-                                let field = if d.call.is_some() { "call" } else { "client" };
-                                p.add(
-                                    &format!("{at}.{field}"),
-                                    format!(
-                                        "in a graph, name the call whose client is deployed with call: (one of {})",
-                                        call_paths(cfg).join(", ")
-                                    ),
-                                );
-                            }
-                        }
-                    } else if d.call.is_some() {
-                        p.add(
-                            &format!("{at}.call"),
-                            "names the call of a deployed client; this deploy has none",
-                        );
-                    }
-                    if let Some(u) = &d.upstream {
-                        let name = d.dependency.as_deref().unwrap_or_default();
-                        match with.dependencies.get_mut(name) {
-                            Some(dep) => *dep = u.clone(),
-                            None => {
-                                placed = false;
-                                let field = if d.dependency.is_some() {
-                                    "dependency"
-                                } else {
-                                    "upstream"
-                                };
-                                let names: Vec<&str> =
-                                    cfg.dependencies.keys().map(String::as_str).collect();
-                                p.add(
-                                    &format!("{at}.{field}"),
-                                    format!(
-                                        "in a graph, name the dependency reconfigured with dependency: (one of {})",
-                                        names.join(", ")
-                                    ),
-                                );
-                            }
-                        }
-                    } else if d.dependency.is_some() {
-                        p.add(
-                            &format!("{at}.dependency"),
-                            "names the dependency of a deployed upstream; this deploy has none",
-                        );
-                    }
-                }
-            }
-            let call_path = d.call.clone().unwrap_or_default();
-            let dep_path = format!(
-                "dependencies.{}",
-                d.dependency.as_deref().unwrap_or_default()
-            );
-            if placed && let Err(errors) = with.validate() {
-                // Only what the deploy wrote, reported under it.
-                let deployed = |e: &str| -> Option<String> {
-                    let under = |prefix: &str, field: &str| {
-                        e.strip_prefix(prefix)
-                            .filter(|r| r.is_empty() || r.starts_with('.'))
-                            .map(|r| format!("{field}{r}"))
-                    };
-                    match cfg.is_graph() {
-                        false => (d.client.is_some() && e.starts_with("client")
-                            || d.upstream.is_some() && e.starts_with("upstream"))
-                        .then(|| e.to_string()),
-                        true => d
-                            .client
-                            .as_ref()
-                            .and_then(|_| under(&format!("{call_path}.client"), "client"))
-                            .or_else(|| {
-                                d.upstream
-                                    .as_ref()
-                                    .and_then(|_| under(&dep_path, "upstream"))
-                            }),
-                    }
-                };
-                for e in errors {
-                    if let Some(field) = deployed(&e.path) {
-                        p.add(&format!("{at}.{field}"), e.message);
-                    }
-                }
+                false => d.check_single_tier(&at, cfg, p),
+                true => d.check_in_graph(&at, cfg, p),
             }
         }
         if let Some(r) = &self.ramp {

@@ -383,6 +383,32 @@ fn large_graphs_are_checked_explained_and_bounded() {
         err.contains(":4:") && err.contains("services.a.pods") && err.contains("limits.max_pods"),
         "{err}"
     );
+    // The chain with a deploy on every call: each deploy is checked on
+    // its own (the whole world is not validated again per deploy, which
+    // took minutes on this file), and a wrong one lists ten calls, not
+    // five thousand.
+    let mut deploys = chain.clone();
+    deploys.push_str("timeline:\n");
+    for i in 0..5_000 {
+        deploys.push_str(&format!(
+            "  - {{ at: 1s, deploy: {{ call: \"services.s{i}.calls[0]\", client: {{ retry: {{ max_retries: 0 }} }} }} }}\n"
+        ));
+    }
+    let file = dir.join("deploys.yaml");
+    std::fs::write(&file, &deploys).unwrap();
+    common::stormsim_ok(&["validate", file.to_str().unwrap()]);
+    std::fs::write(
+        &file,
+        deploys.replace("services.s7.calls[0]", "services.s7.calls[1]"),
+    )
+    .unwrap();
+    let o = common::stormsim(&["validate", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("timeline[7].deploy.call") && err.contains("and 4990 more"),
+        "{err}"
+    );
 }
 
 /// The operator's fix deployed in a graph's timeline: at 10:02, half a
