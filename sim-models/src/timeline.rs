@@ -454,10 +454,10 @@ pub fn call_at<'a>(cfg: &'a WorldConfig, path: &str) -> Option<&'a crate::config
 }
 
 impl Deploy {
-    /// The single tier's deploy, checked as the world's own client and
-    /// upstream (the world is small, and its checks across sections come
-    /// with it): what the deploy wrote is reported under `at`.
-    fn check_single_tier(&self, at: &str, cfg: &WorldConfig, p: &mut Problems) {
+    /// The single tier's deploy: what it deploys is checked alone, as the
+    /// world checks its client and upstream (not the whole world again
+    /// per deploy).
+    fn check_single_tier(&self, at: &str, p: &mut Problems) {
         for (field, given) in [
             ("call", self.call.is_some()),
             ("dependency", self.dependency.is_some()),
@@ -469,22 +469,11 @@ impl Deploy {
                 );
             }
         }
-        let mut with = cfg.clone();
-        with.timeline.clear();
         if let Some(c) = &self.client {
-            with.client = c.clone();
+            c.check(&format!("{at}.client"), p);
         }
         if let Some(u) = &self.upstream {
-            with.upstream = u.clone();
-        }
-        if let Err(errors) = with.validate() {
-            let deployed = |e: &str| {
-                self.client.is_some() && e.starts_with("client")
-                    || self.upstream.is_some() && e.starts_with("upstream")
-            };
-            for e in errors.into_iter().filter(|e| deployed(&e.path)) {
-                p.add(&format!("{at}.{}", e.path), e.message);
-            }
+            u.check(&format!("{at}.upstream"), p);
         }
     }
 
@@ -692,7 +681,7 @@ impl TimelineEntry {
                 p.add(&at, "needs a client, an upstream, or both");
             }
             match cfg.is_graph() {
-                false => d.check_single_tier(&at, cfg, p),
+                false => d.check_single_tier(&at, p),
                 true => d.check_in_graph(&at, cfg, p),
             }
         }

@@ -443,6 +443,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "timeline[0].deploy.call",
         "the single tier has one client and one upstream",
     ),
+    (
+        "timeline:\n  - at: 5s\n    deploy:\n      client: { retry: { max_retries: 1 }, hedging: { max_attempts: 2, delay: 1s } }\n",
+        4,
+        "timeline[0].deploy.client.hedging",
+        "set timeline[0].deploy.client.retry.max_retries to 0",
+    ),
 ];
 
 #[test]
