@@ -221,6 +221,7 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
         l.split('.').next().unwrap_or(&l).to_string()
     };
     let runs = strings(&summary, "run_id")?;
+    let marks = markers(events.as_ref())?;
     let mut sections = Vec::new();
     if runs.len() == 1 {
         sections.extend(run_sections(
@@ -245,7 +246,6 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             })
             .cloned()
             .collect();
-        let marks = markers(events.as_ref())?;
         if varied.len() < 2 {
             sections.push(story_section(&summary, &axes, &objective, &marks, &label)?);
         }
@@ -276,7 +276,6 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
     if let Some(n) = &nodes
         && runs.len() <= 12
     {
-        let marks = markers(events.as_ref())?;
         sections.extend(tiers_section(
             n,
             &timeseries,

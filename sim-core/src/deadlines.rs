@@ -108,6 +108,25 @@ impl<T> DeadlineLine<T> {
         }
     }
 
+    /// Arms `subject`'s deadline `at`: adds it, sweeps the line when stale
+    /// deadlines crowd the `live` ones, and makes sure `wake` is due at the
+    /// earliest live deadline. `is_live` tells a deadline still wanted.
+    pub fn arm<E>(
+        &mut self,
+        at: SimTime,
+        subject: T,
+        live: usize,
+        mut is_live: impl FnMut(SimTime, &T) -> bool,
+        sched: &mut Scheduler<E>,
+        wake: E,
+    ) {
+        self.push(at, subject);
+        if self.wants_sweep(live) {
+            self.retain(&mut is_live);
+        }
+        self.schedule_wake(sched, is_live, wake);
+    }
+
     /// Makes sure `wake` is scheduled at the earliest live deadline (stale
     /// ones at the fronts dropped first): a wake-up already due in time is
     /// kept, a later one moved. Call after arming and after a delivery.

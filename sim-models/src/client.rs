@@ -112,6 +112,13 @@ fn is_active(phase: AttemptPhase) -> bool {
     phase != AttemptPhase::Done
 }
 
+/// Whether the timeout line's deadline `at` for `att` is still wanted: the
+/// attempt lives and was armed with it.
+#[inline]
+fn timeout_is_live(reqs: &crate::request::Requests, at: SimTime, att: AttRef) -> bool {
+    reqs.att(att).is_some_and(|a| a.timeout_at == Some(at))
+}
+
 /// What an upstream answer means to the client.
 #[inline]
 fn outcome_of(status: Status) -> AttemptOutcome {
@@ -855,16 +862,19 @@ impl<S: RowSink> World<S> {
     ) {
         let at = sched.now().saturating_add(t);
         stale!(self.reqs.att_mut(att)).timeout_at = Some(at);
-        let line = &mut self.clients[edge as usize].timeouts;
-        line.push(at, att);
         // Answered attempts' timeouts pile up behind a live one: swept once
         // they outnumber twice the attempts alive (on every edge, a bound
         // on this one's), so memory follows the attempts in flight.
-        if line.wants_sweep(self.reqs.live_attempts()) {
-            let reqs = &self.reqs;
-            line.retain(|at, &att| reqs.att(att).is_some_and(|a| a.timeout_at == Some(at)));
-        }
-        self.wake_for_timeouts(edge, sched);
+        let live = self.reqs.live_attempts();
+        let reqs = &self.reqs;
+        self.clients[edge as usize].timeouts.arm(
+            at,
+            att,
+            live,
+            |at, &att| timeout_is_live(reqs, at, att),
+            sched,
+            ClientEvent::TimeoutsDue { edge }.into(),
+        );
     }
 
     /// Makes sure a wake-up is due at the earliest live deadline of the
@@ -873,7 +883,7 @@ impl<S: RowSink> World<S> {
         let reqs = &self.reqs;
         self.clients[edge as usize].timeouts.schedule_wake(
             sched,
-            |at, &att| reqs.att(att).is_some_and(|a| a.timeout_at == Some(at)),
+            |at, &att| timeout_is_live(reqs, at, att),
             ClientEvent::TimeoutsDue { edge }.into(),
         );
     }
@@ -884,7 +894,7 @@ impl<S: RowSink> World<S> {
         let now = sched.now();
         self.clients[edge as usize].timeouts.woken();
         while let Some((at, att)) = self.clients[edge as usize].timeouts.pop_due(now) {
-            if self.reqs.att(att).is_some_and(|a| a.timeout_at == Some(at)) {
+            if timeout_is_live(&self.reqs, at, att) {
                 self.on_attempt_timed_out(att, sched);
             }
         }

@@ -250,14 +250,16 @@ impl<S: RowSink> World<S> {
     /// Puts `req`'s gateway deadline `at` in the line, sweeping the line
     /// when answered requests' deadlines crowd it.
     fn arm_user_deadline(&mut self, req: ReqRef, at: SimTime, sched: &mut Scheduler<Event>) {
-        let line = &mut self.load.deadlines;
-        line.push(at, req);
         let waiting = self.rec.level_value(Level::UsersWaiting).max(0) as usize;
-        if line.wants_sweep(waiting) {
-            let reqs = &self.reqs;
-            line.retain(|_, &r| user_waits(reqs, r));
-        }
-        self.wake_for_user_deadlines(sched);
+        let reqs = &self.reqs;
+        self.load.deadlines.arm(
+            at,
+            req,
+            waiting,
+            |_, &r| user_waits(reqs, r),
+            sched,
+            LoadEvent::UserDeadlinesDue.into(),
+        );
     }
 
     /// Makes sure a wake-up is due at the earliest live gateway deadline.
