@@ -1,23 +1,23 @@
-//! A request's calls: its service's steps run in sequence, each one call
-//! or a parallel group; a group is done when enough calls answered, and a
-//! call to another service is a request there, answered back as the
-//! attempt's status.
+//! What a request does at its service: its steps of calls (each one call
+//! or a parallel group; a group done when enough calls answered), its end
+//! on its pod, and its answer to whoever called. A request from another
+//! service's attempt starts here too.
 //!
 //! The attempts of each call (gates, pool, retries, hedges) are the
-//! client's (`client.rs`); this file is what a request does with its
-//! calls' outcomes.
+//! client's (`client.rs`): this file asks the world to begin or cut a
+//! call, and hears, through the world, how each call ended.
 
 use rand::RngExt;
-use sim_core::sim::Scheduler;
-use sim_core::time::SimDuration;
+use sim_core::time::{SimDuration, SimTime};
 
 use crate::client::ClientEvent;
+use crate::context::{Ask, Ctx};
+use crate::load::LoadEvent;
 use crate::outcome::Reason;
-use crate::pods::ServiceEvent;
-use crate::recorder::RowSink;
-use crate::request::{AttRef, CallList, CallPhase, CallRef, Caller, Phase, ReqRef};
+use crate::pods::{PodState, Service, ServiceEvent};
+use crate::recorder::{Level, RowSink};
+use crate::request::{AttRef, CallList, CallRef, Caller, Phase, ReqRef};
 use crate::upstream::Status;
-use crate::world::{Event, World, cross};
 
 /// What an attempt's caller sees when the service it called answers
 /// `reason`: an answer (a degraded one too) is 200; a timeout 504;
@@ -43,37 +43,44 @@ pub(crate) fn status_of(reason: Reason) -> Status {
     }
 }
 
-impl<S: RowSink> World<S> {
+/// A request the service let go of ([`Service::release`]): what the rest
+/// of its end needs once the requests its pod moved on to have started.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Released {
+    pub(crate) pod: u32,
+    pub(crate) caller: Caller,
+    pub(crate) user_done: bool,
+    pub(crate) dispatches: u32,
+    pub(crate) reached: Option<SimTime>,
+}
+
+impl Service {
     /// Runs step `step` of `req`'s calls (steps whose calls all fall out
-    /// of their share are skipped); past the last, the request is
-    /// answered: a success, or a fallback if an optional call failed.
-    pub(crate) fn run_step(&mut self, req: ReqRef, step: u32, sched: &mut Scheduler<Event>) {
-        let q = stale!(self.reqs.get(req));
-        let service = q.service as usize;
-        let (pod, epoch, idempotent, inherited) = (q.pod, q.pod_epoch, q.idempotent, q.deadline);
+    /// of their share are skipped): its calls are made and the world asked
+    /// to begin them. Past the last step, the request is answered: a
+    /// success, or a fallback if an optional call failed.
+    pub(crate) fn run_step<S: RowSink>(&mut self, req: ReqRef, step: u32, ctx: &mut Ctx<'_, S>) {
+        let q = stale!(ctx.reqs.get(req));
+        let (pod, epoch, idempotent, inherited, degraded) =
+            (q.pod, q.pod_epoch, q.idempotent, q.deadline, q.degraded);
         let mut step = step;
         let mut calls = CallList::default();
         let (n, need) = loop {
-            let Some(&st) = self.services[service].steps.get(step as usize) else {
-                let degraded = stale!(self.reqs.get(req)).degraded;
-                let reason = if degraded {
-                    Reason::Fallback
-                } else {
-                    Reason::Success
+            let Some(&st) = self.steps.get(step as usize) else {
+                let reason = match degraded {
+                    true => Reason::Fallback,
+                    false => Reason::Success,
                 };
-                self.complete_request(req, reason, sched);
+                ctx.ask(Ask::Complete { req, reason });
                 return;
             };
             let mut n = 0;
             for i in st.from..st.to {
-                let s = &mut self.services[service];
-                let (e, p) = s.calls[i as usize];
+                let (e, p) = self.calls[i as usize];
                 // Drawn only for a call made on a share of requests, so no
                 // other draw moves.
-                if p >= 1.0 || s.call_rng.random::<f64>() < p {
-                    let call = self
-                        .reqs
-                        .new_call(req, e, pod, epoch, idempotent, inherited);
+                if p >= 1.0 || self.call_rng.random::<f64>() < p {
+                    let call = ctx.reqs.new_call(req, e, pod, epoch, idempotent, inherited);
                     calls.push(call);
                     n += 1;
                 }
@@ -83,49 +90,34 @@ impl<S: RowSink> World<S> {
             }
             step += 1;
         };
-        let q = stale!(self.reqs.get_mut(req));
+        let q = stale!(ctx.reqs.get_mut(req));
         q.phase = Phase::Calling;
         q.step = step;
         q.step_done = 0;
         q.step_failed = 0;
         q.step_made = n;
         q.step_need = need;
-        if n == 1 {
-            let only = calls.iter().next();
-            q.calls = calls;
-            if let Some(call) = only {
-                self.begin_call(call, sched);
-            }
-            return;
-        }
-        q.calls = calls.clone();
+        // Each call begins in turn; one ended by a sibling before its turn
+        // (the step failed or completed) is not begun.
         for call in calls.iter() {
-            // A call ended by a sibling (the step failed or completed) is
-            // gone before its turn.
-            if self
-                .reqs
-                .call(call)
-                .is_some_and(|c| c.phase == CallPhase::Calling && c.attempts == 0)
-            {
-                self.begin_call(call, sched);
-            }
+            ctx.out.push(Ask::BeginCall { call });
         }
+        q.calls = calls;
     }
 
-    /// `call` is over with `reason`: the request counts it against its
-    /// step, then moves to the next step, waits for its other calls, or
-    /// fails.
-    pub(crate) fn finish_call(
+    /// `call` ended with `reason` (its client closed it): the request
+    /// counts it against its step, then moves to the next step, waits for
+    /// its other calls, or fails.
+    pub(crate) fn call_ended<S: RowSink>(
         &mut self,
+        req: ReqRef,
         call: CallRef,
+        edge: u32,
         reason: Reason,
-        sched: &mut Scheduler<Event>,
+        ctx: &mut Ctx<'_, S>,
     ) {
-        let c = stale!(self.reqs.call(call));
-        let (req, edge) = (c.req, c.edge);
-        self.close_call(call, reason, false, sched);
-        let optional = self.topo.edges[edge as usize].optional;
-        let q = stale!(self.reqs.get_mut(req));
+        let optional = ctx.env.topo.edges[edge as usize].optional;
+        let q = stale!(ctx.reqs.get_mut(req));
         if q.service_done {
             return;
         }
@@ -140,112 +132,209 @@ impl<S: RowSink> World<S> {
         if q.step_done >= q.step_need {
             // Enough answered: the rest of the group is not waited for.
             let rest = std::mem::take(&mut q.calls);
-            let (next, service, degraded) = (q.step + 1, q.service, q.degraded);
+            let (next, degraded) = (q.step + 1, q.degraded);
             for other in rest.iter() {
-                self.close_call(other, Reason::Success, true, sched);
+                ctx.ask(Ask::CutCall {
+                    call: other,
+                    reason: Reason::Success,
+                });
             }
-            if next as usize >= self.services[service as usize].steps.len() {
+            if next as usize >= self.steps.len() {
                 // The last step: the request is answered (run_step's end,
                 // without looking for a step that is not there).
                 let reason = match degraded {
                     true => Reason::Fallback,
                     false => Reason::Success,
                 };
-                self.complete_request(req, reason, sched);
+                ctx.ask(Ask::Complete { req, reason });
                 return;
             }
-            self.run_step(req, next, sched);
+            self.run_step(req, next, ctx);
         } else if q.step_made - q.step_failed < q.step_need {
-            self.complete_request(req, reason, sched);
+            ctx.ask(Ask::Complete { req, reason });
         }
     }
 
-    /// Sends attempt `att` to service `to`, arriving after `delay`: a
-    /// request there, which the service's balancer places.
-    pub(crate) fn send_to_service(
+    /// The service lets go of `req` (its calls already cut): its timers,
+    /// its place in a line, its core and its worker (the next in line
+    /// takes them). `None` if it had already let go. The world then runs
+    /// what the freed core and worker started, and [`Service::released`].
+    pub(crate) fn release<S: RowSink>(
+        &mut self,
+        req: ReqRef,
+        ctx: &mut Ctx<'_, S>,
+    ) -> Option<Released> {
+        let q = ctx.reqs.get_mut(req)?;
+        for t in [q.work_timer.take(), q.deadline_timer.take()]
+            .into_iter()
+            .flatten()
+        {
+            ctx.sched.cancel(t);
+        }
+        let was_in_line = q.phase == Phase::WaitingWorker;
+        let was_waiting_core = q.phase == Phase::WaitingCore;
+        q.phase = Phase::Finished;
+        q.service_done = true;
+        let (pod, epoch, had_worker, had_core) = (q.pod, q.pod_epoch, q.has_worker, q.has_core);
+        let released = Released {
+            pod,
+            caller: q.caller,
+            user_done: q.user_done,
+            dispatches: q.dispatches,
+            reached: q.reached,
+        };
+        q.has_worker = false;
+        q.has_core = false;
+        let same_life = ctx.links.epoch(self.index, pod) == epoch;
+        let p = &mut self.pods[pod as usize];
+        // A request leaving its pod's worker line early (a restart empties
+        // the line itself, under a new epoch).
+        if was_in_line && same_life {
+            p.worker_queue.left();
+        }
+        if was_waiting_core && same_life {
+            p.core_queue.left();
+        }
+        let up = same_life && p.state == PodState::Up;
+        if had_core && up {
+            self.free_core(pod, ctx);
+        }
+        if had_worker && up {
+            self.free_worker(pod, ctx);
+        }
+        Some(released)
+    }
+
+    /// The rest of letting go of a request that ended with `reason`: the
+    /// balancer's count, the levels, the node's figures.
+    pub(crate) fn released<S: RowSink>(
+        &mut self,
+        r: &Released,
+        reason: Reason,
+        ctx: &mut Ctx<'_, S>,
+    ) {
+        let now = ctx.now();
+        self.lb.outstanding_changed(r.pod, -1);
+        if self.index == ctx.env.topo.entry && r.caller == Caller::User {
+            ctx.rec.level_add(Level::ServiceInFlight, now, -1);
+        }
+        ctx.rec.node_service_done(
+            self.index,
+            reason,
+            r.reached.map(|at| now.saturating_since(at)),
+            now,
+        );
+    }
+
+    /// Attempt `att` on `edge` arrives at this service after `delay`,
+    /// carrying its caller's propagated `deadline`: a request here, which
+    /// the balancer places (or answers `unavailable` when no pod is in
+    /// rotation).
+    pub(crate) fn receive<S: RowSink>(
         &mut self,
         att: AttRef,
-        to: u32,
+        edge: u32,
         delay: SimDuration,
-        sched: &mut Scheduler<Event>,
+        deadline: Option<SimTime>,
+        ctx: &mut Ctx<'_, S>,
     ) {
-        let now = sched.now();
-        let a = stale!(self.reqs.att(att));
-        let idempotent = self.reqs.get(a.req).is_none_or(|q| q.idempotent);
-        if self.reqs.live() as u64 >= self.cfg.limits.max_in_flight {
-            let limit = self.cfg.limits.max_in_flight;
-            self.violated(now, || {
+        let now = ctx.now();
+        let a = stale!(ctx.reqs.att(att));
+        let idempotent = ctx.reqs.get(a.req).is_none_or(|q| q.idempotent);
+        if ctx.reqs.live() as u64 >= ctx.env.limits.max_in_flight {
+            let limit = ctx.env.limits.max_in_flight;
+            ctx.violated(|| {
                 format!("{limit} requests in flight across the services: the limit limits.max_in_flight was reached")
             });
             return;
         }
-        let deadline = self.propagated_deadline(att);
-        let child = self
-            .reqs
-            .create(now, to, Caller::Attempt(att), None, idempotent);
-        stale!(self.reqs.att_mut(att)).child = Some(child);
+        let child = ctx.reqs.create(
+            now,
+            self.index,
+            Caller::Attempt { att, edge },
+            None,
+            idempotent,
+        );
+        stale!(ctx.reqs.att_mut(att)).child = Some(child);
         if let Some(d) = deadline {
             // The caller's deadline travels with the request: the service
             // stops working on it then (gRPC's propagated deadline).
-            let timer = sched.schedule_at(
+            let timer = ctx.sched.schedule_at(
                 d.max(now),
                 ServiceEvent::RequestDeadlinePassed { req: child }.into(),
             );
-            let q = stale!(self.reqs.get_mut(child));
+            let q = stale!(ctx.reqs.get_mut(child));
             q.deadline = Some(d);
             q.deadline_timer = timer.ok();
         }
-        let s = &mut self.services[to as usize];
-        let Some(pod) = s.lb.pick() else {
-            if let Some(q) = self.reqs.get_mut(child) {
+        let Some(pod) = self.lb.pick() else {
+            if let Some(q) = ctx.reqs.get_mut(child) {
                 q.service_done = true;
                 q.phase = Phase::Finished;
             }
-            self.rec
-                .node_service_done(to, Reason::Unavailable, None, now);
-            self.answer_caller(child, att, Reason::Unavailable, sched);
+            ctx.rec
+                .node_service_done(self.index, Reason::Unavailable, None, now);
+            self.answer_caller(child, att, edge, Reason::Unavailable, ctx);
             return;
         };
-        let epoch = s.pods[pod as usize].epoch;
-        s.lb.outstanding_changed(pod, 1);
-        let q = stale!(self.reqs.get_mut(child));
+        let epoch = ctx.links.epoch(self.index, pod);
+        self.lb.outstanding_changed(pod, 1);
+        let q = stale!(ctx.reqs.get_mut(child));
         q.pod = pod;
         q.pod_epoch = epoch;
         q.dispatches = 1;
-        cross(
-            sched,
+        ctx.cross(
             delay,
-            ServiceEvent::RequestReachedPod { req: child }.into(),
+            ServiceEvent::RequestReachedPod {
+                service: self.index,
+                req: child,
+            }
+            .into(),
         );
     }
 
-    /// The service answered request `req`, which attempt `att` sent: the
-    /// answer crosses back to the attempt's pod (a gone attempt counts it
-    /// late there), and the request is forgotten.
-    pub(crate) fn answer_caller(
+    /// The service answered request `req`, which attempt `att` on `edge`
+    /// sent: the answer crosses back to the attempt's pod (a gone attempt
+    /// counts it late there), and the request is forgotten.
+    pub(crate) fn answer_caller<S: RowSink>(
         &mut self,
         req: ReqRef,
         att: AttRef,
+        edge: u32,
         reason: Reason,
-        sched: &mut Scheduler<Event>,
+        ctx: &mut Ctx<'_, S>,
     ) {
-        let gone = self.reqs.get(req).is_some_and(|q| q.caller_gone);
-        self.reqs.release_if_done(req);
+        let gone = ctx.reqs.get(req).is_some_and(|q| q.caller_gone);
+        ctx.reqs.release_if_done(req);
         if gone {
             return; // the caller cancelled it: nobody waits for an answer
         }
-        // The attempt's edge gives the way back; an attempt already gone
-        // still gets its answer, late, on the leg it would have used.
-        let edge = self.reqs.att(att).map(|a| a.edge);
-        let d = match edge {
-            Some(e) => self.net.delay(&self.clients[e as usize].back),
+        // An attempt already gone still gets its answer, late, with no
+        // delay drawn for it.
+        let d = match ctx.reqs.att(att) {
+            Some(_) => ctx.net.back(edge),
             None => SimDuration::ZERO,
         };
         let status = status_of(reason);
-        cross(
-            sched,
+        ctx.cross(
             d,
-            ClientEvent::ResponseReachedPod { att, status }.into(),
+            ClientEvent::ResponseReachedPod { edge, att, status }.into(),
         );
+    }
+
+    /// The entry service answers the user's request `req` with `reason`,
+    /// across the network (a restarted pod's connections reset: the
+    /// gateway learns at once).
+    pub(crate) fn answer_user<S: RowSink>(
+        &self,
+        req: ReqRef,
+        reason: Reason,
+        ctx: &mut Ctx<'_, S>,
+    ) {
+        let d = match reason {
+            Reason::PodRestarted => SimDuration::ZERO,
+            _ => ctx.net.pod_to_gateway(),
+        };
+        ctx.cross(d, LoadEvent::ResponseReachedUser { req, reason }.into());
     }
 }

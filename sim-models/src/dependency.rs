@@ -1,31 +1,36 @@
 //! The dependency's side of the world: requests crossing to it, its
 //! answers crossing back, other tenants' load, and its levels. The
 //! dependency's own state machine (slots, queue, load law, admission) is
-//! `upstream.rs`; this file routes its events and connects it to the
-//! client that called it.
+//! `upstream.rs`; this part routes its events and answers the attempts
+//! that called it.
 
 use crate::config::{ConfigError, UpstreamConfig};
-use crate::graph::{DependencyNode, Target, stream_name};
+use crate::context::Ctx;
+use crate::graph::{DependencyNode, stream_name};
+use crate::timeline::Param;
 use crate::upstream::Upstream;
 use crate::world::compile;
+use sim_core::dist::Dist;
 use sim_core::queue::EventId;
 use sim_core::rng::{RngStreams, SimRng};
-use sim_core::sim::Scheduler;
-use sim_core::time::SimDuration;
+use sim_core::time::{SimDuration, SimTime};
 
 use crate::client::ClientEvent;
 use crate::load::exp_gap;
 use crate::recorder::{Count, RowSink};
 use crate::request::{AttRef, AttemptPhase};
 use crate::upstream::{Admission, DependencyEvent, JobRef, Owner, Status};
-use crate::world::{Event, World, cross};
 
 /// The dependency as the world holds it: its state machine, and the other
 /// tenants' load on it.
 pub struct Dependency {
+    /// Its index among the dependencies.
+    pub(crate) index: u32,
     pub(crate) upstream: Upstream,
     /// Its configuration as deployed.
     pub(crate) cfg: UpstreamConfig,
+    /// Its name's path in messages (`dependencies.mysql`, `upstream`).
+    path: String,
     pub(crate) background_timer: Option<EventId>,
     pub(crate) background_rng: SimRng,
 }
@@ -40,6 +45,7 @@ impl Dependency {
         let cfg = &node.cfg;
         let stream = |base: &str| streams.stream(stream_name(base, &node.suffix).as_str());
         Ok(Dependency {
+            index,
             upstream: Upstream::new(
                 index,
                 cfg,
@@ -49,179 +55,220 @@ impl Dependency {
                 stream("upstream/shedding"),
             ),
             cfg: cfg.clone(),
+            path: node.path.clone(),
             background_timer: None,
             background_rng: stream("upstream/background"),
         })
     }
-}
 
-impl<S: RowSink> World<S> {
-    /// Routes the dependency's events to their handlers.
-    pub(crate) fn on_dependency_event(&mut self, e: DependencyEvent, sched: &mut Scheduler<Event>) {
+    /// Routes the dependency's events to their handlers (the world routes
+    /// `Received`, which needs what the attempt's client propagates).
+    pub(crate) fn on_event<S: RowSink>(&mut self, e: DependencyEvent, ctx: &mut Ctx<'_, S>) {
         match e {
-            DependencyEvent::Received { att, edge } => self.on_upstream_received(att, edge, sched),
-            DependencyEvent::Completed { dep, job } => self.on_upstream_completed(dep, job, sched),
-            DependencyEvent::BackgroundArrived { dep } => self.on_background_arrived(dep, sched),
+            DependencyEvent::Completed { job, .. } => self.on_completed(job, ctx),
+            DependencyEvent::BackgroundArrived { .. } => self.on_background_arrived(ctx),
+            DependencyEvent::Received { .. } => debug_assert!(false, "routed by the world"),
         }
     }
 
-    pub(crate) fn on_upstream_received(
+    /// Attempt `att` on `edge` arrived, carrying its caller's propagated
+    /// `deadline`: admitted, queued, answered at the door, or dropped.
+    pub(crate) fn on_received<S: RowSink>(
         &mut self,
         att: AttRef,
         edge: u32,
-        sched: &mut Scheduler<Event>,
+        deadline: Option<SimTime>,
+        ctx: &mut Ctx<'_, S>,
     ) {
-        let now = sched.now();
-        let deadline = self.propagated_deadline(att);
-        let retry = self.reqs.att(att).is_some_and(|a| a.number > 1);
-        let Target::Dependency(d) = self.clients[edge as usize].to else {
-            debug_assert!(false, "an attempt to a service reached a dependency");
-            return;
-        };
-        self.rec.node_dependency_arrived(d);
-        let up = &mut self.dependencies[d as usize].upstream;
-        let (job, admission) = up.arrive(Owner::Client(att, edge), retry, deadline, now, sched);
+        let now = ctx.now();
+        let retry = ctx.reqs.att(att).is_some_and(|a| a.number > 1);
+        ctx.rec.node_dependency_arrived(self.index);
+        let up = &mut self.upstream;
+        let (job, admission) = up.arrive(Owner::Client(att, edge), retry, deadline, now, ctx.sched);
         if let Admission::Answered(status) = admission {
             up.answered(now, status);
         }
-        self.count_admission(admission);
-        let live = self.att_is(att, AttemptPhase::InFlight);
+        count_admission(admission, ctx);
+        let live = ctx
+            .reqs
+            .att(att)
+            .is_some_and(|a| a.phase == AttemptPhase::InFlight);
         match (admission, job) {
             (Admission::Started | Admission::Queued, Some(job)) => {
                 if live {
-                    if let Some(a) = self.reqs.att_mut(att) {
+                    if let Some(a) = ctx.reqs.att_mut(att) {
                         a.job = Some(job);
                     }
-                } else if self.dependencies[d as usize].upstream.abandon(job, sched) {
+                } else if self.upstream.abandon(job, ctx.sched) {
                     // The caller gave up while the request was on the wire.
-                    self.rec.count(Count::UpstreamCancelled, 1);
+                    ctx.rec.count(Count::UpstreamCancelled, 1);
                 }
             }
             (Admission::Answered(status), _) => {
-                self.rec.node_dependency_answered(d, status == Status::Ok);
-                let after = self.dependencies[d as usize].upstream.answer_delay(status);
-                self.respond_to_pod_after(att, edge, status, after, sched)
+                ctx.rec
+                    .node_dependency_answered(self.index, status == Status::Ok);
+                let after = self.upstream.answer_delay(status);
+                respond_after(att, edge, status, after, ctx)
             }
             _ => {} // dropped: the caller will time out
         }
-        self.sync_upstream_levels(d, now);
+        self.sync_levels(ctx);
     }
 
-    /// Sends `status` back to the attempt's pod `after` from now, plus the
-    /// leg's delay.
-    fn respond_to_pod_after(
-        &mut self,
-        att: AttRef,
-        edge: u32,
-        status: Status,
-        after: SimDuration,
-        sched: &mut Scheduler<Event>,
-    ) {
-        let d = self
-            .net
-            .delay(&self.clients[edge as usize].back)
-            .saturating_add(after);
-        cross(
-            sched,
-            d,
-            ClientEvent::ResponseReachedPod { att, status }.into(),
-        );
-    }
-
-    pub(crate) fn on_upstream_completed(
-        &mut self,
-        dep: u32,
-        job: JobRef,
-        sched: &mut Scheduler<Event>,
-    ) {
-        let now = sched.now();
-        let up = &mut self.dependencies[dep as usize].upstream;
-        let done = stale!(up.complete(job, sched));
-        up.answered(now, done.status);
-        self.report_expired(dep);
-        self.sync_upstream_levels(dep, now);
+    fn on_completed<S: RowSink>(&mut self, job: JobRef, ctx: &mut Ctx<'_, S>) {
+        let up = &mut self.upstream;
+        let done = stale!(up.complete(job, ctx.sched));
+        up.answered(ctx.now(), done.status);
+        self.report_expired(ctx);
+        self.sync_levels(ctx);
         match done.owner {
-            Owner::Background => self.rec.count(Count::BackgroundCompleted, 1),
+            Owner::Background => ctx.rec.count(Count::BackgroundCompleted, 1),
             Owner::Client(att, edge) => {
                 if done.abandoned {
                     // Finished for nobody: the caller had already given up.
-                    self.rec.count(Count::UpstreamWasted, 1);
-                    self.rec.count(Count::LateResponses, 1);
+                    ctx.rec.count(Count::UpstreamWasted, 1);
+                    ctx.rec.count(Count::LateResponses, 1);
                 } else {
                     if done.status == Status::Ok {
-                        self.rec.count(Count::UpstreamGoodput, 1);
+                        ctx.rec.count(Count::UpstreamGoodput, 1);
                     }
-                    self.rec
-                        .node_dependency_answered(dep, done.status == Status::Ok);
-                    self.respond_to_pod_after(att, edge, done.status, SimDuration::ZERO, sched);
+                    ctx.rec
+                        .node_dependency_answered(self.index, done.status == Status::Ok);
+                    respond_after(att, edge, done.status, SimDuration::ZERO, ctx);
                 }
             }
         }
     }
 
-    /// Counts queued dependency work dropped for a passed deadline.
-    pub(crate) fn report_expired(&mut self, dep: u32) {
-        let n = std::mem::take(&mut self.dependencies[dep as usize].upstream.expired);
+    /// The attempt that sent `job` gave up on it: without cancellation
+    /// the dependency keeps working on it (it will count as wasted); with
+    /// it, the job stops.
+    pub(crate) fn abandon<S: RowSink>(&mut self, job: JobRef, ctx: &mut Ctx<'_, S>) {
+        if self.upstream.abandon(job, ctx.sched) {
+            ctx.rec.count(Count::UpstreamCancelled, 1);
+            self.sync_levels(ctx);
+        }
+    }
+
+    /// Counts queued work dropped for a passed deadline.
+    fn report_expired<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        let n = std::mem::take(&mut self.upstream.expired);
         if n > 0 {
-            self.rec.count(Count::UpstreamExpired, n);
+            ctx.rec.count(Count::UpstreamExpired, n);
         }
     }
 
-    /// (Re)schedules the next background arrival at dependency `dep`.
-    pub(crate) fn schedule_next_background(&mut self, dep: u32, sched: &mut Scheduler<Event>) {
-        let d = &mut self.dependencies[dep as usize];
-        if let Some(t) = d.background_timer.take() {
-            sched.cancel(t);
+    /// (Re)schedules the next background arrival.
+    pub(crate) fn schedule_next_background<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        if let Some(t) = self.background_timer.take() {
+            ctx.sched.cancel(t);
         }
-        let rate = d.upstream.params.background_rps;
+        let rate = self.upstream.params.background_rps;
         if rate > 0.0 {
-            let gap = exp_gap(&mut d.background_rng, rate);
-            d.background_timer =
-                Some(sched.schedule_in(gap, DependencyEvent::BackgroundArrived { dep }.into()));
+            let gap = exp_gap(&mut self.background_rng, rate);
+            self.background_timer = Some(ctx.sched.schedule_in(
+                gap,
+                DependencyEvent::BackgroundArrived { dep: self.index }.into(),
+            ));
         }
     }
 
-    pub(crate) fn on_background_arrived(&mut self, dep: u32, sched: &mut Scheduler<Event>) {
-        self.dependencies[dep as usize].background_timer = None;
-        self.schedule_next_background(dep, sched);
-        let now = sched.now();
-        if self.dependencies[dep as usize].upstream.jobs_held() as u64
-            >= self.cfg.limits.max_in_flight
-        {
-            let limit = self.cfg.limits.max_in_flight;
-            let name = self.topo.dependencies[dep as usize].path.clone();
-            self.violated(now, || {
+    fn on_background_arrived<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        self.background_timer = None;
+        self.schedule_next_background(ctx);
+        let now = ctx.now();
+        if self.upstream.jobs_held() as u64 >= ctx.env.limits.max_in_flight {
+            let limit = ctx.env.limits.max_in_flight;
+            let name = &self.path;
+            ctx.violated(|| {
                 format!("{name} holds {limit} jobs, most of them other tenants' ({name}.background_rps): the limit limits.max_in_flight was reached")
             });
             return;
         }
-        let (_, admission) = self.dependencies[dep as usize].upstream.arrive(
-            Owner::Background,
-            false,
-            None,
-            now,
-            sched,
-        );
-        self.count_admission(admission);
-        self.sync_upstream_levels(dep, now);
-    }
-
-    pub(crate) fn count_admission(&mut self, a: Admission) {
-        match a {
-            Admission::Answered(crate::upstream::Status::TooManyRequests(_)) => {
-                self.rec.count(Count::UpstreamRateLimited, 1)
-            }
-            Admission::Answered(_) => self.rec.count(Count::UpstreamRejected, 1),
-            Admission::Dropped => self.rec.count(Count::UpstreamDropped, 1),
-            Admission::Started | Admission::Queued => {}
-        }
+        let (_, admission) = self
+            .upstream
+            .arrive(Owner::Background, false, None, now, ctx.sched);
+        count_admission(admission, ctx);
+        self.sync_levels(ctx);
     }
 
     /// Brings the dependency levels up to date: the sums over every
-    /// dependency (one, in the single tier), and `dep`'s own.
-    pub(crate) fn sync_upstream_levels(&mut self, dep: u32, now: sim_core::time::SimTime) {
-        let up = &self.dependencies[dep as usize].upstream;
+    /// dependency (one, in the single tier), and this one's own.
+    pub(crate) fn sync_levels<S: RowSink>(&self, ctx: &mut Ctx<'_, S>) {
+        let up = &self.upstream;
         let (in_service, queued) = (i64::from(up.in_service()), i64::from(up.queued()));
-        self.rec.dependency_levels(dep, now, in_service, queued);
+        ctx.rec
+            .dependency_levels(self.index, ctx.now(), in_service, queued);
     }
+
+    /// The operator reconfigures the dependency (validated with the rest
+    /// of the timeline, so its latency distribution compiles): what it
+    /// holds is kept.
+    pub(crate) fn deploy<S: RowSink>(&mut self, upstream: UpstreamConfig, ctx: &mut Ctx<'_, S>) {
+        let Ok(latency) = Dist::new(&upstream.latency) else {
+            debug_assert!(
+                false,
+                "a deployed latency that was validated does not compile"
+            );
+            return;
+        };
+        self.upstream.reconfigure(&upstream, latency, ctx.sched);
+        let background_changed = upstream.background_rps != self.cfg.background_rps;
+        self.cfg = upstream;
+        if background_changed {
+            self.schedule_next_background(ctx);
+        }
+    }
+
+    /// The timeline sets one of the dependency's parameters.
+    pub(crate) fn set_param<S: RowSink>(&mut self, param: Param, v: f64, ctx: &mut Ctx<'_, S>) {
+        let up = &mut self.upstream;
+        let u = &mut up.params;
+        match param {
+            Param::UpstreamLatencyScale => u.latency_scale = v,
+            Param::UpstreamQueueLimit => up.queue_limit = v as u32,
+            Param::UpstreamCapacity => {
+                u.capacity = v as u32;
+                up.fill_slots(ctx.sched);
+            }
+            Param::UpstreamBackgroundRps => {
+                u.background_rps = v;
+                self.schedule_next_background(ctx);
+            }
+            Param::UpstreamErrors500 => u.http_500 = v,
+            Param::UpstreamErrors503 => u.http_503 = v,
+            Param::UpstreamRateLimitRps => u.rate_limit_rps = Some(v),
+            Param::LoadRate | Param::ServicePods => {
+                debug_assert!(false, "not a dependency's parameter")
+            }
+        }
+    }
+}
+
+/// Counts what admission did with an arrival.
+fn count_admission<S: RowSink>(a: Admission, ctx: &mut Ctx<'_, S>) {
+    match a {
+        Admission::Answered(Status::TooManyRequests(_)) => {
+            ctx.rec.count(Count::UpstreamRateLimited, 1)
+        }
+        Admission::Answered(_) => ctx.rec.count(Count::UpstreamRejected, 1),
+        Admission::Dropped => ctx.rec.count(Count::UpstreamDropped, 1),
+        Admission::Started | Admission::Queued => {}
+    }
+}
+
+/// Sends `status` back to the attempt's pod `after` from now, plus the
+/// leg's delay.
+fn respond_after<S: RowSink>(
+    att: AttRef,
+    edge: u32,
+    status: Status,
+    after: SimDuration,
+    ctx: &mut Ctx<'_, S>,
+) {
+    let d = ctx.net.back(edge).saturating_add(after);
+    ctx.cross(
+        d,
+        ClientEvent::ResponseReachedPod { edge, att, status }.into(),
+    );
 }

@@ -30,24 +30,44 @@
 //! deadline due at that instant, in the order they were armed. The
 //! wake-up itself is an ordinary event under the rule above.
 //!
+//! ## Parts, the context, and the world's routing
+//!
+//! The world is made of parts, each owning its state, its event type and
+//! its configuration: the load ([`load::Load`]), each service
+//! ([`pods::Service`]: pods, workers, cores, health, balancer, and what a
+//! request does there), each edge's client ([`client::Client`]: attempts,
+//! retries, hedges, the policy pipeline), each dependency
+//! ([`dependency::Dependency`]). A part acts on a small context (the clock
+//! and the scheduler, the records of work in flight, the pods'
+//! connections, the network's legs, the recorder, the world's fixed
+//! facts), never on the world or on another part. What another part must
+//! do, it asks: the ask is routed by the world once the asking part's
+//! method returns, first asked first, each ask's own asks before the next
+//! (as nested calls would run). The world ([`world::World`]) routes events
+//! to parts by the index they carry, and asks to the part that acts on
+//! them; the flows that span parts (dispatching, completing a request,
+//! taking a pod down) are its short sequences of calls into parts.
+//!
 //! Code map (one file per part of the world):
 //!
 //! | file | part |
 //! |---|---|
 //! | `config.rs` | what users write, defaults, validation with field paths |
-//! | `load.rs` | open- and closed-loop arrivals, background load, the user's side (deadline, patience, outcome) |
+//! | `context.rs` | what a part is handed: `Ctx`, the pods' connections (`Links`), the network's legs, the asks |
+//! | `load.rs` | open- and closed-loop arrivals, the user's side (deadline, patience, door, gateway retries, outcome) |
 //! | `lb.rs` | load balancer: round robin, random, least outstanding |
-//! | `pods.rs` | pods: workers, health probes, restarts |
+//! | `pods.rs` | a service's pods: workers, cores, health probes, restarts, placement |
+//! | `calls.rs` | a request at its service: its steps of calls, its end, its answer; attempts arriving from another service |
 //! | `pool.rs` | connection pool: bounded, FIFO waiters, dial, idle timeout, leaks |
-//! | `client.rs` | the call to the upstream: attempts, timeouts, retries, hedges, and the policies around them |
+//! | `client.rs` | an edge's calls: attempts, timeouts, retries, hedges, and the policies around them |
 //! | `policy/` | the resilience-policy catalogue: backoff and jitter, budgets, breakers, throttles, presets, static analysis |
 //! | `upstream.rs` | the overload-sensitive upstream's state machine, and its events |
-//! | `dependency.rs` | the dependency's side of the world: requests reaching it, answers leaving it, other tenants |
-//! | `timeline.rs`, `incidents.rs` | incident timeline: data, then effects |
+//! | `dependency.rs` | a dependency: requests reaching it, answers leaving it, other tenants |
+//! | `timeline.rs`, `incidents.rs` | incident timeline: data, then effects (routed to the parts) |
 //! | `recorder.rs` | per-bucket rows (streamed), attempt records, world events, run totals |
 //! | `kpi.rs` | key figures of a run: rates, amplification, wasted work, recovery, metastability |
-//! | `request.rs`, `outcome.rs` | requests, attempts, how they end |
-//! | `world.rs` | the event enum (the world's own events and one variant per part), routing, wiring, invariants, `run` |
+//! | `request.rs`, `outcome.rs` | requests, calls, attempts, how they end |
+//! | `world.rs` | the event enum (the world's own events and one variant per part), the parts, routing, invariants, `run` |
 
 /// The subject of an event, or an early `return` when the subject has
 /// legitimately moved on: the request finished, the attempt ended or was
@@ -66,6 +86,7 @@ macro_rules! stale {
 pub mod calls;
 pub mod client;
 pub mod config;
+pub(crate) mod context;
 pub mod dependency;
 pub mod graph;
 pub mod incidents;

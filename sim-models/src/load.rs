@@ -1,8 +1,11 @@
 //! Load: open-loop arrivals at a rate the timeline may change, closed-loop
-//! users with think time, other tenants' requests at the upstream, and the
-//! user's side of a request (gateway deadline, patience, the outcome seen).
+//! users with think time, and the user's side of a request at the
+//! gateway (its deadline, patience, the service's door, gateway retries,
+//! the outcome seen). Other tenants' requests at a dependency are the
+//! dependency's (`dependency.rs`).
 
-use crate::config::{ConfigError, WorldConfig};
+use crate::config::{ConfigError, GatewayConfig, LoadConfig, WorldConfig};
+use crate::context::{Ask, Ctx};
 use crate::policy::token_bucket::TokenBucket;
 use crate::world::{compile, compile_opt};
 use rand::RngExt;
@@ -10,15 +13,12 @@ use sim_core::deadlines::DeadlineLine;
 use sim_core::dist::Dist;
 use sim_core::queue::EventId;
 use sim_core::rng::{RngStreams, SimRng};
-use sim_core::sim::Scheduler;
 use sim_core::time::{SimDuration, SimTime};
 
 use crate::config::ArrivalProcess;
 use crate::outcome::Reason;
-use crate::pods::ServiceEvent;
 use crate::recorder::{Count, Latency, Level, RowSink};
-use crate::request::ReqRef;
-use crate::world::{Event, World, cross};
+use crate::request::{ReqRef, Requests};
 
 crate::part_events! {
     /// What happens on the users' side.
@@ -51,13 +51,13 @@ crate::part_events! {
 /// Whether `req`'s user still waits for an outcome (its deadline in the
 /// line is live).
 #[inline]
-fn user_waits(reqs: &crate::request::Requests, req: ReqRef) -> bool {
+fn user_waits(reqs: &Requests, req: ReqRef) -> bool {
     reqs.get(req).is_some_and(|q| !q.user_done)
 }
 
 /// Exponential gap with mean `1/rate`, drawn as `-ln(1−U)/rate`.
 #[inline]
-pub(crate) fn exp_gap(rng: &mut sim_core::rng::SimRng, rate: f64) -> SimDuration {
+pub(crate) fn exp_gap(rng: &mut SimRng, rate: f64) -> SimDuration {
     let u: f64 = rng.random();
     SimDuration::from_secs_f64(-(1.0 - u).ln() / rate)
 }
@@ -65,6 +65,10 @@ pub(crate) fn exp_gap(rng: &mut sim_core::rng::SimRng, rate: f64) -> SimDuration
 /// The users' side of the world: who sends requests, when, and how long
 /// they wait.
 pub struct Load {
+    /// What users do (`load`).
+    cfg: LoadConfig,
+    /// The gateway in front of the entry service (`gateway`).
+    gateway: GatewayConfig,
     /// Live open-loop arrival rate (the timeline changes it).
     pub(crate) rate: f64,
     pub(crate) arrival_timer: Option<EventId>,
@@ -81,16 +85,24 @@ pub struct Load {
     /// cancellation when it is answered in time (an entry whose request
     /// has its outcome is stale).
     pub(crate) deadlines: DeadlineLine<ReqRef>,
+    /// The entry service, where requests enter.
+    entry: u32,
 }
 
 impl Load {
     /// The load as configured, its distributions compiled once.
-    pub(crate) fn new(cfg: &WorldConfig, streams: &RngStreams) -> Result<Self, Vec<ConfigError>> {
+    pub(crate) fn new(
+        cfg: &WorldConfig,
+        entry: u32,
+        streams: &RngStreams,
+    ) -> Result<Self, Vec<ConfigError>> {
         let think = match &cfg.load.closed_loop {
             Some(c) => Some(compile(&c.think, "load.closed_loop.think")?),
             None => None,
         };
         Ok(Load {
+            cfg: cfg.load.clone(),
+            gateway: cfg.gateway.clone(),
             rate: cfg.load.rate,
             arrival_timer: None,
             arrival_rng: streams.stream("load/arrivals"),
@@ -105,20 +117,30 @@ impl Load {
                 .as_ref()
                 .map(|r| TokenBucket::full(r.burst.map_or(r.rps.max(1.0), f64::from))),
             deadlines: DeadlineLine::new(),
+            entry,
         })
     }
-}
 
-impl<S: RowSink> World<S> {
-    /// Routes the users' side's events to their handlers.
-    pub(crate) fn on_load_event(&mut self, e: LoadEvent, sched: &mut Scheduler<Event>) {
+    /// Routes the users' side's events to their handlers (the world drives
+    /// `UserDeadlinesDue`, one deadline at a time).
+    pub(crate) fn on_event<S: RowSink>(&mut self, e: LoadEvent, ctx: &mut Ctx<'_, S>) {
         match e {
-            LoadEvent::RequestArrived => self.on_request_arrived(sched),
-            LoadEvent::UserReady { user } => self.on_user_ready(user, sched),
-            LoadEvent::UserDeadlinesDue => self.on_user_deadlines_due(sched),
-            LoadEvent::UserGaveUp { req } => self.on_user_gave_up(req, sched),
-            LoadEvent::ResponseReachedUser { req, reason } => {
-                self.on_response_reached_user(req, reason, sched)
+            LoadEvent::RequestArrived => self.on_request_arrived(ctx),
+            LoadEvent::UserReady { user } => self.new_request(Some(user), ctx),
+            LoadEvent::UserGaveUp { req } => self.on_user_gave_up(req, ctx),
+            LoadEvent::ResponseReachedUser { req, reason } => self.user_outcome(req, reason, ctx),
+            LoadEvent::UserDeadlinesDue => debug_assert!(false, "driven by the world"),
+        }
+    }
+
+    /// Every closed-loop user's first request, spread over one think
+    /// time.
+    pub(crate) fn start_closed_loop<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        let users = self.cfg.closed_loop.as_ref().map_or(0, |c| c.users);
+        if let Some(think) = &self.think {
+            for user in 0..users {
+                let d = think.sample(&mut self.think_rng);
+                ctx.cross(d, LoadEvent::UserReady { user }.into());
             }
         }
     }
@@ -126,199 +148,174 @@ impl<S: RowSink> World<S> {
     /// (Re)schedules the next open-loop arrival at the current rate. Poisson
     /// arrivals are memoryless, so a rate change simply redraws the gap
     /// from now; constant spacing restarts its period.
-    pub(crate) fn schedule_next_arrival(&mut self, sched: &mut Scheduler<Event>) {
-        if let Some(t) = self.load.arrival_timer.take() {
-            sched.cancel(t);
+    pub(crate) fn schedule_next_arrival<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        if let Some(t) = self.arrival_timer.take() {
+            ctx.sched.cancel(t);
         }
-        if self.load.rate <= 0.0 {
+        if self.rate <= 0.0 {
             return;
         }
-        let gap = match self.cfg.load.arrivals {
-            ArrivalProcess::Poisson => exp_gap(&mut self.load.arrival_rng, self.load.rate),
-            ArrivalProcess::Constant => SimDuration::from_secs_f64(1.0 / self.load.rate),
+        let gap = match self.cfg.arrivals {
+            ArrivalProcess::Poisson => exp_gap(&mut self.arrival_rng, self.rate),
+            ArrivalProcess::Constant => SimDuration::from_secs_f64(1.0 / self.rate),
         };
-        self.load.arrival_timer = Some(sched.schedule_in(gap, LoadEvent::RequestArrived.into()));
+        self.arrival_timer = Some(ctx.sched.schedule_in(gap, LoadEvent::RequestArrived.into()));
     }
 
-    pub(crate) fn start_closed_loop(&mut self, sched: &mut Scheduler<Event>) {
-        let users = self.cfg.load.closed_loop.as_ref().map_or(0, |c| c.users);
-        for user in 0..users {
-            // Users start spread over one think time.
-            let d = self
-                .load
-                .think
-                .as_ref()
-                .expect("closed loop has a think time")
-                .sample(&mut self.load.think_rng);
-            cross(sched, d, LoadEvent::UserReady { user }.into());
-        }
+    /// The timeline sets the open-loop rate.
+    pub(crate) fn set_rate<S: RowSink>(&mut self, rate: f64, ctx: &mut Ctx<'_, S>) {
+        self.rate = rate;
+        self.schedule_next_arrival(ctx);
     }
 
-    pub(crate) fn on_request_arrived(&mut self, sched: &mut Scheduler<Event>) {
-        self.load.arrival_timer = None;
-        self.schedule_next_arrival(sched);
-        self.new_request(None, sched);
+    fn on_request_arrived<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        self.arrival_timer = None;
+        self.schedule_next_arrival(ctx);
+        self.new_request(None, ctx);
     }
 
-    pub(crate) fn on_user_ready(&mut self, user: u32, sched: &mut Scheduler<Event>) {
-        self.new_request(Some(user), sched);
-    }
-
-    /// A user sends a request: it gets its timers and goes to a pod.
-    fn new_request(&mut self, user: Option<u32>, sched: &mut Scheduler<Event>) {
-        let now = sched.now();
-        if self.reqs.live() as u64 >= self.cfg.limits.max_in_flight {
-            let limit = self.cfg.limits.max_in_flight;
-            self.violated(now, || {
+    /// A user sends a request: it gets its timers and the gateway asks for
+    /// it to be dispatched (or answers 429 at the service's door).
+    fn new_request<S: RowSink>(&mut self, user: Option<u32>, ctx: &mut Ctx<'_, S>) {
+        let now = ctx.now();
+        if ctx.reqs.live() as u64 >= ctx.env.limits.max_in_flight {
+            let limit = ctx.env.limits.max_in_flight;
+            ctx.violated(|| {
                 format!("{limit} requests in flight: the limit limits.max_in_flight was reached")
             });
             return;
         }
-        self.rec.count(Count::Offered, 1);
-        self.rec.level_add(Level::UsersWaiting, now, 1);
-        let fraction = self.cfg.load.idempotent_fraction;
-        let idempotent = fraction >= 1.0 || self.load.idempotent_rng.random::<f64>() < fraction;
-        let entry = self.topo.entry;
-        let req = self
-            .reqs
-            .create(now, entry, crate::request::Caller::User, user, idempotent);
+        ctx.rec.count(Count::Offered, 1);
+        ctx.rec.level_add(Level::UsersWaiting, now, 1);
+        let fraction = self.cfg.idempotent_fraction;
+        let idempotent = fraction >= 1.0 || self.idempotent_rng.random::<f64>() < fraction;
+        let req = ctx.reqs.create(
+            now,
+            self.entry,
+            crate::request::Caller::User,
+            user,
+            idempotent,
+        );
         // The user's own clock: the gateway deadline or patience, whichever
         // comes first.
-        let deadline = self.cfg.gateway.deadline;
+        let deadline = self.gateway.deadline;
         let patience = self
-            .load
             .patience
             .as_ref()
-            .map(|d| d.sample(&mut self.load.patience_rng));
+            .map(|d| d.sample(&mut self.patience_rng));
         let timer = match (deadline, patience) {
-            (Some(d), Some(p)) if p < d => {
-                Some(sched.schedule_in(p, LoadEvent::UserGaveUp { req }.into()))
-            }
+            (Some(d), Some(p)) if p < d => Some(
+                ctx.sched
+                    .schedule_in(p, LoadEvent::UserGaveUp { req }.into()),
+            ),
             (Some(d), _) => {
-                self.arm_user_deadline(req, now.saturating_add(d), sched);
+                self.arm_user_deadline(req, now.saturating_add(d), ctx);
                 None
             }
-            (None, Some(p)) => Some(sched.schedule_in(p, LoadEvent::UserGaveUp { req }.into())),
+            (None, Some(p)) => Some(
+                ctx.sched
+                    .schedule_in(p, LoadEvent::UserGaveUp { req }.into()),
+            ),
             (None, None) => None,
         };
-        if let Some(q) = self.reqs.get_mut(req) {
+        if let Some(q) = ctx.reqs.get_mut(req) {
             q.user_timer = timer;
         }
-        let rps = self.cfg.gateway.rate_limit.as_ref().map(|r| r.rps);
-        if let (Some(rps), Some(door)) = (rps, self.load.door.as_mut())
+        let rps = self.gateway.rate_limit.as_ref().map(|r| r.rps);
+        if let (Some(rps), Some(door)) = (rps, self.door.as_mut())
             && !door.take(now, rps)
         {
             // Answered 429 at the service's door: it never reaches a pod.
-            if let Some(q) = self.reqs.get_mut(req) {
+            if let Some(q) = ctx.reqs.get_mut(req) {
                 q.service_done = true;
             }
-            self.user_outcome(req, Reason::RateLimited, sched);
+            self.user_outcome(req, Reason::RateLimited, ctx);
             return;
         }
-        self.dispatch(req, sched);
+        ctx.ask(Ask::Dispatch { req });
     }
 
-    /// The gateway sends `req` to a pod the balancer picks (again, for a
-    /// gateway retry): a fresh call there, with its own attempts.
-    pub(crate) fn dispatch(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
-        let now = sched.now();
-        let entry = self.topo.entry;
-        let Some(pod) = self.services[entry as usize].lb.pick() else {
-            if let Some(q) = self.reqs.get_mut(req) {
-                q.service_done = true;
-                q.phase = crate::request::Phase::Finished;
-            }
-            self.user_outcome(req, Reason::Unavailable, sched);
-            return;
-        };
-        let epoch = self.services[entry as usize].pods[pod as usize].epoch;
-        let q = stale!(self.reqs.get_mut(req));
-        q.pod = pod;
-        q.pod_epoch = epoch;
-        q.dispatches += 1;
-        q.service_done = false;
-        q.phase = crate::request::Phase::Queued;
-        q.step = 0;
-        q.degraded = false;
-        q.reached = None;
-        self.services[entry as usize].lb.outstanding_changed(pod, 1);
-        self.rec.level_add(Level::ServiceInFlight, now, 1);
-        let d = self.net.delay_to_pod();
-        cross(sched, d, ServiceEvent::RequestReachedPod { req }.into());
+    /// Whether the gateway sends a request that ended with `reason` after
+    /// `dispatches` dispatches to a pod again.
+    pub(crate) fn retries(&self, dispatches: u32, reason: Reason) -> bool {
+        self.gateway
+            .retry
+            .as_ref()
+            .is_some_and(|g| dispatches <= g.max_retries && g.on.contains(&reason))
     }
 
     /// Puts `req`'s gateway deadline `at` in the line, sweeping the line
     /// when answered requests' deadlines crowd it.
-    fn arm_user_deadline(&mut self, req: ReqRef, at: SimTime, sched: &mut Scheduler<Event>) {
-        let waiting = self.rec.level_value(Level::UsersWaiting).max(0) as usize;
-        let reqs = &self.reqs;
-        self.load.deadlines.arm(
+    fn arm_user_deadline<S: RowSink>(&mut self, req: ReqRef, at: SimTime, ctx: &mut Ctx<'_, S>) {
+        let waiting = ctx.rec.level_value(Level::UsersWaiting).max(0) as usize;
+        let reqs = &*ctx.reqs;
+        self.deadlines.arm(
             at,
             req,
             waiting,
             |_, &r| user_waits(reqs, r),
-            sched,
+            ctx.sched,
             LoadEvent::UserDeadlinesDue.into(),
         );
     }
 
-    /// Makes sure a wake-up is due at the earliest live gateway deadline.
-    fn wake_for_user_deadlines(&mut self, sched: &mut Scheduler<Event>) {
-        let reqs = &self.reqs;
-        self.load.deadlines.schedule_wake(
-            sched,
+    /// The deadline line's wake-up ran: the deadlines due now are
+    /// delivered one by one ([`Load::deliver_deadline`]), then
+    /// [`Load::deadlines_delivered`].
+    pub(crate) fn deadlines_woken(&mut self) {
+        self.deadlines.woken();
+    }
+
+    /// The next request whose gateway deadline is now is past it, in the
+    /// order the deadlines were armed; false when none is left. The user
+    /// sees `deadline_exceeded`; with `cancel_service_on_deadline`, the
+    /// service is asked to stop.
+    pub(crate) fn deliver_deadline<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) -> bool {
+        let now = ctx.now();
+        while let Some((_, req)) = self.deadlines.pop_due(now) {
+            let Some(q) = ctx.reqs.get(req).filter(|q| !q.user_done) else {
+                continue; // answered in time: a stale deadline
+            };
+            let service_running = !q.service_done;
+            self.user_outcome(req, Reason::DeadlineExceeded, ctx);
+            if service_running && self.gateway.cancel_service_on_deadline {
+                ctx.ask(Ask::Complete {
+                    req,
+                    reason: Reason::DeadlineExceeded,
+                });
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Every due deadline was delivered: a wake-up for the earliest live
+    /// one left.
+    pub(crate) fn deadlines_delivered<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        self.deadlines.delivered();
+        let reqs = &*ctx.reqs;
+        self.deadlines.schedule_wake(
+            ctx.sched,
             |_, &r| user_waits(reqs, r),
             LoadEvent::UserDeadlinesDue.into(),
         );
     }
 
-    /// The line's wake-up: every request whose gateway deadline is now is
-    /// past it, in the order the deadlines were armed.
-    fn on_user_deadlines_due(&mut self, sched: &mut Scheduler<Event>) {
-        let now = sched.now();
-        self.load.deadlines.woken();
-        while let Some((_, req)) = self.load.deadlines.pop_due(now) {
-            if user_waits(&self.reqs, req) {
-                self.on_user_deadline(req, sched);
-            }
-        }
-        self.load.deadlines.delivered();
-        self.wake_for_user_deadlines(sched);
-    }
-
-    pub(crate) fn on_user_deadline(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
-        let q = stale!(self.reqs.get_mut(req));
-        let service_running = !q.service_done;
-        self.user_outcome(req, Reason::DeadlineExceeded, sched);
-        if service_running && self.cfg.gateway.cancel_service_on_deadline {
-            self.complete_request(req, Reason::DeadlineExceeded, sched);
-        }
-    }
-
-    pub(crate) fn on_user_gave_up(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
-        let q = stale!(self.reqs.get_mut(req));
+    fn on_user_gave_up<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) {
+        let q = stale!(ctx.reqs.get_mut(req));
         q.user_timer = None;
-        self.user_outcome(req, Reason::Abandoned, sched);
-    }
-
-    pub(crate) fn on_response_reached_user(
-        &mut self,
-        req: ReqRef,
-        reason: Reason,
-        sched: &mut Scheduler<Event>,
-    ) {
-        self.user_outcome(req, reason, sched);
+        self.user_outcome(req, Reason::Abandoned, ctx);
     }
 
     /// The user sees `reason` now, unless it already saw an outcome.
-    pub(crate) fn user_outcome(
+    pub(crate) fn user_outcome<S: RowSink>(
         &mut self,
         req: ReqRef,
         reason: Reason,
-        sched: &mut Scheduler<Event>,
+        ctx: &mut Ctx<'_, S>,
     ) {
-        let now = sched.now();
-        let q = stale!(self.reqs.get_mut(req));
+        let now = ctx.now();
+        let q = stale!(ctx.reqs.get_mut(req));
         if q.user_done {
             return;
         }
@@ -326,15 +323,15 @@ impl<S: RowSink> World<S> {
         let timer = q.user_timer.take();
         let (arrived, user) = (q.arrived, q.user);
         if let Some(t) = timer {
-            sched.cancel(t);
+            ctx.sched.cancel(t);
         }
-        self.rec.outcome(reason);
-        self.rec.latency(Latency::EndToEnd, now - arrived);
-        self.rec.level_add(Level::UsersWaiting, now, -1);
-        if let (Some(user), Some(think)) = (user, self.load.think.as_ref()) {
-            let d = think.sample(&mut self.load.think_rng);
-            cross(sched, d, LoadEvent::UserReady { user }.into());
+        ctx.rec.outcome(reason);
+        ctx.rec.latency(Latency::EndToEnd, now - arrived);
+        ctx.rec.level_add(Level::UsersWaiting, now, -1);
+        if let (Some(user), Some(think)) = (user, self.think.as_ref()) {
+            let d = think.sample(&mut self.think_rng);
+            ctx.cross(d, LoadEvent::UserReady { user }.into());
         }
-        self.reqs.release_if_done(req);
+        ctx.reqs.release_if_done(req);
     }
 }

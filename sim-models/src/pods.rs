@@ -1,14 +1,19 @@
-//! A service's pods: workers, cores for the service's own work, one pool
-//! per edge of the service, health probes and restarts.
+//! A service's pods: workers, cores for the service's own work, health
+//! probes and restarts, and the balancer in front of them.
 //!
 //! A pod runs each request on a worker for the whole of it (its own work,
 //! every call, attempt and wait), as a goroutine or a servlet thread does. With bounded
 //! workers, requests queue for one. A liveness probe every period fails
 //! when the pod is saturated; after enough consecutive failures the pod
 //! restarts: every request on it fails with `pod_restarted`, it leaves
-//! rotation for the restart time, and comes back with an empty pool.
+//! rotation for the restart time, and comes back with empty pools (its
+//! connections are the context's `Links`).
+//!
+//! What a request does on its pod (its steps of calls, its end) is in
+//! `calls.rs`, on the same part.
 
 use crate::config::ConfigError;
+use crate::context::{Ask, Ctx};
 use crate::graph::{ServiceNode, Topology, stream_name};
 use crate::lb::Balancer;
 use crate::world::compile_opt;
@@ -16,26 +21,28 @@ use sim_core::dist::Dist;
 use sim_core::waitline::WaitLine;
 
 use sim_core::rng::{RngStreams, SimRng};
-use sim_core::sim::Scheduler;
 use sim_core::time::{SimDuration, SimTime};
 
 use crate::config::ServiceConfig;
 use crate::outcome::Reason;
-use crate::pool::{Pool, Waiter};
+use crate::pool::Waiter;
 use crate::recorder::{Count, Level, RowSink, WorldEvent};
 use crate::request::{AttemptPhase, Phase, ReqRef, Requests};
-use crate::world::{Event, World};
 
 crate::part_events! {
     /// What happens to a service's pods.
     pub enum ServiceEvent {
-        /// A request crossed the network from the gateway to its pod.
+        /// A request crossed the network to its pod.
         RequestReachedPod {
+            /// The service.
+            service: u32,
             /// The request.
             req: ReqRef,
         },
         /// A request's own work on its core is done.
         WorkDone {
+            /// The service.
+            service: u32,
             /// The request.
             req: ReqRef,
         },
@@ -74,17 +81,12 @@ pub enum PodState {
     Killed,
 }
 
-/// One pod.
+/// One pod: what runs on it. (Its connections, and the life they belong
+/// to, are the context's `Links`.)
 #[derive(Clone, Debug)]
 pub struct Pod {
     /// Whether it takes traffic.
     pub state: PodState,
-    /// Incarnation: bumped by every restart, so events from a previous
-    /// life are recognised as stale.
-    pub epoch: u32,
-    /// Its connection pools, one per edge of its service (the single tier:
-    /// one, to the upstream).
-    pub pools: Vec<Pool>,
     workers: Option<u32>,
     worker_queue_limit: u32,
     cores: Option<u32>,
@@ -101,37 +103,13 @@ pub struct Pod {
     /// In rotation as far as readiness goes (an up pod failing its
     /// readiness probes is not).
     pub ready: bool,
-    /// Draws for dialling (connect time, refusals).
-    pub connect_rng: SimRng,
-    /// Draws for connection leaks.
-    pub leak_rng: SimRng,
-    /// Pool counts (in use, waiters, leaked) last added to the levels,
-    /// per pool.
-    reported: Vec<(i64, i64, i64)>,
 }
 
 impl Pod {
-    /// A fresh pod in rotation, with random streams of its own (keyed by
-    /// its index, so adding pods never shifts another pod's draws).
-    pub fn new(index: u32, node: &ServiceNode, topo: &Topology, streams: &RngStreams) -> Self {
-        let cfg = &node.cfg;
-        let pools: Vec<Pool> = node
-            .edges
-            .iter()
-            .map(|&e| {
-                let p = &topo.edges[e as usize].pool;
-                Pool::new(p.max_connections, p.idle_timeout)
-                    .with_max_idle(p.max_idle)
-                    .with_streams(p.streams_per_connection)
-            })
-            .collect();
-        let connect = stream_name("pod/connect", &node.suffix);
-        let leak = stream_name("pod/leak", &node.suffix);
+    /// A fresh pod in rotation.
+    pub fn new(cfg: &ServiceConfig) -> Self {
         Pod {
             state: PodState::Up,
-            epoch: 0,
-            reported: vec![(0, 0, 0); pools.len()],
-            pools,
             workers: cfg.workers,
             worker_queue_limit: cfg.worker_queue,
             cores: cfg.cores,
@@ -141,8 +119,6 @@ impl Pod {
             worker_queue: WaitLine::new(),
             probe_failures: 0,
             ready: true,
-            connect_rng: streams.stream((connect.as_str(), u64::from(index))),
-            leak_rng: streams.stream((leak.as_str(), u64::from(index))),
         }
     }
 
@@ -181,6 +157,8 @@ pub(crate) fn waiter_is_live(reqs: &Requests, pod: u32, epoch: u32, w: &Waiter) 
 
 /// A service: its pods and the balancer in front of them.
 pub struct Service {
+    /// Its index among the services.
+    pub(crate) index: u32,
     pub(crate) pods: Vec<Pod>,
     pub(crate) lb: Balancer,
     /// Its configuration (the timeline's pod count changes are applied
@@ -197,6 +175,9 @@ pub struct Service {
     pub(crate) steps: Vec<StepPlan>,
     /// Every step's calls: the edge and the share of requests making it.
     pub(crate) calls: Vec<(u32, f64)>,
+    /// Whether its pods are the ones the pod levels count (the entry
+    /// service's: the single tier's only service).
+    counted: bool,
 }
 
 /// One step of a service's calls, as [`Service::steps`] holds it.
@@ -210,8 +191,9 @@ pub(crate) struct StepPlan {
 }
 
 impl Service {
-    /// The service as configured, every pod up.
+    /// The service `index` as configured, every pod up.
     pub(crate) fn new(
+        index: u32,
         node: &ServiceNode,
         topo: &Topology,
         streams: &RngStreams,
@@ -233,11 +215,10 @@ impl Service {
             });
         }
         Ok(Service {
+            index,
             steps,
             calls,
-            pods: (0..cfg.pods)
-                .map(|i| Pod::new(i, node, topo, streams))
-                .collect(),
+            pods: (0..cfg.pods).map(|_| Pod::new(cfg)).collect(),
             lb: Balancer::new(
                 cfg.balancer,
                 cfg.pods,
@@ -247,171 +228,215 @@ impl Service {
             work_rng: streams.stream(stream_name("service/work", &node.suffix).as_str()),
             call_rng: streams.stream(stream_name("service/calls", &node.suffix).as_str()),
             cfg: cfg.clone(),
+            counted: index == topo.entry,
         })
     }
-}
 
-impl<S: RowSink> World<S> {
-    /// Routes the pods' events to their handlers.
-    pub(crate) fn on_service_event(&mut self, e: ServiceEvent, sched: &mut Scheduler<Event>) {
+    /// Routes the pods' events to their handlers (the world routes
+    /// `RequestDeadlinePassed` and `HealthProbeDue`, which reach past the
+    /// service).
+    pub(crate) fn on_event<S: RowSink>(&mut self, e: ServiceEvent, ctx: &mut Ctx<'_, S>) {
         match e {
-            ServiceEvent::RequestReachedPod { req } => self.on_request_reached_pod(req, sched),
-            ServiceEvent::WorkDone { req } => self.on_work_done(req, sched),
-            ServiceEvent::RequestDeadlinePassed { req } => {
-                if let Some(q) = self.reqs.get_mut(req) {
-                    q.deadline_timer = None;
-                }
-                self.complete_request(req, Reason::DeadlineExceeded, sched);
+            ServiceEvent::RequestReachedPod { req, .. } => self.on_request_reached_pod(req, ctx),
+            ServiceEvent::WorkDone { req, .. } => self.on_work_done(req, ctx),
+            ServiceEvent::PodCameBack { pod, epoch, .. } => self.on_pod_came_back(pod, epoch, ctx),
+            ServiceEvent::RequestDeadlinePassed { .. } | ServiceEvent::HealthProbeDue { .. } => {
+                debug_assert!(false, "routed by the world");
             }
-            ServiceEvent::HealthProbeDue { service, pod } => {
-                self.on_health_probe(service, pod, sched)
-            }
-            ServiceEvent::PodCameBack {
-                service,
-                pod,
-                epoch,
-            } => self.on_pod_came_back(service, pod, epoch, sched),
         }
     }
 
+    /// The gateway places `req` on a pod the balancer picks (again, for a
+    /// gateway retry): a fresh start there. False when no pod is in
+    /// rotation.
+    pub(crate) fn place<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) -> bool {
+        let now = ctx.now();
+        let Some(pod) = self.lb.pick() else {
+            return false;
+        };
+        let epoch = ctx.links.epoch(self.index, pod);
+        let Some(q) = ctx.reqs.get_mut(req) else {
+            return true; // stale: nothing to place
+        };
+        q.pod = pod;
+        q.pod_epoch = epoch;
+        q.dispatches += 1;
+        q.service_done = false;
+        q.phase = Phase::Queued;
+        q.step = 0;
+        q.degraded = false;
+        q.reached = None;
+        self.lb.outstanding_changed(pod, 1);
+        ctx.rec.level_add(Level::ServiceInFlight, now, 1);
+        let d = ctx.net.gateway_to_pod();
+        ctx.cross(
+            d,
+            ServiceEvent::RequestReachedPod {
+                service: self.index,
+                req,
+            }
+            .into(),
+        );
+        true
+    }
+
     /// A request is on its pod: it takes a worker or queues for one.
-    pub(crate) fn on_request_reached_pod(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
-        let now = sched.now();
-        let q = stale!(self.reqs.get_mut(req));
+    pub(crate) fn on_request_reached_pod<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) {
+        let now = ctx.now();
+        let q = stale!(ctx.reqs.get_mut(req));
         if q.service_done {
             return;
         }
         q.reached = Some(now);
-        let (service, pod, epoch) = (q.service, q.pod, q.pod_epoch);
-        self.rec.node_service_arrived(service, now);
-        let p = &mut self.services[service as usize].pods[pod as usize];
-        if p.epoch != epoch || p.state != PodState::Up {
+        let (pod, epoch) = (q.pod, q.pod_epoch);
+        ctx.rec.node_service_arrived(self.index, now);
+        let p = &mut self.pods[pod as usize];
+        if ctx.links.epoch(self.index, pod) != epoch || p.state != PodState::Up {
             // The pod went down while the request was on the wire.
-            self.complete_request(req, Reason::PodRestarted, sched);
+            ctx.ask(Ask::Complete {
+                req,
+                reason: Reason::PodRestarted,
+            });
             return;
         }
         if p.has_free_worker() {
             p.busy += 1;
-            self.begin_request(req, sched);
+            self.begin_request(req, ctx);
         } else if (p.worker_queue.len() as u32) < p.worker_queue_limit {
-            if let Some(q) = self.reqs.get_mut(req) {
+            if let Some(q) = ctx.reqs.get_mut(req) {
                 q.phase = Phase::WaitingWorker;
             }
             p.worker_queue
-                .push((req, now), worker_waiter_is_live(&self.reqs));
+                .push((req, now), worker_waiter_is_live(ctx.reqs));
         } else {
-            self.complete_request(req, Reason::PodOverloaded, sched);
+            ctx.ask(Ask::Complete {
+                req,
+                reason: Reason::PodOverloaded,
+            });
         }
     }
 
     /// The request holds a worker: its own work first (on a core, in line
     /// for one if the pod's are busy), then its calls.
-    pub(crate) fn begin_request(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
-        let q = stale!(self.reqs.get_mut(req));
+    pub(crate) fn begin_request<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) {
+        let q = stale!(ctx.reqs.get_mut(req));
         q.has_worker = true;
-        let (service, pod) = (q.service, q.pod);
-        if self.services[service as usize].work.is_none() {
-            self.run_step(req, 0, sched);
+        let pod = q.pod;
+        if self.work.is_none() {
+            self.run_step(req, 0, ctx);
             return;
         }
-        let p = &mut self.services[service as usize].pods[pod as usize];
+        let p = &mut self.pods[pod as usize];
         if p.has_free_core() {
-            self.start_work(req, sched);
+            self.start_work(req, ctx);
         } else {
             q.phase = Phase::WaitingCore;
-            p.core_queue.push(req, core_waiter_is_live(&self.reqs));
+            p.core_queue.push(req, core_waiter_is_live(ctx.reqs));
         }
     }
 
     /// The request takes a core for its own work.
-    fn start_work(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
-        let q = stale!(self.reqs.get_mut(req));
-        let (service, pod) = (q.service, q.pod);
-        let s = &mut self.services[service as usize];
-        s.pods[pod as usize].busy_cores += 1;
-        let d = match &s.work {
-            Some(w) => w.sample(&mut s.work_rng),
+    fn start_work<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) {
+        let q = stale!(ctx.reqs.get_mut(req));
+        self.pods[q.pod as usize].busy_cores += 1;
+        let d = match &self.work {
+            Some(w) => w.sample(&mut self.work_rng),
             None => SimDuration::ZERO,
         };
         q.has_core = true;
         q.phase = Phase::Working;
-        q.work_timer = Some(sched.schedule_in(d, ServiceEvent::WorkDone { req }.into()));
+        q.work_timer = Some(
+            ctx.sched.schedule_in(
+                d,
+                ServiceEvent::WorkDone {
+                    service: self.index,
+                    req,
+                }
+                .into(),
+            ),
+        );
     }
 
     /// The request's own work is done: its core goes to the next in line,
     /// and its calls start.
-    fn on_work_done(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
-        let q = stale!(self.reqs.get_mut(req));
+    fn on_work_done<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) {
+        let q = stale!(ctx.reqs.get_mut(req));
         if q.phase != Phase::Working {
             return;
         }
         q.work_timer = None;
         q.has_core = false;
-        let (service, pod) = (q.service, q.pod);
-        self.free_core(service, pod, sched);
-        self.run_step(req, 0, sched);
+        let pod = q.pod;
+        self.free_core(pod, ctx);
+        self.run_step(req, 0, ctx);
     }
 
     /// A core of `pod` is free: the next request in its line takes it.
-    pub(crate) fn free_core(&mut self, service: u32, pod: u32, sched: &mut Scheduler<Event>) {
-        let p = &mut self.services[service as usize].pods[pod as usize];
+    pub(crate) fn free_core<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) {
+        let p = &mut self.pods[pod as usize];
         p.busy_cores -= 1;
-        if let Some(next) = p.core_queue.pop(core_waiter_is_live(&self.reqs)) {
-            self.start_work(next, sched);
+        if let Some(next) = p.core_queue.pop(core_waiter_is_live(ctx.reqs)) {
+            self.start_work(next, ctx);
         }
     }
 
     /// A request's call is over on `pod`: its worker takes the next
     /// request in line.
-    pub(crate) fn free_worker(&mut self, service: u32, pod: u32, sched: &mut Scheduler<Event>) {
-        let p = &mut self.services[service as usize].pods[pod as usize];
+    pub(crate) fn free_worker<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) {
+        let p = &mut self.pods[pod as usize];
         p.busy -= 1;
         if p.state != PodState::Up {
             return;
         }
-        let next = p.worker_queue.pop(worker_waiter_is_live(&self.reqs));
+        let next = p.worker_queue.pop(worker_waiter_is_live(ctx.reqs));
         if let Some((next, _)) = next {
-            self.services[service as usize].pods[pod as usize].busy += 1;
-            self.begin_request(next, sched);
+            self.pods[pod as usize].busy += 1;
+            self.begin_request(next, ctx);
         }
     }
 
-    pub(crate) fn schedule_first_probe(
-        &mut self,
-        service: u32,
-        pod: u32,
-        sched: &mut Scheduler<Event>,
-    ) {
-        let s = &self.services[service as usize];
-        if let Some(h) = &s.cfg.health {
-            // Stagger probes across pods so they do not all fire at once.
-            let n = s.pods.len().max(1) as u64;
+    /// Schedules `pod`'s first health probe, staggered across pods so they
+    /// do not all fire at once.
+    pub(crate) fn schedule_first_probe<S: RowSink>(&self, pod: u32, ctx: &mut Ctx<'_, S>) {
+        if let Some(h) = &self.cfg.health {
+            let n = self.pods.len().max(1) as u64;
             let offset = h.period.as_nanos() / n * (u64::from(pod) % n + 1);
-            sched.schedule_in(
+            ctx.sched.schedule_in(
                 SimDuration::from_nanos(offset),
-                ServiceEvent::HealthProbeDue { service, pod }.into(),
+                ServiceEvent::HealthProbeDue {
+                    service: self.index,
+                    pod,
+                }
+                .into(),
             );
         }
     }
 
     /// A probe fails when the pod's oldest pool waiter or oldest request
-    /// queued for a worker has waited longer than the probe timeout.
-    pub(crate) fn on_health_probe(&mut self, service: u32, pod: u32, sched: &mut Scheduler<Event>) {
-        let Some(h) = self.services[service as usize].cfg.health.clone() else {
-            return; // no health checks
+    /// queued for a worker has waited longer than the probe timeout. True
+    /// when the pod must restart (the world takes it down: the requests
+    /// on it reach past the service).
+    pub(crate) fn on_health_probe<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) -> bool {
+        let Some(h) = self.cfg.health.clone() else {
+            return false; // no health checks
         };
-        let now = sched.now();
-        sched.schedule_in(
+        let now = ctx.now();
+        ctx.sched.schedule_in(
             h.period,
-            ServiceEvent::HealthProbeDue { service, pod }.into(),
+            ServiceEvent::HealthProbeDue {
+                service: self.index,
+                pod,
+            }
+            .into(),
         );
-        let p = &mut self.services[service as usize].pods[pod as usize];
+        let p = &mut self.pods[pod as usize];
         if p.state != PodState::Up {
-            return;
+            return false;
         }
-        let epoch = p.epoch;
-        let reqs = &self.reqs;
-        let pool_wait = p
+        let links = ctx.links.pod(self.index, pod);
+        let epoch = links.epoch;
+        let reqs = &*ctx.reqs;
+        let pool_wait = links
             .pools
             .iter_mut()
             .filter_map(|pool| pool.oldest_wait(now, |w| waiter_is_live(reqs, pod, epoch, w)))
@@ -426,74 +451,58 @@ impl<S: RowSink> World<S> {
             p.probe_failures += 1;
             let failures = p.probe_failures;
             if failures >= h.failure_threshold {
-                self.take_pod_down(service, pod, PodState::Restarting, sched);
+                return true;
             } else if h.readiness_threshold.is_some_and(|t| failures >= t) {
-                self.set_ready(service, pod, false, now);
+                self.set_ready(pod, false, ctx);
             }
         } else {
             p.probe_failures = 0;
-            self.set_ready(service, pod, true, now);
+            self.set_ready(pod, true, ctx);
         }
-    }
-
-    /// `pod`'s name in events: `pod 3`, or `orders pod 3` in a graph.
-    pub(crate) fn pod_name(&self, service: u32, pod: u32) -> String {
-        match self.cfg.is_graph() {
-            false => format!("pod {pod}"),
-            true => format!("{} pod {pod}", self.topo.services[service as usize].name),
-        }
-    }
-
-    /// Whether `service`'s pods are the ones the pod levels count (the
-    /// entry service's: the single tier's only service).
-    fn counted(&self, service: u32) -> bool {
-        service == self.topo.entry
+        false
     }
 
     /// Readiness: an up pod that fails its readiness probes leaves rotation
     /// but keeps what it holds; the first passing probe brings it back.
-    fn set_ready(&mut self, service: u32, pod: u32, ready: bool, now: SimTime) {
-        let counted = self.counted(service);
-        let s = &mut self.services[service as usize];
-        let p = &mut s.pods[pod as usize];
+    fn set_ready<S: RowSink>(&mut self, pod: u32, ready: bool, ctx: &mut Ctx<'_, S>) {
+        let now = ctx.now();
+        let p = &mut self.pods[pod as usize];
         if p.state != PodState::Up || p.ready == ready {
             return;
         }
         p.ready = ready;
-        s.lb.set_up(pod, ready);
+        self.lb.set_up(pod, ready);
         let d = if ready { 1 } else { -1 };
-        if counted {
-            self.rec.level_add(Level::PodsUp, now, d);
-            self.rec.level_add(Level::PodsUnready, now, -d);
+        if self.counted {
+            ctx.rec.level_add(Level::PodsUp, now, d);
+            ctx.rec.level_add(Level::PodsUnready, now, -d);
         }
-        let detail = self.pod_name(service, pod);
-        self.rec.sink_mut().event(WorldEvent {
+        let detail = ctx.pod_name(self.index, pod);
+        ctx.rec.sink_mut().event(WorldEvent {
             at: now,
             kind: if ready { "pod_ready" } else { "pod_unready" },
             detail,
         });
     }
 
-    /// Takes a pod out: it leaves rotation, its pools empty, every
-    /// request it held fails (`pod_restarted`; the gateway may send it
-    /// elsewhere), and a restarting pod is scheduled to come back.
-    pub(crate) fn take_pod_down(
+    /// Takes a pod out, first half: it leaves rotation and starts a new
+    /// life (its pools empty); returns the requests it held, which the
+    /// world fails (`pod_restarted`; the gateway may send them elsewhere)
+    /// before [`Service::went_down`].
+    pub(crate) fn go_down<S: RowSink>(
         &mut self,
-        service: u32,
         pod: u32,
         state: PodState,
-        sched: &mut Scheduler<Event>,
-    ) {
-        let now = sched.now();
-        let counted = self.counted(service);
-        let s = &mut self.services[service as usize];
-        let p = &mut s.pods[pod as usize];
+        ctx: &mut Ctx<'_, S>,
+    ) -> Vec<ReqRef> {
+        let now = ctx.now();
+        let p = &mut self.pods[pod as usize];
         let was_up = p.state == PodState::Up;
         let was_ready = p.ready;
-        let old_epoch = p.epoch;
+        let old_epoch = ctx.links.epoch(self.index, pod);
         // A new life first, so nothing failed below touches the old pools
         // or lands back on this pod.
-        p.epoch += 1;
+        ctx.links.restart(self.index, pod);
         p.state = state;
         p.busy = 0;
         p.busy_cores = 0;
@@ -501,48 +510,61 @@ impl<S: RowSink> World<S> {
         p.core_queue.clear();
         p.probe_failures = 0;
         p.ready = true;
-        for pool in &mut p.pools {
-            pool.reset();
-        }
-        self.sync_pools(service, pod, now);
+        ctx.sync_pools(self.index, pod);
         if was_up {
-            self.services[service as usize].lb.set_up(pod, false);
-            if counted {
+            self.lb.set_up(pod, false);
+            if self.counted {
                 let from = if was_ready {
                     Level::PodsUp
                 } else {
                     Level::PodsUnready
                 };
-                self.rec.level_add(from, now, -1);
-                self.rec.level_add(Level::PodsDown, now, 1);
+                ctx.rec.level_add(from, now, -1);
+                ctx.rec.level_add(Level::PodsDown, now, 1);
             }
         }
-        for r in self.reqs.refs() {
-            let on_pod = self.reqs.get(r).is_some_and(|q| {
-                q.service == service && q.pod == pod && q.pod_epoch == old_epoch && !q.service_done
-            });
-            if on_pod {
-                self.complete_request(r, Reason::PodRestarted, sched);
-            }
-        }
-        self.rec.count(Count::PodRestarts, 1);
+        let service = self.index;
+        ctx.reqs
+            .refs()
+            .into_iter()
+            .filter(|&r| {
+                ctx.reqs.get(r).is_some_and(|q| {
+                    q.service == service
+                        && q.pod == pod
+                        && q.pod_epoch == old_epoch
+                        && !q.service_done
+                })
+            })
+            .collect()
+    }
+
+    /// Takes a pod out, second half: counted, shown, and a restarting pod
+    /// scheduled to come back.
+    pub(crate) fn went_down<S: RowSink>(
+        &mut self,
+        pod: u32,
+        state: PodState,
+        ctx: &mut Ctx<'_, S>,
+    ) {
+        let now = ctx.now();
+        ctx.rec.count(Count::PodRestarts, 1);
         let why = match state {
             PodState::Killed => "killed",
             _ => "restarting",
         };
-        let name = self.pod_name(service, pod);
-        self.rec.sink_mut().event(WorldEvent {
+        let name = ctx.pod_name(self.index, pod);
+        ctx.rec.sink_mut().event(WorldEvent {
             at: now,
             kind: "pod_down",
             detail: format!("{name} {why}"),
         });
         if state == PodState::Restarting {
-            let t = self.restart_time(service);
-            let epoch = self.services[service as usize].pods[pod as usize].epoch;
-            sched.schedule_in(
+            let t = self.restart_time();
+            let epoch = ctx.links.epoch(self.index, pod);
+            ctx.sched.schedule_in(
                 t,
                 ServiceEvent::PodCameBack {
-                    service,
+                    service: self.index,
                     pod,
                     epoch,
                 }
@@ -552,36 +574,28 @@ impl<S: RowSink> World<S> {
     }
 
     /// Time out of rotation after a restart (the health config's, or 30 s).
-    fn restart_time(&self, service: u32) -> SimDuration {
-        self.services[service as usize]
-            .cfg
+    fn restart_time(&self) -> SimDuration {
+        self.cfg
             .health
             .as_ref()
             .map_or(SimDuration::from_secs(30), |h| h.restart_time)
     }
 
     /// A restarted pod is back in rotation, empty.
-    pub(crate) fn on_pod_came_back(
-        &mut self,
-        service: u32,
-        pod: u32,
-        epoch: u32,
-        sched: &mut Scheduler<Event>,
-    ) {
-        let s = &mut self.services[service as usize];
-        let p = &mut s.pods[pod as usize];
-        if p.epoch != epoch || p.state != PodState::Restarting {
+    fn on_pod_came_back<S: RowSink>(&mut self, pod: u32, epoch: u32, ctx: &mut Ctx<'_, S>) {
+        let p = &mut self.pods[pod as usize];
+        if ctx.links.epoch(self.index, pod) != epoch || p.state != PodState::Restarting {
             return;
         }
         p.state = PodState::Up;
-        s.lb.set_up(pod, true);
-        let now = sched.now();
-        if self.counted(service) {
-            self.rec.level_add(Level::PodsUp, now, 1);
-            self.rec.level_add(Level::PodsDown, now, -1);
+        self.lb.set_up(pod, true);
+        let now = ctx.now();
+        if self.counted {
+            ctx.rec.level_add(Level::PodsUp, now, 1);
+            ctx.rec.level_add(Level::PodsDown, now, -1);
         }
-        let name = self.pod_name(service, pod);
-        self.rec.sink_mut().event(WorldEvent {
+        let name = ctx.pod_name(self.index, pod);
+        ctx.rec.sink_mut().event(WorldEvent {
             at: now,
             kind: "pod_up",
             detail: format!("{name} back in rotation"),
@@ -589,59 +603,35 @@ impl<S: RowSink> World<S> {
     }
 
     /// Brings a killed or restarting pod back now.
-    pub(crate) fn bring_pod_up(&mut self, service: u32, pod: u32, now: SimTime) {
-        let s = &mut self.services[service as usize];
-        let p = &mut s.pods[pod as usize];
+    pub(crate) fn bring_pod_up<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) {
+        let p = &mut self.pods[pod as usize];
         if p.state == PodState::Up {
             return;
         }
         p.state = PodState::Up;
-        s.lb.set_up(pod, true);
-        if self.counted(service) {
-            self.rec.level_add(Level::PodsUp, now, 1);
-            self.rec.level_add(Level::PodsDown, now, -1);
+        self.lb.set_up(pod, true);
+        if self.counted {
+            let now = ctx.now();
+            ctx.rec.level_add(Level::PodsUp, now, 1);
+            ctx.rec.level_add(Level::PodsDown, now, -1);
         }
     }
 
-    /// Brings the pool levels up to date with every pool of `pod`.
-    pub(crate) fn sync_pools(&mut self, service: u32, pod: u32, now: SimTime) {
-        let n = self.services[service as usize].pods[pod as usize]
-            .pools
-            .len();
-        for local in 0..n as u32 {
-            let edge = self.topo.services[service as usize].edges[local as usize];
-            self.sync_pool(service, pod, local, edge, now);
+    /// A pod the timeline adds, in rotation, with fresh connections and
+    /// its first probe scheduled.
+    pub(crate) fn add_pod<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        let pod = self.pods.len() as u32;
+        self.pods.push(Pod::new(&self.cfg));
+        ctx.links.add_pod(self.index, ctx.env);
+        self.lb.add_pod(pod);
+        if self.counted {
+            ctx.rec.level_add(Level::PodsUp, ctx.now(), 1);
         }
+        self.schedule_first_probe(pod, ctx);
     }
 
-    /// Brings the pool levels up to date with `pod`'s pool `local`: O(1),
-    /// by the change since the pod's last report.
-    #[inline]
-    pub(crate) fn sync_pool(
-        &mut self,
-        service: u32,
-        pod: u32,
-        local: u32,
-        edge: u32,
-        now: SimTime,
-    ) {
-        let p = &mut self.services[service as usize].pods[pod as usize];
-        let pool = &p.pools[local as usize];
-        let current = (
-            i64::from(pool.in_use()),
-            i64::from(pool.waiters()),
-            i64::from(pool.leaked()),
-        );
-        let last = std::mem::replace(&mut p.reported[local as usize], current);
-        if current == last {
-            return;
-        }
-        let group = (service == self.topo.entry).then_some(pod);
-        self.rec
-            .pool_changed(group, edge, now, current.0 - last.0, current.1 - last.1);
-        if current.2 != last.2 {
-            self.rec
-                .level_add(Level::PoolLeaked, now, current.2 - last.2);
-        }
+    /// Pods held, down ones included.
+    pub(crate) fn pod_count(&self) -> u32 {
+        self.pods.len() as u32
     }
 }

@@ -153,8 +153,13 @@ pub enum Caller {
     /// A user, through the gateway.
     User,
     /// An attempt of a call from another service (the request is that
-    /// attempt's work at the service called).
-    Attempt(AttRef),
+    /// attempt's work at the service called), on its edge.
+    Attempt {
+        /// The attempt.
+        att: AttRef,
+        /// Its edge: the answer's way back.
+        edge: u32,
+    },
 }
 
 /// One request at one service: a user's, at the entry service, or an

@@ -1,9 +1,17 @@
 //! The world: every part wired together as one `sim_core` model.
 //!
-//! This file owns the event enum, the world's state and the dispatch from
-//! events to the parts. The request path lives in `client.rs` (attempts,
-//! pools, retries), pods' lives in `pods.rs` (workers, health checks,
-//! restarts), load in `load.rs`, the timeline's effects in `incidents.rs`.
+//! The parts own their state, their events and their configuration:
+//! the load (`load.rs`), each service (`pods.rs`, `calls.rs`), each edge's
+//! client (`client.rs`), each dependency (`dependency.rs`). A part acts
+//! on a small context (`context.rs`: clock and scheduler, the records of
+//! work in flight, the pods' connections, the network, the recorder, the
+//! world's fixed facts), never on the world. The world wires the parts
+//! and routes: each event to the part it names, and each ask a part
+//! leaves in the context (a call to begin or cut, a call's end to tell its
+//! request, a request to complete, an attempt to send to a service) to
+//! the part that must act, once the asking part returns, first asked
+//! first. The flows that span parts (a request dispatched, completed, a
+//! pod taken down) are the world's, as sequences of calls into parts.
 //!
 //! Every event is a fact with its subject: `PoolWaitTimedOut { att }`
 //! says which attempt; a handler that finds
@@ -13,18 +21,19 @@
 //! says why as a [`RunFailure`] with its cause chain.
 
 use sim_core::dist::{Dist, DistSpec};
-use sim_core::rng::{RngStreams, SimRng};
 use sim_core::sim::{Limits, Model, RunError, Scheduler, Simulation};
-use sim_core::time::{SimDuration, SimTime};
+use sim_core::time::SimTime;
 
-use crate::client::{Client, ClientEvent, PolicySet, policy_of};
+use crate::client::{Client, ClientEvent};
 use crate::config::{ConfigError, WorldConfig};
+use crate::context::{Ask, Ctx, Env, Links, Network};
 use crate::dependency::Dependency;
-use crate::graph::Topology;
+use crate::graph::{Target, Topology};
 use crate::load::{Load, LoadEvent};
-use crate::pods::{Service, ServiceEvent};
+use crate::outcome::Reason;
+use crate::pods::{PodState, Service, ServiceEvent};
 use crate::recorder::{Level, Recorder, RowSink, RunTotals};
-use crate::request::Requests;
+use crate::request::{CallRef, Caller, ReqRef, Requests};
 use crate::timeline::{self, Step};
 use crate::upstream::DependencyEvent;
 
@@ -180,87 +189,58 @@ pub(crate) fn compile_opt(
     spec.as_ref().map(|s| compile(s, path)).transpose()
 }
 
-/// Sends `event` across a leg taking `delay`: scheduled like every other
-/// event, at `now + delay` after everything already due then (a leg with
-/// no delay takes the scheduler's O(1) lane for now, in the same order).
-#[inline]
-pub(crate) fn cross(sched: &mut Scheduler<Event>, delay: SimDuration, event: Event) {
-    if delay.is_zero() {
-        sched.schedule_now(event);
-    } else {
-        sched.schedule_in(delay, event);
-    }
-}
-
-/// The gateway's network legs (an edge's own legs are its client's).
-pub(crate) struct Network {
-    pub(crate) gateway_to_pod: Option<Dist>,
-    pub(crate) pod_to_gateway: Option<Dist>,
-    pub(crate) rng: SimRng,
-}
-
-impl Network {
-    /// The legs as configured, each delay compiled once.
-    pub(crate) fn new(cfg: &WorldConfig, streams: &RngStreams) -> Result<Self, Vec<ConfigError>> {
-        let n = &cfg.network;
-        Ok(Network {
-            gateway_to_pod: compile_opt(&n.gateway_to_pod, "network.gateway_to_pod")?,
-            pod_to_gateway: compile_opt(&n.pod_to_gateway, "network.pod_to_gateway")?,
-            rng: streams.stream("network/delay"),
-        })
-    }
-
-    /// A delay draw for a leg (an edge's, there or back); zero (and no
-    /// draw) when the leg has no delay configured. The leg is scheduled
-    /// either way: one ordering rule.
-    #[inline]
-    pub(crate) fn delay(&mut self, leg: &Option<Dist>) -> SimDuration {
-        match leg {
-            Some(d) => d.sample(&mut self.rng),
-            None => SimDuration::ZERO,
-        }
-    }
-
-    /// The gateway-to-pod leg's delay.
-    #[inline]
-    pub(crate) fn delay_to_pod(&mut self) -> SimDuration {
-        match &self.gateway_to_pod {
-            Some(d) => d.sample(&mut self.rng),
-            None => SimDuration::ZERO,
-        }
-    }
-
-    /// The pod-to-gateway leg's delay.
-    #[inline]
-    pub(crate) fn delay_to_gateway(&mut self) -> SimDuration {
-        match &self.pod_to_gateway {
-            Some(d) => d.sample(&mut self.rng),
-            None => SimDuration::ZERO,
-        }
-    }
-}
-
-/// The whole world.
-pub struct World<S> {
-    pub(crate) cfg: WorldConfig,
-    pub(crate) streams: RngStreams,
-    /// The world's shape: services, edges, dependencies.
-    pub(crate) topo: Topology,
-    /// The users' side: arrivals, closed-loop users, patience.
+/// The parts of the world, each owning its state, events and
+/// configuration, held by index.
+pub(crate) struct Parts {
+    /// The users' side: arrivals, closed-loop users, the gateway.
     pub(crate) load: Load,
-    /// The services, by index: their pods and balancers.
+    /// The services, by index: their pods, workers and balancers.
     pub(crate) services: Vec<Service>,
-    /// The edges' clients, by edge: policies, pools' settings, draws.
+    /// The edges' clients, by edge: policies, policy state, draws.
     pub(crate) clients: Vec<Client>,
     /// The dependencies, by index, with the other tenants' load on them.
     pub(crate) dependencies: Vec<Dependency>,
+}
+
+/// What the world hands every part when it acts (borrowed into a
+/// [`Ctx`]), and the asks the parts leave for it.
+pub(crate) struct Shared<S> {
     pub(crate) reqs: Requests,
-    pub(crate) rec: Recorder<S>,
+    pub(crate) links: Links,
     pub(crate) net: Network,
-    pub(crate) steps: Vec<Step>,
-    pub(crate) end: SimTime,
+    pub(crate) rec: Recorder<S>,
+    pub(crate) env: Env,
+    pub(crate) out: Vec<Ask>,
     /// The first broken invariant, if any: stops the run.
     pub(crate) violation: Option<Violation>,
+}
+
+impl<S> Shared<S> {
+    /// The context for a call into a part.
+    #[inline]
+    fn ctx<'a>(&'a mut self, sched: &'a mut Scheduler<Event>) -> Ctx<'a, S> {
+        Ctx {
+            sched,
+            reqs: &mut self.reqs,
+            links: &mut self.links,
+            net: &mut self.net,
+            rec: &mut self.rec,
+            env: &self.env,
+            out: &mut self.out,
+            violation: &mut self.violation,
+        }
+    }
+}
+
+/// The whole world: the parts, what they share, and the run's own
+/// bookkeeping. The world wires the parts and routes: each event to the
+/// part it belongs to, each ask a part leaves to the part that must act.
+pub struct World<S> {
+    pub(crate) cfg: WorldConfig,
+    pub(crate) parts: Parts,
+    pub(crate) sh: Shared<S>,
+    pub(crate) steps: Vec<Step>,
+    pub(crate) end: SimTime,
     /// Events handled, by kind, one in [`KIND_SAMPLE`]: when a run hits
     /// its event limit, the message names what generated them.
     pub(crate) events_by_kind: [u64; Event::KINDS],
@@ -277,30 +257,31 @@ impl<S: RowSink> World<S> {
     pub fn new(cfg: &WorldConfig, sink: S) -> Result<Self, Vec<ConfigError>> {
         cfg.validate()?;
         let topo = Topology::of(cfg)?;
-        let streams = RngStreams::new(cfg.seed);
+        let env = Env::new(cfg, topo);
+        let (topo, streams) = (&env.topo, &env.streams);
         let mut errors = Vec::new();
         let mut services = Vec::new();
-        for node in &topo.services {
-            match Service::new(node, &topo, &streams) {
+        for (i, node) in topo.services.iter().enumerate() {
+            match Service::new(i as u32, node, topo, streams) {
                 Ok(s) => services.push(s),
                 Err(e) => errors.extend(e),
             }
         }
         let mut clients = Vec::new();
-        for edge in &topo.edges {
-            match Client::new(edge, &topo, &streams) {
+        for (i, edge) in topo.edges.iter().enumerate() {
+            match Client::new(i as u32, edge, topo, streams) {
                 Ok(c) => clients.push(c),
                 Err(e) => errors.extend(e),
             }
         }
         let mut dependencies = Vec::new();
         for (i, node) in topo.dependencies.iter().enumerate() {
-            match Dependency::new(i as u32, node, &streams) {
+            match Dependency::new(i as u32, node, streams) {
                 Ok(d) => dependencies.push(d),
                 Err(e) => errors.extend(e),
             }
         }
-        let (load, net) = match (Load::new(cfg, &streams), Network::new(cfg, &streams)) {
+        let (load, net) = match (Load::new(cfg, topo.entry, streams), Network::new(cfg, &env)) {
             (Ok(l), Ok(n)) if errors.is_empty() => (l, n),
             (l, n) => {
                 errors.extend(l.err().into_iter().flatten());
@@ -311,24 +292,186 @@ impl<S: RowSink> World<S> {
         let entry = &topo.services[topo.entry as usize].cfg;
         let rec = Recorder::new(cfg.clock.bucket, cfg.clock.window, sink)
             .with_pod_groups(entry.pods, entry.groups())
-            .with_nodes(&topo);
+            .with_nodes(topo);
         Ok(World {
-            load,
-            services,
-            clients,
-            dependencies,
-            topo,
-            reqs: Requests::default(),
-            rec,
-            net,
+            parts: Parts {
+                load,
+                services,
+                clients,
+                dependencies,
+            },
+            sh: Shared {
+                reqs: Requests::default(),
+                links: Links::new(cfg, &env),
+                net,
+                rec,
+                env,
+                out: Vec::new(),
+                violation: None,
+            },
             steps: timeline::resolve(cfg),
             end: SimTime::ZERO.saturating_add(cfg.clock.duration),
-            violation: None,
             events_by_kind: [0; Event::KINDS],
             handled: 0,
-            streams,
             cfg: cfg.clone(),
         })
+    }
+
+    /// Calls into the parts with a context, then routes what they asked
+    /// of others, first asked first, each with what it asks in turn.
+    #[inline]
+    pub(crate) fn with<R>(
+        &mut self,
+        sched: &mut Scheduler<Event>,
+        f: impl FnOnce(&mut Parts, &mut Ctx<'_, S>) -> R,
+    ) -> R {
+        let start = self.sh.out.len();
+        let r = f(&mut self.parts, &mut self.sh.ctx(sched));
+        if self.sh.out.len() > start {
+            self.route_asks(start, sched);
+        }
+        r
+    }
+
+    /// Routes the asks from `start` on (an ask's own asks are routed,
+    /// each in turn, before the next ask), then forgets them.
+    fn route_asks(&mut self, start: usize, sched: &mut Scheduler<Event>) {
+        let mut i = start;
+        while i < self.sh.out.len() {
+            let ask = self.sh.out[i];
+            i += 1;
+            self.route(ask, sched);
+        }
+        self.sh.out.truncate(start);
+    }
+
+    /// Hands an ask to the part that must act on it.
+    fn route(&mut self, ask: Ask, sched: &mut Scheduler<Event>) {
+        match ask {
+            Ask::Dispatch { req } => self.dispatch(req, sched),
+            Ask::BeginCall { call } => {
+                // A call ended by a sibling before its turn is not begun.
+                let live =
+                    self.sh.reqs.call(call).filter(|c| {
+                        c.phase == crate::request::CallPhase::Calling && c.attempts == 0
+                    });
+                let edge = stale!(live).edge as usize;
+                self.with(sched, |p, cx| p.clients[edge].begin_call(call, cx));
+            }
+            Ask::CutCall { call, reason } => self.cut_call(call, reason, sched),
+            Ask::CallEnded {
+                req,
+                call,
+                edge,
+                reason,
+            } => {
+                let service = self.sh.env.caller(edge).0 as usize;
+                self.with(sched, |p, cx| {
+                    p.services[service].call_ended(req, call, edge, reason, cx)
+                });
+            }
+            Ask::Complete { req, reason } => self.complete_request(req, reason, sched),
+            Ask::SendToService { att, edge, delay } => {
+                let Target::Service(to) = self.sh.env.topo.edges[edge as usize].to else {
+                    debug_assert!(false, "an attempt to a dependency sent to a service");
+                    return;
+                };
+                let deadline =
+                    self.parts.clients[edge as usize].propagated_deadline(att, &self.sh.reqs);
+                self.with(sched, |p, cx| {
+                    p.services[to as usize].receive(att, edge, delay, deadline, cx)
+                });
+            }
+            Ask::Abandon { dep, job } => {
+                self.with(sched, |p, cx| p.dependencies[dep as usize].abandon(job, cx));
+            }
+            Ask::CallerLeft { req } => {
+                if let Some(q) = self.sh.reqs.get_mut(req) {
+                    q.caller_gone = true;
+                }
+                self.complete_request(req, Reason::Abandoned, sched);
+            }
+        }
+    }
+
+    /// The gateway sends `req` to a pod of the entry service (again, for
+    /// a gateway retry); with no pod in rotation the user hears
+    /// `unavailable`.
+    pub(crate) fn dispatch(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
+        let entry = self.sh.env.topo.entry as usize;
+        if self.with(sched, |p, cx| p.services[entry].place(req, cx)) {
+            return;
+        }
+        if let Some(q) = self.sh.reqs.get_mut(req) {
+            q.service_done = true;
+            q.phase = crate::request::Phase::Finished;
+        }
+        self.with(sched, |p, cx| {
+            p.load.user_outcome(req, Reason::Unavailable, cx)
+        });
+    }
+
+    /// The request no longer needs `call`: its client cuts it (counted as
+    /// neither answered nor failed).
+    fn cut_call(&mut self, call: CallRef, reason: Reason, sched: &mut Scheduler<Event>) {
+        let edge = stale!(self.sh.reqs.call(call)).edge as usize;
+        self.with(sched, |p, cx| {
+            p.clients[edge].close_call(call, reason, true, cx)
+        });
+    }
+
+    /// The service is done with `req`: whatever calls are running are
+    /// cut, its core and worker move on to the next in line, and its
+    /// caller gets `reason`: the user (across the network), unless the
+    /// user already saw an outcome or the gateway retries it; or the
+    /// attempt of another service that sent it.
+    pub(crate) fn complete_request(
+        &mut self,
+        req: ReqRef,
+        reason: Reason,
+        sched: &mut Scheduler<Event>,
+    ) {
+        let q = stale!(self.sh.reqs.get_mut(req));
+        if q.service_done {
+            return;
+        }
+        let calls = std::mem::take(&mut q.calls);
+        let service = q.service as usize;
+        for call in calls.iter() {
+            self.cut_call(call, reason, sched);
+        }
+        let released = self.with(sched, |p, cx| p.services[service].release(req, cx));
+        let r = stale!(released);
+        self.with(sched, |p, cx| p.services[service].released(&r, reason, cx));
+        match r.caller {
+            Caller::Attempt { att, edge } => self.with(sched, |p, cx| {
+                p.services[service].answer_caller(req, att, edge, reason, cx)
+            }),
+            Caller::User if r.user_done => self.sh.reqs.release_if_done(req),
+            Caller::User if self.parts.load.retries(r.dispatches, reason) => {
+                self.dispatch(req, sched)
+            }
+            Caller::User => self.with(sched, |p, cx| {
+                p.services[service].answer_user(req, reason, cx)
+            }),
+        }
+    }
+
+    /// Takes `service`'s pod `pod` out (a failed probe, the timeline):
+    /// every request it held fails with `pod_restarted`.
+    pub(crate) fn take_pod_down(
+        &mut self,
+        service: u32,
+        pod: u32,
+        state: PodState,
+        sched: &mut Scheduler<Event>,
+    ) {
+        let s = service as usize;
+        let held = self.with(sched, |p, cx| p.services[s].go_down(pod, state, cx));
+        for req in held {
+            self.complete_request(req, Reason::PodRestarted, sched);
+        }
+        self.with(sched, |p, cx| p.services[s].went_down(pod, state, cx));
     }
 
     /// Schedules the first events: buckets, arrivals, probes, timeline.
@@ -340,18 +483,20 @@ impl<S: RowSink> World<S> {
             .saturating_add(self.cfg.clock.bucket)
             .min(self.end);
         let _ = sched.schedule_at(first, Event::BucketEnded);
-        self.schedule_next_arrival(sched);
-        for d in 0..self.dependencies.len() as u32 {
-            self.schedule_next_background(d, sched);
+        self.with(sched, |p, cx| p.load.schedule_next_arrival(cx));
+        for d in 0..self.parts.dependencies.len() {
+            self.with(sched, |p, cx| {
+                p.dependencies[d].schedule_next_background(cx)
+            });
         }
-        self.start_closed_loop(sched);
+        self.with(sched, |p, cx| p.load.start_closed_loop(cx));
         let now = sched.now();
-        let entry = self.topo.entry as usize;
-        self.rec
-            .level(Level::PodsUp, now, self.services[entry].pods.len() as i64);
-        for service in 0..self.services.len() as u32 {
-            for pod in 0..self.services[service as usize].pods.len() as u32 {
-                self.schedule_first_probe(service, pod, sched);
+        let entry = self.sh.env.topo.entry as usize;
+        let pods = self.parts.services[entry].pod_count();
+        self.sh.rec.level(Level::PodsUp, now, i64::from(pods));
+        for s in 0..self.parts.services.len() {
+            for pod in 0..self.parts.services[s].pod_count() {
+                self.with(sched, |p, cx| p.services[s].schedule_first_probe(pod, cx));
             }
         }
         for (i, step) in self.steps.iter().enumerate() {
@@ -359,16 +504,9 @@ impl<S: RowSink> World<S> {
         }
     }
 
-    /// The policy set of `pod`'s client on `edge`.
-    #[inline]
-    pub(crate) fn policy(&mut self, edge: u32, pod: u32) -> &mut PolicySet {
-        let c = &mut self.clients[edge as usize];
-        policy_of(&mut c.policies, &c.cfg, pod)
-    }
-
     /// The world's shape.
     pub fn topology(&self) -> &Topology {
-        &self.topo
+        &self.sh.env.topo
     }
 
     /// The kinds of event that made up most of the run so far, for the
@@ -403,8 +541,8 @@ impl<S: RowSink> World<S> {
 
     /// Records a broken invariant (the first one wins).
     pub(crate) fn violated(&mut self, now: SimTime, what: impl FnOnce() -> String) {
-        if self.violation.is_none() {
-            self.violation = Some(Violation {
+        if self.sh.violation.is_none() {
+            self.sh.violation = Some(Violation {
                 at: now,
                 what: what(),
             });
@@ -414,52 +552,55 @@ impl<S: RowSink> World<S> {
     /// Whole-world audit: the conservation law and every bound, by a full
     /// scan (run at the end of every run).
     pub fn audit(&self, at: SimTime) -> Result<(), RunFailure> {
-        if let Some(v) = &self.violation {
+        if let Some(v) = &self.sh.violation {
             return Err(RunFailure::Invariant(v.clone()));
         }
+        let (rec, reqs) = (&self.sh.rec, &self.sh.reqs);
         let unbalanced = |what: String| RunFailure::Audit(Violation { at, what });
-        let offered = self.rec.totals().count(crate::recorder::Count::Offered)
-            + self.rec.open_count(crate::recorder::Count::Offered);
-        let finished = self.rec.totals().finished() + self.rec.open_outcomes();
+        let offered = rec.totals().count(crate::recorder::Count::Offered)
+            + rec.open_count(crate::recorder::Count::Offered);
+        let finished = rec.totals().finished() + rec.open_outcomes();
         let mut waiting = 0u64;
-        for r in self.reqs.refs() {
-            waiting += u64::from(self.reqs.get(r).is_some_and(|q| !q.user_done));
+        for r in reqs.refs() {
+            waiting += u64::from(reqs.get(r).is_some_and(|q| !q.user_done));
         }
-        let active = self.reqs.live_attempts() as u64;
+        let active = reqs.live_attempts() as u64;
         if offered != finished + waiting {
             return Err(unbalanced(format!(
                 "conservation: {offered} arrivals but {finished} finished + {waiting} in flight"
             )));
         }
-        if i64::try_from(waiting).ok() != Some(self.rec.level_value(Level::UsersWaiting)) {
+        if i64::try_from(waiting).ok() != Some(rec.level_value(Level::UsersWaiting)) {
             return Err(unbalanced(format!(
                 "{waiting} users waiting, but the gauge says {}",
-                self.rec.level_value(Level::UsersWaiting)
+                rec.level_value(Level::UsersWaiting)
             )));
         }
         let pools = || {
-            self.services
+            self.sh
+                .links
+                .all()
                 .iter()
-                .flat_map(|s| s.pods.iter().flat_map(|p| p.pools.iter()))
+                .flat_map(|pods| pods.iter().flat_map(|p| p.pools.iter()))
         };
         let in_use: i64 = pools().map(|p| i64::from(p.in_use())).sum();
         let waiters: i64 = pools().map(|p| i64::from(p.waiters())).sum();
         if (in_use, waiters)
             != (
-                self.rec.level_value(Level::PoolInUse),
-                self.rec.level_value(Level::PoolWaiters),
+                rec.level_value(Level::PoolInUse),
+                rec.level_value(Level::PoolWaiters),
             )
         {
             return Err(unbalanced(format!(
                 "pools hold {in_use} connections in use and {waiters} waiters, the levels say {} and {}",
-                self.rec.level_value(Level::PoolInUse),
-                self.rec.level_value(Level::PoolWaiters)
+                rec.level_value(Level::PoolInUse),
+                rec.level_value(Level::PoolWaiters)
             )));
         }
         // From what the recorder saw, not from a counter kept beside it:
         // every attempt that started has ended or is still in progress.
-        let started = self.rec.attempts_started_so_far();
-        let ended = self.rec.attempts_ended_so_far();
+        let started = rec.attempts_started_so_far();
+        let ended = rec.attempts_ended_so_far();
         if started != ended + active {
             return Err(unbalanced(format!(
                 "{started} attempts recorded as started, but {ended} recorded as ended + {active} in progress"
@@ -471,31 +612,31 @@ impl<S: RowSink> World<S> {
 
     /// The cheap checks run after every event in debug builds.
     fn check_bounds(&self) -> Result<(), String> {
-        if let Some(v) = &self.violation {
+        if let Some(v) = &self.sh.violation {
             return Err(v.to_string());
         }
-        let graph = self.cfg.is_graph();
-        for (s, service) in self.services.iter().enumerate() {
-            for (i, p) in service.pods.iter().enumerate() {
+        let topo = &self.sh.env.topo;
+        for (s, pods) in self.sh.links.all().iter().enumerate() {
+            for (i, p) in pods.iter().enumerate() {
                 for (e, pool) in p.pools.iter().enumerate() {
-                    pool.check().map_err(|m| match graph {
+                    pool.check().map_err(|m| match self.sh.env.graph {
                         false => format!("pod {i}: {m}"),
                         true => format!(
                             "{} pod {i}, pool of {}: {m}",
-                            self.topo.services[s].name,
-                            self.topo.edges[self.topo.services[s].edges[e] as usize].name
+                            topo.services[s].name,
+                            topo.edges[topo.services[s].edges[e] as usize].name
                         ),
                     })?;
                 }
             }
         }
-        for (d, dep) in self.dependencies.iter().enumerate() {
+        for (d, dep) in self.parts.dependencies.iter().enumerate() {
             let up = &dep.upstream;
             let cap = up.params.capacity;
             if up.queued() > 0 && up.in_service() < cap {
                 return Err(format!(
                     "{} has {} queued while only {} of {cap} slots are busy",
-                    self.topo.dependencies[d].name,
+                    topo.dependencies[d].name,
                     up.queued(),
                     up.in_service()
                 ));
@@ -511,10 +652,105 @@ impl<S: RowSink> World<S> {
         if let Err(e) = self.check_bounds() {
             self.violated(now, || e);
         }
-        self.rec.close_bucket(now);
+        self.sh.rec.close_bucket(now);
         if now < self.end {
             let next = now.saturating_add(self.cfg.clock.bucket).min(self.end);
             let _ = sched.schedule_at(next, Event::BucketEnded);
+        }
+    }
+
+    /// Routes a load event; the deadline line's wake-up delivers one
+    /// deadline at a time, so what each asks is done before the next.
+    fn on_load_event(&mut self, e: LoadEvent, sched: &mut Scheduler<Event>) {
+        if e != LoadEvent::UserDeadlinesDue {
+            self.with(sched, |p, cx| p.load.on_event(e, cx));
+            return;
+        }
+        self.parts.load.deadlines_woken();
+        while self.with(sched, |p, cx| p.load.deliver_deadline(cx)) {}
+        self.with(sched, |p, cx| p.load.deadlines_delivered(cx));
+    }
+
+    /// Routes a service event; a propagated deadline and a health probe
+    /// reach past the service (the request's calls and caller, the pod's
+    /// requests).
+    fn on_service_event(&mut self, e: ServiceEvent, sched: &mut Scheduler<Event>) {
+        match e {
+            ServiceEvent::RequestDeadlinePassed { req } => {
+                if let Some(q) = self.sh.reqs.get_mut(req) {
+                    q.deadline_timer = None;
+                }
+                self.complete_request(req, Reason::DeadlineExceeded, sched);
+            }
+            ServiceEvent::HealthProbeDue { service, pod } => {
+                let s = service as usize;
+                if self.with(sched, |p, cx| p.services[s].on_health_probe(pod, cx)) {
+                    self.take_pod_down(service, pod, PodState::Restarting, sched);
+                }
+            }
+            ServiceEvent::RequestReachedPod { service, .. }
+            | ServiceEvent::WorkDone { service, .. }
+            | ServiceEvent::PodCameBack { service, .. } => {
+                self.with(sched, |p, cx| p.services[service as usize].on_event(e, cx));
+            }
+        }
+    }
+
+    /// Routes a client event; three are delivered in steps, each step's
+    /// asks done before the next (a timeout line's due attempts one at a
+    /// time; a failed dial's room offered once the attempt's end is done;
+    /// an answer's pool levels brought up to date last).
+    fn on_client_event(&mut self, e: ClientEvent, sched: &mut Scheduler<Event>) {
+        let edge = e.edge() as usize;
+        match e {
+            ClientEvent::TimeoutsDue { .. } => {
+                self.parts.clients[edge].timeouts_woken();
+                while self.with(sched, |p, cx| p.clients[edge].deliver_timeout(cx)) {}
+                self.with(sched, |p, cx| p.clients[edge].timeouts_delivered(cx));
+            }
+            ClientEvent::ConnectionFailed {
+                pod,
+                epoch,
+                att,
+                refused,
+                ..
+            } => {
+                let failed = self.with(sched, |p, cx| {
+                    p.clients[edge].on_connection_failed(pod, epoch, att, refused, cx)
+                });
+                if failed {
+                    self.with(sched, |p, cx| p.clients[edge].after_failed_dial(pod, cx));
+                }
+            }
+            ClientEvent::ResponseReachedPod { att, status, .. } => {
+                let answered =
+                    self.with(sched, |p, cx| p.clients[edge].on_response(att, status, cx));
+                if let Some(pod) = answered {
+                    self.with(sched, |p, cx| p.clients[edge].answered(pod, cx));
+                }
+            }
+            _ => self.with(sched, |p, cx| p.clients[edge].on_event(e, cx)),
+        }
+    }
+
+    /// Routes a dependency event; an arrival carries the deadline its
+    /// attempt's client propagates.
+    fn on_dependency_event(&mut self, e: DependencyEvent, sched: &mut Scheduler<Event>) {
+        match e {
+            DependencyEvent::Received { att, edge } => {
+                let Target::Dependency(d) = self.sh.env.topo.edges[edge as usize].to else {
+                    debug_assert!(false, "an attempt to a service reached a dependency");
+                    return;
+                };
+                let deadline =
+                    self.parts.clients[edge as usize].propagated_deadline(att, &self.sh.reqs);
+                self.with(sched, |p, cx| {
+                    p.dependencies[d as usize].on_received(att, edge, deadline, cx)
+                });
+            }
+            DependencyEvent::Completed { dep, .. } | DependencyEvent::BackgroundArrived { dep } => {
+                self.with(sched, |p, cx| p.dependencies[dep as usize].on_event(e, cx));
+            }
         }
     }
 }
@@ -714,7 +950,7 @@ pub fn run_with<S: RowSink>(
                 matches!(source, RunError::EventLimit { .. }).then(|| sim.model().busiest_events());
             fail(RunFailure::Engine { source, busiest })
         })?;
-        if let Some(v) = &sim.model().violation {
+        if let Some(v) = &sim.model().sh.violation {
             return Err(fail(RunFailure::Invariant(v.clone())));
         }
     }
@@ -722,7 +958,7 @@ pub fn run_with<S: RowSink>(
     let events = sim.events_processed();
     let world = sim.into_model();
     let steps = world.steps.clone();
-    let (sink, totals) = world.rec.finish();
+    let (sink, totals) = world.sh.rec.finish();
     Ok(RunOutput {
         sink,
         totals,
@@ -735,6 +971,7 @@ pub fn run_with<S: RowSink>(
 mod tests {
     use super::*;
     use crate::recorder::Discard;
+    use sim_core::time::SimDuration;
 
     #[test]
     fn every_kind_of_event_has_one_name_generated_from_its_part() {
@@ -768,15 +1005,16 @@ mod tests {
             world.start(sched);
         }
         sim.run_until(SimTime::from_nanos(1_500_000_000)).unwrap();
-        assert!(sim.model().violation.is_none());
-        sim.model_mut().services[0].pods[0].pools[0].overfill_for_test();
+        assert!(sim.model().sh.violation.is_none());
+        sim.model_mut().sh.links.pool(0, 0, 0).overfill_for_test();
         // Event by event (no per-event checks): the next bucket closes at
         // 2 s, and the broken bound is found there.
-        while sim.model().violation.is_none() && sim.now() < SimTime::from_nanos(3_000_000_000) {
+        while sim.model().sh.violation.is_none() && sim.now() < SimTime::from_nanos(3_000_000_000) {
             sim.step().unwrap();
         }
         let v = sim
             .model()
+            .sh
             .violation
             .clone()
             .expect("found at the bucket close")
@@ -817,12 +1055,12 @@ mod tests {
             sim.run_until(SimTime::from_nanos(s * 1_000_000_000))
                 .unwrap();
             let w = sim.model();
-            held.0 = held.0.max(w.load.deadlines.len());
-            held.1 = held.1.max(w.clients[0].timeouts.len());
-            live.0 = live.0.max(w.reqs.live());
-            live.1 = live.1.max(w.reqs.live_attempts());
+            held.0 = held.0.max(w.parts.load.deadlines.len());
+            held.1 = held.1.max(w.parts.clients[0].timeouts.len());
+            live.0 = live.0.max(w.sh.reqs.live());
+            live.1 = live.1.max(w.sh.reqs.live_attempts());
         }
-        assert!(sim.model().reqs.created() > 170_000);
+        assert!(sim.model().sh.reqs.created() > 170_000);
         // About 1,000 live at a time (the tail's); held: at most twice the
         // most live plus the sweep floor of 1,024.
         assert!(live.0 > 500 && live.0 < 3000, "{live:?}");
