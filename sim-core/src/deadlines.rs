@@ -72,16 +72,30 @@ impl<T> DeadlineLine<T> {
     /// and when they arrive in order within each of a few delays.
     #[inline]
     pub fn push(&mut self, at: SimTime, subject: T) {
+        self.push_in_order(at, subject);
+    }
+
+    /// [`DeadlineLine::push`], saying whether the deadline went behind
+    /// every one held (the usual case: it changes no run's front).
+    #[inline]
+    fn push_in_order(&mut self, at: SimTime, subject: T) -> bool {
         let entry = (at, self.armed, subject);
         self.armed += 1;
         // The run that ends latest at or before `at` keeps every run
         // sorted; the last run is the usual one.
         let fits = |r: &VecDeque<Entry<T>>| r.back().is_none_or(|b| b.0 <= at);
+        if let [only] = &mut self.runs[..]
+            && fits(only)
+        {
+            let behind = !only.is_empty();
+            only.push_back(entry);
+            return behind;
+        }
         if let Some(last) = self.runs.last_mut()
             && fits(last)
         {
             last.push_back(entry);
-            return;
+            return false;
         }
         let best = self
             .runs
@@ -106,11 +120,17 @@ impl<T> DeadlineLine<T> {
                 run.insert(k, entry);
             }
         }
+        false
     }
 
     /// Arms `subject`'s deadline `at`: adds it, sweeps the line when stale
     /// deadlines crowd the `live` ones, and makes sure `wake` is due at the
     /// earliest live deadline. `is_live` tells a deadline still wanted.
+    ///
+    /// A deadline behind every one held, with a wake-up already scheduled,
+    /// needs nothing more: the wake-up is no later than the earliest
+    /// deadline, which this one is not (the usual case, a fixed delay).
+    #[inline]
     pub fn arm<E>(
         &mut self,
         at: SimTime,
@@ -120,9 +140,12 @@ impl<T> DeadlineLine<T> {
         sched: &mut Scheduler<E>,
         wake: E,
     ) {
-        self.push(at, subject);
+        let behind = self.push_in_order(at, subject);
         if self.wants_sweep(live) {
             self.retain(&mut is_live);
+        }
+        if behind && self.wake.is_some() {
+            return;
         }
         self.schedule_wake(sched, is_live, wake);
     }

@@ -108,6 +108,7 @@ impl Service {
     /// `call` ended with `reason` (its client closed it): the request
     /// counts it against its step, then moves to the next step, waits for
     /// its other calls, or fails.
+    #[inline]
     pub(crate) fn call_ended<S: RowSink>(
         &mut self,
         req: ReqRef,
@@ -159,6 +160,7 @@ impl Service {
     /// its place in a line, its core and its worker (the next in line
     /// takes them). `None` if it had already let go. The world then runs
     /// what the freed core and worker started, and [`Service::released`].
+    #[inline]
     pub(crate) fn release<S: RowSink>(
         &mut self,
         req: ReqRef,
@@ -207,6 +209,7 @@ impl Service {
 
     /// The rest of letting go of a request that ended with `reason`: the
     /// balancer's count, the levels, the node's figures.
+    #[inline]
     pub(crate) fn released<S: RowSink>(
         &mut self,
         r: &Released,
@@ -296,6 +299,7 @@ impl Service {
     /// The service answered request `req`, which attempt `att` on `edge`
     /// sent: the answer crosses back to the attempt's pod (a gone attempt
     /// counts it late there), and the request is forgotten.
+    #[inline]
     pub(crate) fn answer_caller<S: RowSink>(
         &mut self,
         req: ReqRef,
@@ -325,6 +329,7 @@ impl Service {
     /// The entry service answers the user's request `req` with `reason`,
     /// across the network (a restarted pod's connections reset: the
     /// gateway learns at once).
+    #[inline]
     pub(crate) fn answer_user<S: RowSink>(
         &self,
         req: ReqRef,

@@ -63,6 +63,7 @@ impl Dependency {
 
     /// Routes the dependency's events to their handlers (the world routes
     /// `Received`, which needs what the attempt's client propagates).
+    #[inline]
     pub(crate) fn on_event<S: RowSink>(&mut self, e: DependencyEvent, ctx: &mut Ctx<'_, S>) {
         match e {
             DependencyEvent::Completed { job, .. } => self.on_completed(job, ctx),
@@ -194,6 +195,7 @@ impl Dependency {
 
     /// Brings the dependency levels up to date: the sums over every
     /// dependency (one, in the single tier), and this one's own.
+    #[inline]
     pub(crate) fn sync_levels<S: RowSink>(&self, ctx: &mut Ctx<'_, S>) {
         let up = &self.upstream;
         let (in_service, queued) = (i64::from(up.in_service()), i64::from(up.queued()));
@@ -246,6 +248,7 @@ impl Dependency {
 }
 
 /// Counts what admission did with an arrival.
+#[inline]
 fn count_admission<S: RowSink>(a: Admission, ctx: &mut Ctx<'_, S>) {
     match a {
         Admission::Answered(Status::TooManyRequests(_)) => {
@@ -259,6 +262,7 @@ fn count_admission<S: RowSink>(a: Admission, ctx: &mut Ctx<'_, S>) {
 
 /// Sends `status` back to the attempt's pod `after` from now, plus the
 /// leg's delay.
+#[inline]
 fn respond_after<S: RowSink>(
     att: AttRef,
     edge: u32,

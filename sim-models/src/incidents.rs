@@ -4,10 +4,11 @@
 
 use sim_core::sim::Scheduler;
 
+use crate::context::Ctx;
 use crate::pods::PodState;
 use crate::recorder::{Count, RowSink, WorldEvent};
-use crate::timeline::{Owner, Param, StepAction};
-use crate::world::{Event, World};
+use crate::timeline::{Deploy, Owner, Param, StepAction};
+use crate::world::{Event, Parts, World};
 
 impl<S: RowSink> World<S> {
     pub(crate) fn on_timeline_step(&mut self, index: u32, sched: &mut Scheduler<Event>) {
@@ -23,23 +24,35 @@ impl<S: RowSink> World<S> {
             kind: "timeline",
             detail: format!("[{}] {detail}", step.entry),
         });
+        let cx = &mut self.sh.ctx(sched);
+        let parts = &mut self.parts;
         match step.action {
-            StepAction::Set(param, node, v) => self.set_param(param, node, v, sched),
+            StepAction::Set(param, node, v) => parts.set_param(param, node, v, cx),
             StepAction::KillPod(service, pod) => {
-                let pods = &self.parts.services[service as usize].pods;
+                let pods = &parts.services[service as usize].pods;
                 if (pod as usize) < pods.len() && pods[pod as usize].state != PodState::Killed {
-                    self.take_pod_down(service, pod, PodState::Killed, sched);
+                    parts.take_pod_down(service, pod, PodState::Killed, cx);
                 }
             }
             StepAction::RestartPod(service, pod) => {
-                if pod < self.parts.services[service as usize].pod_count() {
-                    self.take_pod_down(service, pod, PodState::Restarting, sched);
+                if pod < parts.services[service as usize].pod_count() {
+                    parts.take_pod_down(service, pod, PodState::Restarting, cx);
                 }
             }
-            StepAction::Deploy(entry) => self.deploy(entry, sched),
+            StepAction::Deploy(entry) => {
+                let deployed = self
+                    .cfg
+                    .timeline
+                    .get(entry as usize)
+                    .and_then(|e| e.deploy.clone());
+                match deployed {
+                    Some(d) => parts.deploy(d, cx),
+                    None => debug_assert!(false, "a deploy step without its entry"),
+                }
+            }
         }
-        for d in 0..self.parts.dependencies.len() {
-            self.with(sched, |p, cx| p.dependencies[d].sync_levels(cx));
+        for d in 0..parts.dependencies.len() {
+            parts.with(cx, |p, cx| p.dependencies[d].sync_levels(cx));
         }
     }
 
@@ -100,22 +113,16 @@ impl<S: RowSink> World<S> {
             Owner::Load => param.path().to_string(),
         }
     }
+}
 
+/// The timeline's changes, routed to the parts they change.
+impl Parts {
     /// The operator deploys the timeline entry's client policy (to its
     /// call's edge: the single tier's one) and upstream configuration (to
     /// its dependency: the single tier's one).
-    fn deploy(&mut self, entry: u32, sched: &mut Scheduler<Event>) {
-        let deployed = self
-            .cfg
-            .timeline
-            .get(entry as usize)
-            .and_then(|e| e.deploy.clone());
-        let Some(d) = deployed else {
-            debug_assert!(false, "a deploy step without its entry");
-            return;
-        };
+    fn deploy<S: RowSink>(&mut self, d: Deploy, cx: &mut Ctx<'_, S>) {
         // The ones the deploy names (checked when the timeline was).
-        let topo = &self.sh.env.topo;
+        let topo = &cx.env.topo;
         let edge = match &d.call {
             Some(path) => topo.edges.iter().position(|e| &e.path == path),
             None => Some(0),
@@ -125,23 +132,21 @@ impl<S: RowSink> World<S> {
             None => Some(0),
         };
         if let (Some(client), Some(e)) = (d.client, edge) {
-            let from = self.parts.clients[e].from as usize;
-            let pods = self.parts.services[from].pod_count().max(1);
-            self.with(sched, |p, cx| p.clients[e].deploy(client, pods, cx));
+            let from = self.clients[e].from as usize;
+            let pods = self.services[from].pod_count().max(1);
+            self.with(cx, |p, cx| p.clients[e].deploy(client, pods, cx));
         }
         if let (Some(upstream), Some(dep)) = (d.upstream, dep) {
-            self.sh
-                .links
-                .set_limit(dep as u32, upstream.max_connections);
-            self.with(sched, |p, cx| p.dependencies[dep].deploy(upstream, cx));
+            cx.links.set_limit(dep as u32, upstream.max_connections);
+            self.with(cx, |p, cx| p.dependencies[dep].deploy(upstream, cx));
         }
     }
 
-    fn set_param(&mut self, param: Param, node: u32, v: f64, sched: &mut Scheduler<Event>) {
+    fn set_param<S: RowSink>(&mut self, param: Param, node: u32, v: f64, cx: &mut Ctx<'_, S>) {
         match param {
-            Param::LoadRate => self.with(sched, |p, cx| p.load.set_rate(v, cx)),
-            Param::ServicePods => self.set_pod_count(node, v as u32, sched),
-            _ => self.with(sched, |p, cx| {
+            Param::LoadRate => self.with(cx, |p, cx| p.load.set_rate(v, cx)),
+            Param::ServicePods => self.set_pod_count(node, v as u32, cx),
+            _ => self.with(cx, |p, cx| {
                 p.dependencies[node as usize].set_param(param, v, cx)
             }),
         }
@@ -149,21 +154,18 @@ impl<S: RowSink> World<S> {
 
     /// Scales the service to `n` pods: pods past `n` are killed, killed
     /// pods below `n` come back, new pods join with fresh pools.
-    fn set_pod_count(&mut self, service: u32, n: u32, sched: &mut Scheduler<Event>) {
+    fn set_pod_count<S: RowSink>(&mut self, service: u32, n: u32, cx: &mut Ctx<'_, S>) {
         let s = service as usize;
-        let have = self.parts.services[s].pod_count();
+        let have = self.services[s].pod_count();
         for pod in 0..n.max(have) {
-            let state = self.parts.services[s]
-                .pods
-                .get(pod as usize)
-                .map(|p| p.state);
+            let state = self.services[s].pods.get(pod as usize).map(|p| p.state);
             match state {
-                None => self.with(sched, |p, cx| p.services[s].add_pod(cx)),
+                None => self.with(cx, |p, cx| p.services[s].add_pod(cx)),
                 Some(PodState::Killed) if pod < n => {
-                    self.with(sched, |p, cx| p.services[s].bring_pod_up(pod, cx))
+                    self.with(cx, |p, cx| p.services[s].bring_pod_up(pod, cx))
                 }
                 Some(st) if pod >= n && st != PodState::Killed => {
-                    self.take_pod_down(service, pod, PodState::Killed, sched)
+                    self.take_pod_down(service, pod, PodState::Killed, cx)
                 }
                 Some(_) => {}
             }

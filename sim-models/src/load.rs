@@ -123,6 +123,7 @@ impl Load {
 
     /// Routes the users' side's events to their handlers (the world drives
     /// `UserDeadlinesDue`, one deadline at a time).
+    #[inline]
     pub(crate) fn on_event<S: RowSink>(&mut self, e: LoadEvent, ctx: &mut Ctx<'_, S>) {
         match e {
             LoadEvent::RequestArrived => self.on_request_arrived(ctx),
@@ -237,6 +238,7 @@ impl Load {
 
     /// Whether the gateway sends a request that ended with `reason` after
     /// `dispatches` dispatches to a pod again.
+    #[inline]
     pub(crate) fn retries(&self, dispatches: u32, reason: Reason) -> bool {
         self.gateway
             .retry

@@ -235,6 +235,7 @@ impl Service {
     /// Routes the pods' events to their handlers (the world routes
     /// `RequestDeadlinePassed` and `HealthProbeDue`, which reach past the
     /// service).
+    #[inline]
     pub(crate) fn on_event<S: RowSink>(&mut self, e: ServiceEvent, ctx: &mut Ctx<'_, S>) {
         match e {
             ServiceEvent::RequestReachedPod { req, .. } => self.on_request_reached_pod(req, ctx),

@@ -218,7 +218,7 @@ pub(crate) struct Shared<S> {
 impl<S> Shared<S> {
     /// The context for a call into a part.
     #[inline]
-    fn ctx<'a>(&'a mut self, sched: &'a mut Scheduler<Event>) -> Ctx<'a, S> {
+    pub(crate) fn ctx<'a>(&'a mut self, sched: &'a mut Scheduler<Event>) -> Ctx<'a, S> {
         Ctx {
             sched,
             reqs: &mut self.reqs,
@@ -317,163 +317,6 @@ impl<S: RowSink> World<S> {
         })
     }
 
-    /// Calls into the parts with a context, then routes what they asked
-    /// of others, first asked first, each with what it asks in turn.
-    #[inline]
-    pub(crate) fn with<R>(
-        &mut self,
-        sched: &mut Scheduler<Event>,
-        f: impl FnOnce(&mut Parts, &mut Ctx<'_, S>) -> R,
-    ) -> R {
-        let start = self.sh.out.len();
-        let r = f(&mut self.parts, &mut self.sh.ctx(sched));
-        if self.sh.out.len() > start {
-            self.route_asks(start, sched);
-        }
-        r
-    }
-
-    /// Routes the asks from `start` on (an ask's own asks are routed,
-    /// each in turn, before the next ask), then forgets them.
-    fn route_asks(&mut self, start: usize, sched: &mut Scheduler<Event>) {
-        let mut i = start;
-        while i < self.sh.out.len() {
-            let ask = self.sh.out[i];
-            i += 1;
-            self.route(ask, sched);
-        }
-        self.sh.out.truncate(start);
-    }
-
-    /// Hands an ask to the part that must act on it.
-    fn route(&mut self, ask: Ask, sched: &mut Scheduler<Event>) {
-        match ask {
-            Ask::Dispatch { req } => self.dispatch(req, sched),
-            Ask::BeginCall { call } => {
-                // A call ended by a sibling before its turn is not begun.
-                let live =
-                    self.sh.reqs.call(call).filter(|c| {
-                        c.phase == crate::request::CallPhase::Calling && c.attempts == 0
-                    });
-                let edge = stale!(live).edge as usize;
-                self.with(sched, |p, cx| p.clients[edge].begin_call(call, cx));
-            }
-            Ask::CutCall { call, reason } => self.cut_call(call, reason, sched),
-            Ask::CallEnded {
-                req,
-                call,
-                edge,
-                reason,
-            } => {
-                let service = self.sh.env.caller(edge).0 as usize;
-                self.with(sched, |p, cx| {
-                    p.services[service].call_ended(req, call, edge, reason, cx)
-                });
-            }
-            Ask::Complete { req, reason } => self.complete_request(req, reason, sched),
-            Ask::SendToService { att, edge, delay } => {
-                let Target::Service(to) = self.sh.env.topo.edges[edge as usize].to else {
-                    debug_assert!(false, "an attempt to a dependency sent to a service");
-                    return;
-                };
-                let deadline =
-                    self.parts.clients[edge as usize].propagated_deadline(att, &self.sh.reqs);
-                self.with(sched, |p, cx| {
-                    p.services[to as usize].receive(att, edge, delay, deadline, cx)
-                });
-            }
-            Ask::Abandon { dep, job } => {
-                self.with(sched, |p, cx| p.dependencies[dep as usize].abandon(job, cx));
-            }
-            Ask::CallerLeft { req } => {
-                if let Some(q) = self.sh.reqs.get_mut(req) {
-                    q.caller_gone = true;
-                }
-                self.complete_request(req, Reason::Abandoned, sched);
-            }
-        }
-    }
-
-    /// The gateway sends `req` to a pod of the entry service (again, for
-    /// a gateway retry); with no pod in rotation the user hears
-    /// `unavailable`.
-    pub(crate) fn dispatch(&mut self, req: ReqRef, sched: &mut Scheduler<Event>) {
-        let entry = self.sh.env.topo.entry as usize;
-        if self.with(sched, |p, cx| p.services[entry].place(req, cx)) {
-            return;
-        }
-        if let Some(q) = self.sh.reqs.get_mut(req) {
-            q.service_done = true;
-            q.phase = crate::request::Phase::Finished;
-        }
-        self.with(sched, |p, cx| {
-            p.load.user_outcome(req, Reason::Unavailable, cx)
-        });
-    }
-
-    /// The request no longer needs `call`: its client cuts it (counted as
-    /// neither answered nor failed).
-    fn cut_call(&mut self, call: CallRef, reason: Reason, sched: &mut Scheduler<Event>) {
-        let edge = stale!(self.sh.reqs.call(call)).edge as usize;
-        self.with(sched, |p, cx| {
-            p.clients[edge].close_call(call, reason, true, cx)
-        });
-    }
-
-    /// The service is done with `req`: whatever calls are running are
-    /// cut, its core and worker move on to the next in line, and its
-    /// caller gets `reason`: the user (across the network), unless the
-    /// user already saw an outcome or the gateway retries it; or the
-    /// attempt of another service that sent it.
-    pub(crate) fn complete_request(
-        &mut self,
-        req: ReqRef,
-        reason: Reason,
-        sched: &mut Scheduler<Event>,
-    ) {
-        let q = stale!(self.sh.reqs.get_mut(req));
-        if q.service_done {
-            return;
-        }
-        let calls = std::mem::take(&mut q.calls);
-        let service = q.service as usize;
-        for call in calls.iter() {
-            self.cut_call(call, reason, sched);
-        }
-        let released = self.with(sched, |p, cx| p.services[service].release(req, cx));
-        let r = stale!(released);
-        self.with(sched, |p, cx| p.services[service].released(&r, reason, cx));
-        match r.caller {
-            Caller::Attempt { att, edge } => self.with(sched, |p, cx| {
-                p.services[service].answer_caller(req, att, edge, reason, cx)
-            }),
-            Caller::User if r.user_done => self.sh.reqs.release_if_done(req),
-            Caller::User if self.parts.load.retries(r.dispatches, reason) => {
-                self.dispatch(req, sched)
-            }
-            Caller::User => self.with(sched, |p, cx| {
-                p.services[service].answer_user(req, reason, cx)
-            }),
-        }
-    }
-
-    /// Takes `service`'s pod `pod` out (a failed probe, the timeline):
-    /// every request it held fails with `pod_restarted`.
-    pub(crate) fn take_pod_down(
-        &mut self,
-        service: u32,
-        pod: u32,
-        state: PodState,
-        sched: &mut Scheduler<Event>,
-    ) {
-        let s = service as usize;
-        let held = self.with(sched, |p, cx| p.services[s].go_down(pod, state, cx));
-        for req in held {
-            self.complete_request(req, Reason::PodRestarted, sched);
-        }
-        self.with(sched, |p, cx| p.services[s].went_down(pod, state, cx));
-    }
-
     /// Schedules the first events: buckets, arrivals, probes, timeline.
     pub fn start(&mut self, sched: &mut Scheduler<Event>) {
         // A bucket longer than the run closes with the run, its span the
@@ -483,24 +326,26 @@ impl<S: RowSink> World<S> {
             .saturating_add(self.cfg.clock.bucket)
             .min(self.end);
         let _ = sched.schedule_at(first, Event::BucketEnded);
-        self.with(sched, |p, cx| p.load.schedule_next_arrival(cx));
-        for d in 0..self.parts.dependencies.len() {
-            self.with(sched, |p, cx| {
-                p.dependencies[d].schedule_next_background(cx)
-            });
+        let cx = &mut self.sh.ctx(sched);
+        let parts = &mut self.parts;
+        parts.with(cx, |p, cx| p.load.schedule_next_arrival(cx));
+        for d in 0..parts.dependencies.len() {
+            parts.with(cx, |p, cx| p.dependencies[d].schedule_next_background(cx));
         }
-        self.with(sched, |p, cx| p.load.start_closed_loop(cx));
-        let now = sched.now();
-        let entry = self.sh.env.topo.entry as usize;
-        let pods = self.parts.services[entry].pod_count();
-        self.sh.rec.level(Level::PodsUp, now, i64::from(pods));
-        for s in 0..self.parts.services.len() {
-            for pod in 0..self.parts.services[s].pod_count() {
-                self.with(sched, |p, cx| p.services[s].schedule_first_probe(pod, cx));
+        parts.with(cx, |p, cx| p.load.start_closed_loop(cx));
+        let now = cx.now();
+        let entry = cx.env.topo.entry as usize;
+        let pods = parts.services[entry].pod_count();
+        cx.rec.level(Level::PodsUp, now, i64::from(pods));
+        for s in 0..parts.services.len() {
+            for pod in 0..parts.services[s].pod_count() {
+                parts.with(cx, |p, cx| p.services[s].schedule_first_probe(pod, cx));
             }
         }
         for (i, step) in self.steps.iter().enumerate() {
-            let _ = sched.schedule_at(step.at, Event::TimelineStepDue { index: i as u32 });
+            let _ = cx
+                .sched
+                .schedule_at(step.at, Event::TimelineStepDue { index: i as u32 });
         }
     }
 
@@ -658,40 +503,207 @@ impl<S: RowSink> World<S> {
             let _ = sched.schedule_at(next, Event::BucketEnded);
         }
     }
+}
+
+/// The world's routing: each event to the part it names, each ask to
+/// the part that must act, and the flows that span parts, all on the one
+/// context built per event.
+impl Parts {
+    /// Calls into the parts with a context, then routes what they asked
+    /// of others, first asked first, each with what it asks in turn.
+    #[inline]
+    pub(crate) fn with<R, S: RowSink>(
+        &mut self,
+        cx: &mut Ctx<'_, S>,
+        f: impl FnOnce(&mut Parts, &mut Ctx<'_, S>) -> R,
+    ) -> R {
+        let start = cx.out.len();
+        let r = f(self, cx);
+        if cx.out.len() > start {
+            self.route_asks(start, cx);
+        }
+        r
+    }
+
+    /// Routes the asks from `start` on (an ask's own asks are routed,
+    /// each in turn, before the next ask), then forgets them.
+    fn route_asks<S: RowSink>(&mut self, start: usize, cx: &mut Ctx<'_, S>) {
+        let mut i = start;
+        while i < cx.out.len() {
+            let ask = cx.out[i];
+            i += 1;
+            self.route(ask, cx);
+        }
+        cx.out.truncate(start);
+    }
+
+    /// Hands an ask to the part that must act on it.
+    #[inline]
+    fn route<S: RowSink>(&mut self, ask: Ask, cx: &mut Ctx<'_, S>) {
+        match ask {
+            Ask::Dispatch { req } => self.dispatch(req, cx),
+            Ask::BeginCall { call } => {
+                // A call ended by a sibling before its turn is not begun.
+                let live = cx
+                    .reqs
+                    .call(call)
+                    .filter(|c| c.phase == crate::request::CallPhase::Calling && c.attempts == 0);
+                let edge = stale!(live).edge as usize;
+                self.with(cx, |p, cx| p.clients[edge].begin_call(call, cx));
+            }
+            Ask::CutCall { call, reason } => self.cut_call(call, reason, cx),
+            Ask::CallEnded {
+                req,
+                call,
+                edge,
+                reason,
+            } => {
+                let service = cx.env.caller(edge).0 as usize;
+                self.with(cx, |p, cx| {
+                    p.services[service].call_ended(req, call, edge, reason, cx)
+                });
+            }
+            Ask::Complete { req, reason } => self.complete_request(req, reason, cx),
+            Ask::SendToService { att, edge, delay } => {
+                let Target::Service(to) = cx.env.topo.edges[edge as usize].to else {
+                    debug_assert!(false, "an attempt to a dependency sent to a service");
+                    return;
+                };
+                let deadline = self.clients[edge as usize].propagated_deadline(att, cx.reqs);
+                self.with(cx, |p, cx| {
+                    p.services[to as usize].receive(att, edge, delay, deadline, cx)
+                });
+            }
+            Ask::Abandon { dep, job } => {
+                self.with(cx, |p, cx| p.dependencies[dep as usize].abandon(job, cx));
+            }
+            Ask::CallerLeft { req } => {
+                if let Some(q) = cx.reqs.get_mut(req) {
+                    q.caller_gone = true;
+                }
+                self.complete_request(req, Reason::Abandoned, cx);
+            }
+        }
+    }
+
+    /// The gateway sends `req` to a pod of the entry service (again, for
+    /// a gateway retry); with no pod in rotation the user hears
+    /// `unavailable`.
+    #[inline]
+    pub(crate) fn dispatch<S: RowSink>(&mut self, req: ReqRef, cx: &mut Ctx<'_, S>) {
+        let entry = cx.env.topo.entry as usize;
+        if self.with(cx, |p, cx| p.services[entry].place(req, cx)) {
+            return;
+        }
+        if let Some(q) = cx.reqs.get_mut(req) {
+            q.service_done = true;
+            q.phase = crate::request::Phase::Finished;
+        }
+        self.with(cx, |p, cx| {
+            p.load.user_outcome(req, Reason::Unavailable, cx)
+        });
+    }
+
+    /// The request no longer needs `call`: its client cuts it (counted as
+    /// neither answered nor failed).
+    #[inline]
+    fn cut_call<S: RowSink>(&mut self, call: CallRef, reason: Reason, cx: &mut Ctx<'_, S>) {
+        let edge = stale!(cx.reqs.call(call)).edge as usize;
+        self.with(cx, |p, cx| {
+            p.clients[edge].close_call(call, reason, true, cx)
+        });
+    }
+
+    /// The service is done with `req`: whatever calls are running are
+    /// cut, its core and worker move on to the next in line, and its
+    /// caller gets `reason`: the user (across the network), unless the
+    /// user already saw an outcome or the gateway retries it; or the
+    /// attempt of another service that sent it.
+    pub(crate) fn complete_request<S: RowSink>(
+        &mut self,
+        req: ReqRef,
+        reason: Reason,
+        cx: &mut Ctx<'_, S>,
+    ) {
+        let q = stale!(cx.reqs.get_mut(req));
+        if q.service_done {
+            return;
+        }
+        let calls = std::mem::take(&mut q.calls);
+        let service = q.service as usize;
+        for call in calls.iter() {
+            self.cut_call(call, reason, cx);
+        }
+        let released = self.with(cx, |p, cx| p.services[service].release(req, cx));
+        let r = stale!(released);
+        let retry = self.with(cx, |p, cx| {
+            let s = &mut p.services[service];
+            s.released(&r, reason, cx);
+            match r.caller {
+                Caller::Attempt { att, edge } => s.answer_caller(req, att, edge, reason, cx),
+                Caller::User if r.user_done => cx.reqs.release_if_done(req),
+                Caller::User if p.load.retries(r.dispatches, reason) => return true,
+                Caller::User => s.answer_user(req, reason, cx),
+            }
+            false
+        });
+        if retry {
+            self.dispatch(req, cx);
+        }
+    }
+
+    /// Takes `service`'s pod `pod` out (a failed probe, the timeline):
+    /// every request it held fails with `pod_restarted`.
+    pub(crate) fn take_pod_down<S: RowSink>(
+        &mut self,
+        service: u32,
+        pod: u32,
+        state: PodState,
+        cx: &mut Ctx<'_, S>,
+    ) {
+        let s = service as usize;
+        let held = self.with(cx, |p, cx| p.services[s].go_down(pod, state, cx));
+        for req in held {
+            self.complete_request(req, Reason::PodRestarted, cx);
+        }
+        self.with(cx, |p, cx| p.services[s].went_down(pod, state, cx));
+    }
 
     /// Routes a load event; the deadline line's wake-up delivers one
     /// deadline at a time, so what each asks is done before the next.
-    fn on_load_event(&mut self, e: LoadEvent, sched: &mut Scheduler<Event>) {
+    #[inline]
+    fn on_load_event<S: RowSink>(&mut self, e: LoadEvent, cx: &mut Ctx<'_, S>) {
         if e != LoadEvent::UserDeadlinesDue {
-            self.with(sched, |p, cx| p.load.on_event(e, cx));
+            self.with(cx, |p, cx| p.load.on_event(e, cx));
             return;
         }
-        self.parts.load.deadlines_woken();
-        while self.with(sched, |p, cx| p.load.deliver_deadline(cx)) {}
-        self.with(sched, |p, cx| p.load.deadlines_delivered(cx));
+        self.load.deadlines_woken();
+        while self.with(cx, |p, cx| p.load.deliver_deadline(cx)) {}
+        self.with(cx, |p, cx| p.load.deadlines_delivered(cx));
     }
 
     /// Routes a service event; a propagated deadline and a health probe
     /// reach past the service (the request's calls and caller, the pod's
     /// requests).
-    fn on_service_event(&mut self, e: ServiceEvent, sched: &mut Scheduler<Event>) {
+    #[inline]
+    fn on_service_event<S: RowSink>(&mut self, e: ServiceEvent, cx: &mut Ctx<'_, S>) {
         match e {
             ServiceEvent::RequestDeadlinePassed { req } => {
-                if let Some(q) = self.sh.reqs.get_mut(req) {
+                if let Some(q) = cx.reqs.get_mut(req) {
                     q.deadline_timer = None;
                 }
-                self.complete_request(req, Reason::DeadlineExceeded, sched);
+                self.complete_request(req, Reason::DeadlineExceeded, cx);
             }
             ServiceEvent::HealthProbeDue { service, pod } => {
                 let s = service as usize;
-                if self.with(sched, |p, cx| p.services[s].on_health_probe(pod, cx)) {
-                    self.take_pod_down(service, pod, PodState::Restarting, sched);
+                if self.with(cx, |p, cx| p.services[s].on_health_probe(pod, cx)) {
+                    self.take_pod_down(service, pod, PodState::Restarting, cx);
                 }
             }
             ServiceEvent::RequestReachedPod { service, .. }
             | ServiceEvent::WorkDone { service, .. }
             | ServiceEvent::PodCameBack { service, .. } => {
-                self.with(sched, |p, cx| p.services[service as usize].on_event(e, cx));
+                self.with(cx, |p, cx| p.services[service as usize].on_event(e, cx));
             }
         }
     }
@@ -700,13 +712,14 @@ impl<S: RowSink> World<S> {
     /// asks done before the next (a timeout line's due attempts one at a
     /// time; a failed dial's room offered once the attempt's end is done;
     /// an answer's pool levels brought up to date last).
-    fn on_client_event(&mut self, e: ClientEvent, sched: &mut Scheduler<Event>) {
+    #[inline]
+    fn on_client_event<S: RowSink>(&mut self, e: ClientEvent, cx: &mut Ctx<'_, S>) {
         let edge = e.edge() as usize;
         match e {
             ClientEvent::TimeoutsDue { .. } => {
-                self.parts.clients[edge].timeouts_woken();
-                while self.with(sched, |p, cx| p.clients[edge].deliver_timeout(cx)) {}
-                self.with(sched, |p, cx| p.clients[edge].timeouts_delivered(cx));
+                self.clients[edge].timeouts_woken();
+                while self.with(cx, |p, cx| p.clients[edge].deliver_timeout(cx)) {}
+                self.with(cx, |p, cx| p.clients[edge].timeouts_delivered(cx));
             }
             ClientEvent::ConnectionFailed {
                 pod,
@@ -715,41 +728,40 @@ impl<S: RowSink> World<S> {
                 refused,
                 ..
             } => {
-                let failed = self.with(sched, |p, cx| {
+                let failed = self.with(cx, |p, cx| {
                     p.clients[edge].on_connection_failed(pod, epoch, att, refused, cx)
                 });
                 if failed {
-                    self.with(sched, |p, cx| p.clients[edge].after_failed_dial(pod, cx));
+                    self.with(cx, |p, cx| p.clients[edge].after_failed_dial(pod, cx));
                 }
             }
             ClientEvent::ResponseReachedPod { att, status, .. } => {
-                let answered =
-                    self.with(sched, |p, cx| p.clients[edge].on_response(att, status, cx));
+                let answered = self.with(cx, |p, cx| p.clients[edge].on_response(att, status, cx));
                 if let Some(pod) = answered {
-                    self.with(sched, |p, cx| p.clients[edge].answered(pod, cx));
+                    self.with(cx, |p, cx| p.clients[edge].answered(pod, cx));
                 }
             }
-            _ => self.with(sched, |p, cx| p.clients[edge].on_event(e, cx)),
+            _ => self.with(cx, |p, cx| p.clients[edge].on_event(e, cx)),
         }
     }
 
     /// Routes a dependency event; an arrival carries the deadline its
     /// attempt's client propagates.
-    fn on_dependency_event(&mut self, e: DependencyEvent, sched: &mut Scheduler<Event>) {
+    #[inline]
+    fn on_dependency_event<S: RowSink>(&mut self, e: DependencyEvent, cx: &mut Ctx<'_, S>) {
         match e {
             DependencyEvent::Received { att, edge } => {
-                let Target::Dependency(d) = self.sh.env.topo.edges[edge as usize].to else {
+                let Target::Dependency(d) = cx.env.topo.edges[edge as usize].to else {
                     debug_assert!(false, "an attempt to a service reached a dependency");
                     return;
                 };
-                let deadline =
-                    self.parts.clients[edge as usize].propagated_deadline(att, &self.sh.reqs);
-                self.with(sched, |p, cx| {
+                let deadline = self.clients[edge as usize].propagated_deadline(att, cx.reqs);
+                self.with(cx, |p, cx| {
                     p.dependencies[d as usize].on_received(att, edge, deadline, cx)
                 });
             }
             DependencyEvent::Completed { dep, .. } | DependencyEvent::BackgroundArrived { dep } => {
-                self.with(sched, |p, cx| p.dependencies[dep as usize].on_event(e, cx));
+                self.with(cx, |p, cx| p.dependencies[dep as usize].on_event(e, cx));
             }
         }
     }
@@ -769,10 +781,10 @@ impl<S: RowSink> Model for World<S> {
         match event {
             Event::BucketEnded => self.on_bucket_ended(sched),
             Event::TimelineStepDue { index } => self.on_timeline_step(index, sched),
-            Event::Load(e) => self.on_load_event(e, sched),
-            Event::Service(e) => self.on_service_event(e, sched),
-            Event::Client(e) => self.on_client_event(e, sched),
-            Event::Dependency(e) => self.on_dependency_event(e, sched),
+            Event::Load(e) => self.parts.on_load_event(e, &mut self.sh.ctx(sched)),
+            Event::Service(e) => self.parts.on_service_event(e, &mut self.sh.ctx(sched)),
+            Event::Client(e) => self.parts.on_client_event(e, &mut self.sh.ctx(sched)),
+            Event::Dependency(e) => self.parts.on_dependency_event(e, &mut self.sh.ctx(sched)),
         }
     }
 

@@ -152,6 +152,12 @@ impl Gauge {
     /// must not pass the end of the open bucket before it is closed).
     #[inline]
     pub fn set(&mut self, t: SimTime, value: i64) {
+        // An unchanged value goes on being held: what it adds to the
+        // integral and to min/max is counted when it changes or the
+        // bucket closes, the same either way.
+        if value == self.value {
+            return;
+        }
         self.hold_until(t);
         self.value = value;
     }
