@@ -407,7 +407,7 @@ pub fn evaluate(
         world.clock.window,
         &exp.objective.clone().unwrap_or_default(),
     )
-    .with_cost(&out.totals, world.cost_per_attempt());
+    .with_cost(&out.totals);
     let summary =
         summary_frame(&cell, &exp.name, &[], &k, out.events).map_err(|e| e.to_string())?;
     let values = observed

@@ -71,8 +71,8 @@ pub struct CellContext {
     pub clock: WallClock,
     /// Each pod group's first and last pod.
     pub spans: Vec<(u32, u32)>,
-    /// What one attempt costs (`client.cost_per_attempt`), if set.
-    pub cost_per_attempt: Option<f64>,
+    /// The edges' names, by index (the attempts table's `edge`).
+    pub edges: Vec<String>,
     /// Key-value metadata of every file.
     pub meta: Vec<(String, String)>,
 }
@@ -245,28 +245,21 @@ impl<'w> CellSink<'w> {
             return;
         }
         let c = &self.ctx;
-        let r = timeseries_frame(
-            &c.cell,
-            &c.experiment,
-            &c.kinds,
-            &self.rows,
-            &c.clock,
-            c.cost_per_attempt,
-        )
-        .map_err(|e| e.to_string())
-        .and_then(|df| self.timeseries.write(df, &c.meta))
-        .and_then(|()| {
-            pod_groups_frame(
-                &c.cell,
-                &c.experiment,
-                &c.kinds,
-                &self.rows,
-                &c.clock,
-                &c.spans,
-            )
+        let r = timeseries_frame(&c.cell, &c.experiment, &c.kinds, &self.rows, &c.clock)
             .map_err(|e| e.to_string())
-        })
-        .and_then(|df| self.pod_groups.write(df, &c.meta));
+            .and_then(|df| self.timeseries.write(df, &c.meta))
+            .and_then(|()| {
+                pod_groups_frame(
+                    &c.cell,
+                    &c.experiment,
+                    &c.kinds,
+                    &self.rows,
+                    &c.clock,
+                    &c.spans,
+                )
+                .map_err(|e| e.to_string())
+            })
+            .and_then(|df| self.pod_groups.write(df, &c.meta));
         self.rows.clear();
         self.keep(r);
     }
@@ -280,7 +273,7 @@ impl<'w> CellSink<'w> {
             return;
         }
         let c = &self.ctx;
-        let r = attempts_frame(&c.cell, &c.experiment, &self.attempts, c.cost_per_attempt)
+        let r = attempts_frame(&c.cell, &c.experiment, &self.attempts, &c.edges)
             .map_err(|e| e.to_string())
             .and_then(|df| table.write(df, &c.meta));
         self.attempts.clear();
@@ -353,7 +346,7 @@ impl<'w> CellSink<'w> {
         }
         let (cell, name, kinds, clock) = (&c.cell, c.experiment.as_str(), &c.kinds, &c.clock);
         timeseries.finish(
-            || timeseries_frame(cell, name, kinds, &[], clock, c.cost_per_attempt),
+            || timeseries_frame(cell, name, kinds, &[], clock),
             &c.meta,
             writer,
         )?;
@@ -370,7 +363,7 @@ impl<'w> CellSink<'w> {
         )?;
         if let Some(a) = attempts_table {
             a.finish(
-                || attempts_frame(cell, name, &[], c.cost_per_attempt),
+                || attempts_frame(cell, name, &[], &c.edges),
                 &c.meta,
                 writer,
             )?;
@@ -684,7 +677,6 @@ pub fn timeseries_frame(
     kinds: &[(String, ParamKind)],
     rows: &[BucketRow],
     clock: &WallClock,
-    cost: Option<f64>,
 ) -> PolarsResult<DataFrame> {
     let n = rows.len();
     let mut cols = id_columns(cell, experiment, n);
@@ -732,17 +724,16 @@ pub fn timeseries_frame(
     ));
     // What the attempts that ended in the bucket cost, and of it the
     // attempts that served no answer (null when no cost is configured).
-    let ended = |r: &BucketRow| Count::ENDED.iter().map(|&c| r.count(c)).sum::<u64>();
     cols.push(Column::new(
         "cost_total".into(),
         rows.iter()
-            .map(|r| cost.map(|c| c * ended(r) as f64))
+            .map(|r| r.cost.map(|c| c.total))
             .collect::<Vec<_>>(),
     ));
     cols.push(Column::new(
         "cost_wasted".into(),
         rows.iter()
-            .map(|r| cost.map(|c| c * (ended(r) - r.count(Count::EndedSuccess)) as f64))
+            .map(|r| r.cost.map(|c| c.wasted))
             .collect::<Vec<_>>(),
     ));
     cols.push(Column::new(
@@ -966,7 +957,7 @@ pub fn attempts_frame(
     cell: &Cell,
     experiment: &str,
     attempts: &[AttemptRecord],
-    cost: Option<f64>,
+    edges: &[String],
 ) -> PolarsResult<DataFrame> {
     let n = attempts.len();
     let mut cols = id_columns(cell, experiment, n);
@@ -1018,7 +1009,14 @@ pub fn attempts_frame(
     ));
     cols.push(Column::new(
         "cost".into(),
-        attempts.iter().map(|_| cost).collect::<Vec<_>>(),
+        attempts.iter().map(|a| a.cost).collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "edge".into(),
+        attempts
+            .iter()
+            .map(|a| edges.get(a.edge as usize).map_or("", String::as_str))
+            .collect::<Vec<&str>>(),
     ));
     DataFrame::new(n, cols)
 }

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use sim_core::rng::Fnv1a;
+use sim_models::graph::Topology;
 use sim_models::kpi::{Kpis, kpis_for};
 use sim_models::recorder::pod_group_spans;
 use sim_models::world::{Checks, run_with};
@@ -325,7 +326,9 @@ fn run_cell(
         clock: world.clock.wall_clock(),
         spans: pod_group_spans(world.entry_service().pods, world.entry_service().groups()),
         meta: meta.clone(),
-        cost_per_attempt: world.cost_per_attempt(),
+        edges: Topology::of(&world)
+            .map(|t| t.edges.into_iter().map(|e| e.name).collect())
+            .unwrap_or_default(),
     };
     let sink = CellSink::new(out, ctx, exp.outputs.attempts, writer);
     let output = run_with(&world, sink, checks).map_err(|e| e.to_string())?;
@@ -338,7 +341,7 @@ fn run_cell(
         world.clock.window,
         &exp.objective.clone().unwrap_or_default(),
     )
-    .with_cost(&output.totals, world.cost_per_attempt());
+    .with_cost(&output.totals);
     let pe = |e: polars::prelude::PolarsError| e.to_string();
     let mut sm = summary_frame(cell, &exp.name, kinds, &k, output.events).map_err(pe)?;
     write_parquet(

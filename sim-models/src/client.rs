@@ -302,6 +302,7 @@ impl Client {
     /// Routes the client's events to their handlers (the world drives
     /// the three whose handling reaches past the client between steps:
     /// `TimeoutsDue`, `ConnectionFailed`, `ResponseReachedPod`).
+    #[inline]
     pub(crate) fn on_event<S: RowSink>(&mut self, e: ClientEvent, ctx: &mut Ctx<'_, S>) {
         match e {
             ClientEvent::CallDeadlinePassed { call, .. } => self.on_call_deadline(call, ctx),
@@ -378,6 +379,7 @@ impl Client {
 
     /// The deadline an attempt carries to what it calls, when propagated:
     /// the earlier of the call's deadline and the attempt's own timeout.
+    #[inline]
     pub(crate) fn propagated_deadline(&self, att: AttRef, reqs: &Requests) -> Option<SimTime> {
         if !self.cfg.propagate_deadline {
             return None;
@@ -888,6 +890,7 @@ impl Client {
     }
 
     /// Brings the pool levels of `pod` up to date (after an answer).
+    #[inline]
     pub(crate) fn answered<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) {
         self.sync_pool(pod, ctx);
     }
@@ -1050,7 +1053,7 @@ impl Client {
         if let Some(c) = ctx.reqs.call_mut(call) {
             c.remove_live(att);
         }
-        ctx.rec.count(Count::ended(outcome), 1);
+        ctx.rec.attempt_ended(self.index, outcome);
         if outcome != AttemptOutcome::Cancelled {
             let which = if closed.number == 1 {
                 Latency::FirstAttempt
@@ -1074,6 +1077,8 @@ impl Client {
                 pool_wait,
                 outcome: outcome.name(),
                 late,
+                edge: self.index,
+                cost: self.cfg.cost_per_attempt,
             });
         }
         Some(closed)
@@ -1326,6 +1331,7 @@ impl Client {
 
     /// `call` is over with `reason`: the client closes it, and asks the
     /// world to tell its request.
+    #[inline]
     fn finish_call<S: RowSink>(&mut self, call: CallRef, reason: Reason, ctx: &mut Ctx<'_, S>) {
         let req = stale!(ctx.reqs.call(call)).req;
         self.close_call(call, reason, false, ctx);
@@ -1389,6 +1395,7 @@ impl Client {
 }
 
 /// Sets `att`'s phase, if it lives.
+#[inline]
 fn set_phase(reqs: &mut Requests, att: AttRef, phase: AttemptPhase) {
     if let Some(a) = reqs.att_mut(att) {
         a.phase = phase;

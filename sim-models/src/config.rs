@@ -970,6 +970,8 @@ pub struct ClientConfig {
     /// What one attempt costs, in any unit (an LLM call's tokens, a paid
     /// API's cents): the dataset then counts the cost of every attempt and
     /// the share wasted on attempts that served no answer (default: none).
+    /// In a graph each call's client prices its own attempts; the run's
+    /// cost is their sum. A deploy does not reprice attempts.
     pub cost_per_attempt: Option<f64>,
 }
 
@@ -1182,15 +1184,6 @@ impl WorldConfig {
             .as_ref()
             .and_then(|e| self.services.get(e))
             .unwrap_or(&self.service)
-    }
-
-    /// What one attempt costs: the single tier's `client.cost_per_attempt`
-    /// (a graph's attempts are on many edges: none).
-    pub fn cost_per_attempt(&self) -> Option<f64> {
-        match self.is_graph() {
-            false => self.client.cost_per_attempt,
-            true => None,
-        }
     }
 
     /// Checks every field and combination; returns every problem found.
@@ -1431,6 +1424,14 @@ impl ClientConfig {
             p.add(
                 &format!("{at}.attempt_timeout"),
                 format!("({t}) is longer than {at}.total_deadline ({d}): the deadline would always cut it"),
+            );
+        }
+        if let Some(c) = self.cost_per_attempt
+            && (!c.is_finite() || c < 0.0)
+        {
+            p.add(
+                &format!("{at}.cost_per_attempt"),
+                format!("must be a non-negative amount, found {c}"),
             );
         }
         for (path, d) in [

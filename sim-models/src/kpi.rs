@@ -334,8 +334,8 @@ pub struct Kpis {
     pub slo_error_rate: f64,
     /// The SLO's p99 bound, seconds.
     pub slo_p99_s: Option<f64>,
-    /// The cost of every attempt that ended, when `client.cost_per_attempt`
-    /// is set ([`Kpis::with_cost`]).
+    /// The cost of every attempt that ended, when a client sets
+    /// `cost_per_attempt` ([`Kpis::with_cost`]).
     pub cost_total: Option<f64>,
     /// Of it, the attempts that served no answer: failed, timed out,
     /// cancelled (a lost hedge). Work the dependency may well have done.
@@ -548,15 +548,14 @@ pub fn kpis_for(
 }
 
 impl Kpis {
-    /// The run's cost at `per_attempt` a attempt (`client.cost_per_attempt`):
-    /// every attempt that ended, and of them those that served no answer.
-    pub fn with_cost(mut self, totals: &RunTotals, per_attempt: Option<f64>) -> Kpis {
-        if let Some(c) = per_attempt {
-            let ended = totals.attempts_ended() as f64;
-            let served = totals.count(Count::EndedSuccess) as f64;
-            self.cost_total = Some(c * ended);
-            self.cost_wasted = Some(c * (ended - served));
-            self.cost_per_request = (self.offered > 0).then(|| c * ended / self.offered as f64);
+    /// The run's cost: every attempt that ended, priced by its edge's
+    /// `cost_per_attempt`, and of it what the attempts that served no
+    /// answer cost (none when no edge prices its attempts).
+    pub fn with_cost(mut self, totals: &RunTotals) -> Kpis {
+        if let Some(c) = totals.costs.priced() {
+            self.cost_total = Some(c.total);
+            self.cost_wasted = Some(c.wasted);
+            self.cost_per_request = (self.offered > 0).then(|| c.total / self.offered as f64);
         }
         self
     }

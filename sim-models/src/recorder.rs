@@ -351,6 +351,83 @@ pub struct BucketRow {
     pub e2e_window: LatencySummary,
     /// Per pod group, in group order.
     pub groups: Vec<GroupRow>,
+    /// What the attempts that ended in the bucket cost, and of it what
+    /// the attempts that served no answer cost; `None` when no client
+    /// prices its attempts (`cost_per_attempt`).
+    pub cost: Option<Cost>,
+}
+
+/// What attempts cost: all that ended, and those that served no answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Cost {
+    /// Every attempt that ended.
+    pub total: f64,
+    /// The attempts that ended without a success.
+    pub wasted: f64,
+}
+
+/// Attempts priced by their edge's `cost_per_attempt`: per edge, the
+/// attempts that ended and of them the successes, counted (and priced
+/// only when read, so a run's cost is its count times its price, whatever
+/// the order the attempts ended in).
+#[derive(Clone, Debug, Default)]
+pub struct Costs {
+    /// By edge, its price (none: no edge prices its attempts, and nothing
+    /// is counted).
+    prices: Vec<Option<f64>>,
+    /// By edge: attempts ended, and successes among them.
+    counts: Vec<(u64, u64)>,
+}
+
+impl Costs {
+    /// Costs at `prices`, one per edge; empty when none is set.
+    pub fn new(prices: Vec<Option<f64>>) -> Self {
+        if prices.iter().all(Option::is_none) {
+            return Costs::default();
+        }
+        Costs {
+            counts: vec![(0, 0); prices.len()],
+            prices,
+        }
+    }
+
+    /// An attempt on `edge` ended, a success or not.
+    #[inline]
+    fn ended(&mut self, edge: u32, success: bool) {
+        if let Some(c) = self.counts.get_mut(edge as usize) {
+            c.0 += 1;
+            c.1 += u64::from(success);
+        }
+    }
+
+    /// Adds `other`'s counts (a bucket's to the run's).
+    fn add(&mut self, other: &Costs) {
+        for (t, c) in self.counts.iter_mut().zip(&other.counts) {
+            t.0 += c.0;
+            t.1 += c.1;
+        }
+    }
+
+    /// Forgets the counts (a new bucket).
+    fn clear(&mut self) {
+        self.counts.iter_mut().for_each(|c| *c = (0, 0));
+    }
+
+    /// What the counted attempts cost, edge by edge summed; `None` when no
+    /// edge prices its attempts.
+    pub fn priced(&self) -> Option<Cost> {
+        if self.counts.is_empty() {
+            return None;
+        }
+        let mut cost = Cost::default();
+        for (price, &(ended, served)) in self.prices.iter().zip(&self.counts) {
+            if let Some(c) = price {
+                cost.total += c * ended as f64;
+                cost.wasted += c * (ended - served) as f64;
+            }
+        }
+        Some(cost)
+    }
 }
 
 impl BucketRow {
@@ -411,6 +488,10 @@ pub struct AttemptRecord {
     /// It ended while the upstream still worked on it: its answer, if any,
     /// will come late and be discarded.
     pub late: bool,
+    /// Its edge (the single tier: 0).
+    pub edge: u32,
+    /// What it cost, when its edge prices its attempts.
+    pub cost: Option<f64>,
 }
 
 /// Something that happened to the world as a whole: a timeline action, a
@@ -477,6 +558,8 @@ pub struct RunTotals {
     pub latencies: [Histogram; Latency::COUNT],
     /// Highest attempts ÷ offered in any bucket with offered load.
     pub peak_amplification: f64,
+    /// What attempts cost over the run.
+    pub costs: Costs,
 }
 
 impl Default for RunTotals {
@@ -486,6 +569,7 @@ impl Default for RunTotals {
             counts: [0; Count::COUNT],
             latencies: std::array::from_fn(|_| Histogram::new()),
             peak_amplification: 0.0,
+            costs: Costs::default(),
         }
     }
 }
@@ -666,6 +750,8 @@ pub struct Recorder<S> {
     node_names: Vec<String>,
     /// Each dependency's last in-service and queued counts.
     dependency_levels: Vec<(i64, i64)>,
+    /// The open bucket's priced attempts.
+    costs: Costs,
     totals: RunTotals,
     sink: S,
 }
@@ -686,6 +772,7 @@ impl<S: RowSink> Recorder<S> {
             first_dependency: 0,
             node_names: Vec::new(),
             dependency_levels: Vec::new(),
+            costs: Costs::default(),
             index: 0,
             outcomes: [0; Reason::COUNT],
             counts: [0; Count::COUNT],
@@ -720,6 +807,13 @@ impl<S: RowSink> Recorder<S> {
             topo.dependencies.len(),
         );
         self.dependency_levels = vec![(0, 0); d];
+        self.costs = Costs::new(
+            topo.edges
+                .iter()
+                .map(|e| e.client.cost_per_attempt)
+                .collect(),
+        );
+        self.totals.costs = self.costs.clone();
         if !self.sink.wants_nodes() {
             return self;
         }
@@ -940,6 +1034,15 @@ impl<S: RowSink> Recorder<S> {
         }
     }
 
+    /// An attempt on `edge` ended with `outcome`: counted, and priced if
+    /// its edge prices its attempts.
+    #[inline]
+    pub fn attempt_ended(&mut self, edge: u32, outcome: crate::outcome::AttemptOutcome) {
+        self.counts[Count::ended(outcome) as usize] += 1;
+        self.costs
+            .ended(edge, outcome == crate::outcome::AttemptOutcome::Success);
+    }
+
     /// Counts one event.
     #[inline]
     pub fn count(&mut self, c: Count, n: u64) {
@@ -1022,7 +1125,10 @@ impl<S: RowSink> Recorder<S> {
                     row
                 })
                 .collect(),
+            cost: self.costs.priced(),
         };
+        self.totals.costs.add(&self.costs);
+        self.costs.clear();
         for (t, c) in self.totals.outcomes.iter_mut().zip(self.outcomes) {
             *t += c;
         }

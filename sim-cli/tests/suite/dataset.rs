@@ -776,3 +776,93 @@ fn attempt_costs_add_up_and_are_null_without_a_price() {
     let summary = read_one(&out, "summary");
     assert_eq!(summary.column("cost_total").unwrap().null_count(), 1);
 }
+
+/// A graph prices each call's attempts at its own client's
+/// `cost_per_attempt`: the run's cost is the sum over edges, its wasted
+/// part the attempts that served no answer, and each attempt record names
+/// its edge and carries its price.
+#[test]
+fn a_graph_prices_each_calls_attempts_at_its_own_client() {
+    use polars::prelude::*;
+    let read_one = |out: &Path, table: &str| {
+        let cell = std::fs::read_dir(out.join(table))
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap();
+        let f = std::fs::File::open(cell.path().join("part-0.parquet")).unwrap();
+        ParquetReader::new(f).finish().unwrap()
+    };
+    let dir = scratch("graph-cost");
+    let file = dir.join("graph-cost.yaml");
+    std::fs::write(
+        &file,
+        "clock: { duration: 60s, bucket: 10s }
+load: { rate: 50 }
+outputs: { attempts: 1.0 }
+entry: api
+services:
+  api:
+    calls:
+      - to: cache
+        client: { cost_per_attempt: 1 }
+      - to: llm
+        client: { cost_per_attempt: 1000, retry: { max_retries: 2, backoff: { fixed: { delay: 10ms } } } }
+      - to: log
+dependencies:
+  cache: { latency: { constant: 1ms } }
+  llm: { errors: { http_503: 0.5 }, latency: { constant: 20ms } }
+  log: { latency: { constant: 1ms } }
+",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    stormsim_ok(&[
+        "run",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let summary = read_one(&out, "summary");
+    let f64_of = |name: &str| -> f64 {
+        let c = summary
+            .column(name)
+            .unwrap()
+            .cast(&DataType::Float64)
+            .unwrap();
+        c.f64().unwrap().get(0).unwrap()
+    };
+    let (total, wasted) = (f64_of("cost_total"), f64_of("cost_wasted"));
+    // Every attempt is recorded: priced by its edge, and none on the
+    // unpriced edge.
+    let attempts = read_one(&out, "attempts");
+    let edges = attempts.column("edge").unwrap().str().unwrap().clone();
+    let costs = attempts.column("cost").unwrap().f64().unwrap().clone();
+    let outcomes = attempts.column("outcome").unwrap().str().unwrap().clone();
+    let (mut cache, mut llm, mut llm_failed, mut log) = (0u64, 0u64, 0u64, 0u64);
+    for i in 0..attempts.height() {
+        match (edges.get(i).unwrap(), costs.get(i)) {
+            ("api->cache", Some(1.0)) => cache += 1,
+            ("api->llm", Some(1000.0)) => {
+                llm += 1;
+                llm_failed += u64::from(outcomes.get(i) != Some("success"));
+            }
+            ("api->log", None) => log += 1,
+            other => panic!("attempt {i}: {other:?}"),
+        }
+    }
+    assert!(
+        cache > 2500 && llm > cache && log > 0,
+        "{cache} {llm} {log}"
+    );
+    assert_eq!(total, cache as f64 + 1000.0 * llm as f64);
+    assert_eq!(wasted, 1000.0 * llm_failed as f64);
+    // Half the llm's attempts fail: 1.75 attempts a call, 0.875 failed.
+    let per_call = llm as f64 / cache as f64;
+    assert!((per_call - 1.75).abs() < 0.05, "{per_call}");
+    let ts = read_one(&out, "timeseries");
+    let col = ts.column("cost_wasted").unwrap().f64().unwrap().clone();
+    let sum: f64 = (0..col.len()).filter_map(|i| col.get(i)).sum();
+    assert_eq!(sum, wasted);
+}
