@@ -160,10 +160,7 @@ impl<E> Scheduler<E> {
                 return self.now_lane.pop_front().map(|(_, e)| e);
             }
         }
-        if self.queue.peek()?.time > end {
-            return None;
-        }
-        let (key, event) = self.queue.pop()?;
+        let (key, event) = self.queue.pop_at_or_before(end)?;
         debug_assert!(key.time >= self.now, "time went backwards");
         self.now = key.time;
         Some(event)

@@ -119,6 +119,26 @@ impl<E> LazyHeap<E> {
     }
 }
 
+impl<E> LazyHeap<E> {
+    /// Takes the least pending event if its time is at or before `end`:
+    /// a peek and a pop with the tombstones above it dropped once.
+    #[inline]
+    pub(crate) fn pop_at_or_before(&mut self, end: crate::time::SimTime) -> Option<(EventKey, E)> {
+        self.settle();
+        if self.heap.peek()?.time > end.as_nanos() {
+            return None;
+        }
+        let e = self.heap.pop()?;
+        self.slots.release(e.id());
+        let event = self.events[e.slot as usize].take()?;
+        let key = EventKey {
+            time: crate::time::SimTime::from_nanos(e.time),
+            seq: e.seq,
+        };
+        Some((key, event))
+    }
+}
+
 impl<E> EventQueue<E> for LazyHeap<E> {
     #[inline]
     fn push(&mut self, key: EventKey, _delay: SimDuration, event: E) -> EventId {
