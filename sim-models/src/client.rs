@@ -17,20 +17,24 @@
 //! attempt sent to a service, work left at the far end) it asks of the
 //! world.
 
-use crate::config::{ClientConfig, ConfigError, PoolConfig, Scope};
+use crate::config::{ConfigError, PoolConfig, Problems, millis, secs};
 use crate::context::{Ask, Ctx, refused_by_network};
 use crate::graph::{Edge, Target, Topology, stream_name};
 use crate::policy::adaptive_backoff::AdaptiveBackoff;
+use crate::policy::backoff::Backoff;
+use crate::policy::breaker::BreakerSpec;
+use crate::policy::budget::BudgetSpec;
 use crate::policy::budget::RetryBudget;
 use crate::policy::gate::{Gate, build_gates};
+use crate::policy::throttle::ThrottleSpec;
 use crate::world::compile;
 use rand::RngExt;
+use serde::{Deserialize, Serialize};
 use sim_core::deadlines::DeadlineLine;
 use sim_core::dist::Dist;
 use sim_core::rng::{RngStreams, SimRng};
 use sim_core::time::{SimDuration, SimTime};
 
-use crate::config::{RetryAfterMode, TimeoutStart};
 use crate::outcome::{AttemptOutcome, Pushback, Reason};
 use crate::pods::waiter_is_live;
 use crate::policy::breaker::BreakerState;
@@ -1399,5 +1403,435 @@ impl Client {
 fn set_phase(reqs: &mut Requests, att: AttRef, phase: AttemptPhase) {
     if let Some(a) = reqs.att_mut(att) {
         a.phase = phase;
+    }
+}
+
+// ---------------------------------------------------------------------
+// Configuration: what users write for this part, its defaults, and its
+// check (run by `WorldConfig::validate` under the section's path).
+// ---------------------------------------------------------------------
+
+/// Which attempt outcomes a retry follows. Written as names or HTTP
+/// status codes: `[timeout, connect_failure, 5xx, 429]`, `[502, 503, 504]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RetryOn {
+    /// The attempt timed out.
+    Timeout,
+    /// The connection could not be set up.
+    ConnectFailure,
+    /// Any 5xx answer (`5xx`, `server_error`).
+    ServerError,
+    /// Any 4xx answer but 429 (`4xx`, `client_error`).
+    ClientError,
+    /// A 429 answer (`429`, `rate_limited`).
+    RateLimited,
+    /// No pool connection within the acquire timeout.
+    PoolTimeout,
+    /// One status code.
+    Status(u16),
+}
+
+impl RetryOn {
+    fn name(self) -> String {
+        match self {
+            RetryOn::Timeout => "timeout".into(),
+            RetryOn::ConnectFailure => "connect_failure".into(),
+            RetryOn::ServerError => "5xx".into(),
+            RetryOn::ClientError => "4xx".into(),
+            RetryOn::RateLimited => "429".into(),
+            RetryOn::PoolTimeout => "pool_timeout".into(),
+            RetryOn::Status(c) => c.to_string(),
+        }
+    }
+
+    fn parse(s: &str) -> Result<RetryOn, String> {
+        Ok(match s {
+            "timeout" => RetryOn::Timeout,
+            "connect_failure" => RetryOn::ConnectFailure,
+            "5xx" | "server_error" => RetryOn::ServerError,
+            "4xx" | "client_error" => RetryOn::ClientError,
+            "429" | "rate_limited" => RetryOn::RateLimited,
+            "pool_timeout" => RetryOn::PoolTimeout,
+            code => match code.parse::<u16>() {
+                Ok(c) if (100..600).contains(&c) => RetryOn::Status(c),
+                _ => {
+                    return Err(format!(
+                        "unknown retry condition {code:?}; expected timeout, connect_failure, 5xx, 4xx, 429, pool_timeout or a status code"
+                    ));
+                }
+            },
+        })
+    }
+
+    /// Whether an attempt that ended with `o` matches.
+    pub fn matches(self, o: AttemptOutcome) -> bool {
+        match (self, o) {
+            (RetryOn::Timeout, AttemptOutcome::Timeout) => true,
+            (RetryOn::ConnectFailure, AttemptOutcome::ConnectFailure) => true,
+            (RetryOn::ServerError, AttemptOutcome::ServerError(..)) => true,
+            (RetryOn::ClientError, AttemptOutcome::ClientError(_)) => true,
+            (RetryOn::RateLimited, AttemptOutcome::RateLimited(_)) => true,
+            (RetryOn::PoolTimeout, AttemptOutcome::PoolTimeout) => true,
+            (
+                RetryOn::Status(c),
+                AttemptOutcome::ServerError(code, _) | AttemptOutcome::ClientError(code),
+            ) => c == code,
+            (RetryOn::Status(429), AttemptOutcome::RateLimited(_)) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Serialize for RetryOn {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RetryOn::Status(c) => s.serialize_u16(*c),
+            other => s.serialize_str(&other.name()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RetryOn {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = RetryOn;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a retry condition (timeout, connect_failure, 5xx, 4xx, 429, pool_timeout) or a status code")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RetryOn, E> {
+                RetryOn::parse(v).map_err(E::custom)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RetryOn, E> {
+                RetryOn::parse(&v.to_string()).map_err(E::custom)
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RetryOn, E> {
+                RetryOn::parse(&v.to_string()).map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// How a 429's `Retry-After` (or a 503's pushback) is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryAfterMode {
+    /// Use the backoff; ignore the header.
+    Ignore,
+    /// Wait exactly what the server says (gRPC pushback, Envoy's
+    /// rate-limited backoff); the backoff schedule then starts over from
+    /// its first step, as gRPC's does.
+    Honor,
+    /// Wait the longer of the backoff and the header.
+    AtLeast,
+}
+
+/// Server pushback handling.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryAfterConfig {
+    /// How the header is used (default `ignore`).
+    pub mode: RetryAfterMode,
+    /// A header longer than this means "do not retry" (default: none).
+    pub cap: Option<SimDuration>,
+    /// Whether a retry after a Retry-After wait counts against
+    /// `max_retries` (default true; seed 002 says it should not).
+    pub counts_as_retry: bool,
+    /// Jitter on the wait the server asked for: the wait is Retry-After ×
+    /// U(1, 1 + jitter), never earlier than asked (default 0: every client
+    /// told "1s" returns exactly 1 s later, in step with the others).
+    pub jitter: f64,
+}
+
+impl Default for RetryAfterConfig {
+    fn default() -> Self {
+        RetryAfterConfig {
+            mode: RetryAfterMode::Ignore,
+            cap: None,
+            counts_as_retry: true,
+            jitter: 0.0,
+        }
+    }
+}
+
+/// A fast first layer of retries (seed 001): immediate, only for quick
+/// gateway errors, not counted against `max_retries`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FastRetry {
+    /// Fast retries per call (default 1).
+    #[serde(default = "one_u32")]
+    pub max: u32,
+    /// Statuses that qualify (default 502, 503, 504).
+    #[serde(default = "gateway_errors")]
+    pub statuses: Vec<u16>,
+    /// Only when the failed attempt took less than this (default 100ms:
+    /// a quick error is not real overload).
+    #[serde(default = "hundred_ms")]
+    pub within: SimDuration,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+fn gateway_errors() -> Vec<u16> {
+    vec![502, 503, 504]
+}
+fn hundred_ms() -> SimDuration {
+    millis(100)
+}
+
+/// Retries of one call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryConfig {
+    /// Retries after the first attempt (default 0).
+    pub max_retries: u32,
+    /// Delay before each retry (default `fixed: { delay: 1s }`).
+    pub backoff: Backoff,
+    /// Outcomes that are retried (default: timeout, connect_failure, 5xx,
+    /// 429, pool_timeout).
+    pub retry_on: Vec<RetryOn>,
+    /// Retry only idempotent requests (default false).
+    pub idempotent_only: bool,
+    /// Server pushback.
+    pub retry_after: RetryAfterConfig,
+    /// Optional fast first layer.
+    pub fast_retry: Option<FastRetry>,
+    /// Backoff that grows while the client's recent attempts fail (default:
+    /// none).
+    pub adaptive: Option<crate::policy::adaptive_backoff::AdaptiveBackoffSpec>,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            max_retries: 0,
+            backoff: Backoff::fixed(secs(1)),
+            retry_on: vec![
+                RetryOn::Timeout,
+                RetryOn::ConnectFailure,
+                RetryOn::ServerError,
+                RetryOn::RateLimited,
+                RetryOn::PoolTimeout,
+            ],
+            idempotent_only: false,
+            retry_after: RetryAfterConfig::default(),
+            fast_retry: None,
+            adaptive: None,
+        }
+    }
+}
+
+/// Where a budget, breaker or throttle lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// One per pod (per client process): the default, as libraries do.
+    Pod,
+    /// One shared by every pod.
+    Global,
+}
+
+/// gRPC A6 hedging: another attempt every `delay`, up to `max_attempts`;
+/// the first success cancels the rest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HedgingConfig {
+    /// Attempts in all, the original included (2..=5; gRPC clamps to 5).
+    pub max_attempts: u32,
+    /// Time between hedges (`0s` sends all at once).
+    pub delay: SimDuration,
+    /// Answers that trigger the next hedge at once instead of ending the
+    /// call (default: 5xx).
+    #[serde(default = "non_fatal")]
+    pub non_fatal: Vec<RetryOn>,
+}
+
+fn non_fatal() -> Vec<RetryOn> {
+    vec![RetryOn::ServerError]
+}
+
+/// When the per-attempt timeout starts counting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeoutStart {
+    /// When the attempt starts: pool wait and connect included (Go's
+    /// `http.Client.Timeout`).
+    AttemptStart,
+    /// When a connection is in hand (Apache HttpClient's socket timeout,
+    /// with the pool wait bounded separately by `acquire_timeout`).
+    ConnectionAcquired,
+}
+
+/// How a pod calls the upstream.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClientConfig {
+    /// A named policy to start from (`stormsim list` shows them); fields
+    /// written beside it override the preset's. The experiment loader
+    /// expands it; in Rust use `policy::presets::get(name)?.apply(&mut
+    /// cfg)` instead, and a world given an unexpanded preset refuses to
+    /// run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// Longest a new connection may take to set up (default `30s`).
+    pub connect_timeout: Option<SimDuration>,
+    /// Per-attempt timeout (default `30s`).
+    pub attempt_timeout: Option<SimDuration>,
+    /// When the per-attempt timeout starts (default `attempt_start`).
+    pub timeout_starts: TimeoutStart,
+    /// Deadline across all attempts of one call (default: none).
+    pub total_deadline: Option<SimDuration>,
+    /// No attempt starts with less than this left before the total
+    /// deadline (default 0s).
+    pub min_attempt_budget: SimDuration,
+    /// Send the deadline with each attempt so the upstream can drop work
+    /// nobody waits for (default false).
+    pub propagate_deadline: bool,
+    /// Retries.
+    pub retry: RetryConfig,
+    /// A retry budget (default: none).
+    pub budget: Option<BudgetSpec>,
+    /// A circuit breaker (default: none).
+    pub breaker: Option<BreakerSpec>,
+    /// Serve a fallback (degraded answer) when the breaker refuses a call
+    /// (default false: the call fails `breaker_open`).
+    pub fallback: bool,
+    /// Client-side adaptive throttling (default: none).
+    pub throttle: Option<ThrottleSpec>,
+    /// Where the budget, breaker and throttle live (default `pod`).
+    pub scope: Scope,
+    /// Hedging instead of retries (default: none).
+    pub hedging: Option<HedgingConfig>,
+    /// What one attempt costs, in any unit (an LLM call's tokens, a paid
+    /// API's cents): the dataset then counts the cost of every attempt and
+    /// the share wasted on attempts that served no answer (default: none).
+    /// In a graph each call's client prices its own attempts; the run's
+    /// cost is their sum. A deploy does not reprice attempts.
+    pub cost_per_attempt: Option<f64>,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            preset: None,
+            connect_timeout: Some(secs(30)),
+            attempt_timeout: Some(secs(30)),
+            timeout_starts: TimeoutStart::AttemptStart,
+            total_deadline: None,
+            min_attempt_budget: SimDuration::ZERO,
+            propagate_deadline: false,
+            retry: RetryConfig::default(),
+            budget: None,
+            breaker: None,
+            fallback: false,
+            throttle: None,
+            scope: Scope::Pod,
+            hedging: None,
+            cost_per_attempt: None,
+        }
+    }
+}
+
+impl ClientConfig {
+    /// Checks the client policy, `at` its path (`client`,
+    /// `services.orders.calls[0].client`).
+    pub(crate) fn check(&self, at: &str, p: &mut Problems) {
+        if let (Some(t), Some(d)) = (self.attempt_timeout, self.total_deadline)
+            && t > d
+        {
+            p.add(
+                &format!("{at}.attempt_timeout"),
+                format!("({t}) is longer than {at}.total_deadline ({d}): the deadline would always cut it"),
+            );
+        }
+        if let Some(c) = self.cost_per_attempt
+            && (!c.is_finite() || c < 0.0)
+        {
+            p.add(
+                &format!("{at}.cost_per_attempt"),
+                format!("must be a non-negative amount, found {c}"),
+            );
+        }
+        for (path, d) in [
+            (&format!("{at}.connect_timeout"), self.connect_timeout),
+            (&format!("{at}.attempt_timeout"), self.attempt_timeout),
+            (&format!("{at}.total_deadline"), self.total_deadline),
+        ] {
+            if let Some(d) = d {
+                p.positive(path, d);
+            }
+        }
+        let r = &self.retry;
+        let jitter = r.retry_after.jitter;
+        if !(0.0..=10.0).contains(&jitter) {
+            p.add(
+                &format!("{at}.retry.retry_after.jitter"),
+                format!("must be within 0..=10 (a wait of up to 11 × Retry-After), found {jitter}"),
+            );
+        }
+        if let Err((f, m)) = r.backoff.validate() {
+            p.add(&format!("{at}.retry.backoff.{f}"), m);
+        }
+        if let Some(a) = &r.adaptive
+            && let Err((f, m)) = a.validate()
+        {
+            p.add(&format!("{at}.retry.adaptive.{f}"), m);
+        }
+        if let Some(fr) = &r.fast_retry
+            && fr.statuses.iter().any(|s| !(500..600).contains(s))
+        {
+            p.add(
+                &format!("{at}.retry.fast_retry.statuses"),
+                "fast retries are for 5xx statuses only",
+            );
+        }
+        if let Some(b) = &self.budget
+            && let Err((f, m)) = b.validate()
+        {
+            p.add(&format!("{at}.budget.{f}"), m);
+        }
+        if let Some(b) = &self.breaker
+            && let Err((f, m)) = b.validate()
+        {
+            p.add(&format!("{at}.breaker.{f}"), m);
+        }
+        if let Some(t) = &self.throttle
+            && let Err((f, m)) = t.validate()
+        {
+            p.add(&format!("{at}.throttle.{f}"), m);
+        }
+        if let Some(h) = &self.hedging {
+            if !(2..=crate::request::MAX_LIVE as u32).contains(&h.max_attempts) {
+                p.add(
+                    &format!("{at}.hedging.max_attempts"),
+                    format!(
+                        "must be 2 to 5 (gRPC clamps to 5), found {}",
+                        h.max_attempts
+                    ),
+                );
+            }
+            if r.max_retries > 0 {
+                p.add(&format!("{at}.hedging"), format!("a call uses either retries or hedging, never both: set {at}.retry.max_retries to 0"));
+            }
+        }
+        if let Some(name) = &self.preset {
+            let hint = match crate::policy::presets::get(name) {
+                Some(_) => "expand it first (the experiment loader does; in Rust, presets::get(name).apply(&mut cfg))".to_string(),
+                None => match crate::policy::presets::closest(name) {
+                    Some(close) => format!("unknown preset {name:?}; did you mean {close:?}?"),
+                    None => format!("unknown preset {name:?}; `stormsim list` shows the presets"),
+                },
+            };
+            p.add(&format!("{at}.preset"), hint);
+        }
+        if self.total_deadline.is_none() && !self.min_attempt_budget.is_zero() {
+            p.add(
+                &format!("{at}.min_attempt_budget"),
+                format!("needs {at}.total_deadline"),
+            );
+        }
     }
 }

@@ -24,6 +24,8 @@ use crate::recorder::{Level, Recorder, RowSink};
 use crate::request::{AttRef, CallRef, ReqRef, Requests};
 use crate::upstream::JobRef;
 use crate::world::{Event, Violation, compile_opt};
+use serde::{Deserialize, Serialize};
+use sim_core::dist::DistSpec;
 
 /// What a part asks of the world: something another part must do. Asks
 /// are routed once the asking part's method returns, first asked first,
@@ -478,4 +480,25 @@ impl Network {
 #[inline]
 pub(crate) fn refused_by_network(p: &mut PodLinks, failure: f64) -> bool {
     failure > 0.0 && p.connect_rng.random::<f64>() < failure
+}
+
+// ---------------------------------------------------------------------
+// Configuration: what users write for this part, its defaults, and its
+// check (run by `WorldConfig::validate` under the section's path).
+// ---------------------------------------------------------------------
+
+/// Delays between tiers, each way, and connection failures.
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetworkConfig {
+    /// Gateway to pod (default: none, instantaneous).
+    pub gateway_to_pod: Option<DistSpec>,
+    /// Pod back to gateway (default: none).
+    pub pod_to_gateway: Option<DistSpec>,
+    /// Pod to upstream (default: none).
+    pub pod_to_upstream: Option<DistSpec>,
+    /// Upstream back to pod (default: none).
+    pub upstream_to_pod: Option<DistSpec>,
+    /// Probability that dialling a new connection is refused (default 0).
+    pub connect_failure: f64,
 }

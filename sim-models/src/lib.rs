@@ -52,7 +52,7 @@
 //!
 //! | file | part |
 //! |---|---|
-//! | `config.rs` | what users write, defaults, validation with field paths |
+//! | `config.rs` | the world's configuration: the parts' sections (each next to its part's code) composed, defaults, validation with field paths |
 //! | `context.rs` | what a part is handed: `Ctx`, the pods' connections (`Links`), the network's legs, the asks |
 //! | `load.rs` | open- and closed-loop arrivals, the user's side (deadline, patience, door, gateway retries, outcome) |
 //! | `lb.rs` | load balancer: round robin, random, least outstanding |

@@ -4,18 +4,19 @@
 //! the outcome seen). Other tenants' requests at a dependency are the
 //! dependency's (`dependency.rs`).
 
-use crate::config::{ConfigError, GatewayConfig, LoadConfig, WorldConfig};
+use crate::config::{ConfigError, RateLimitConfig, WorldConfig};
 use crate::context::{Ask, Ctx};
 use crate::policy::token_bucket::TokenBucket;
 use crate::world::{compile, compile_opt};
 use rand::RngExt;
+use serde::{Deserialize, Serialize};
 use sim_core::deadlines::DeadlineLine;
 use sim_core::dist::Dist;
+use sim_core::dist::DistSpec;
 use sim_core::queue::EventId;
 use sim_core::rng::{RngStreams, SimRng};
 use sim_core::time::{SimDuration, SimTime};
 
-use crate::config::ArrivalProcess;
 use crate::outcome::Reason;
 use crate::recorder::{Count, Latency, Level, RowSink};
 use crate::request::{ReqRef, Requests};
@@ -336,4 +337,107 @@ impl Load {
         }
         ctx.reqs.release_if_done(req);
     }
+}
+
+// ---------------------------------------------------------------------
+// Configuration: what users write for this part, its defaults, and its
+// check (run by `WorldConfig::validate` under the section's path).
+// ---------------------------------------------------------------------
+
+/// How arrivals are spaced in the open-loop load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArrivalProcess {
+    /// Exponential gaps (independent users).
+    Poisson,
+    /// Evenly spaced, `1/rate` apart.
+    Constant,
+}
+
+/// Who sends requests.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoadConfig {
+    /// Open-loop arrivals per second (default 100); the timeline can step
+    /// or ramp it (`load.rate`). Zero with `closed_loop` for a pure
+    /// closed-loop load.
+    pub rate: f64,
+    /// Spacing of open-loop arrivals (default `poisson`).
+    pub arrivals: ArrivalProcess,
+    /// Optional closed-loop users on top of the open-loop rate.
+    pub closed_loop: Option<ClosedLoopConfig>,
+    /// Optional user patience: a user gives up after a draw from this
+    /// distribution (outcome `abandoned`); the request keeps consuming
+    /// resources downstream, as in life.
+    pub patience: Option<DistSpec>,
+    /// Fraction of requests that are idempotent, hence safe to retry when
+    /// `client.retry.idempotent_only` is set (default 1).
+    pub idempotent_fraction: f64,
+}
+
+impl Default for LoadConfig {
+    fn default() -> Self {
+        LoadConfig {
+            rate: 100.0,
+            arrivals: ArrivalProcess::Poisson,
+            closed_loop: None,
+            patience: None,
+            idempotent_fraction: 1.0,
+        }
+    }
+}
+
+/// Users who each wait for their answer, think, and ask again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClosedLoopConfig {
+    /// Number of users.
+    pub users: u32,
+    /// Think time between an answer and the next request.
+    pub think: DistSpec,
+}
+
+/// The user-facing edge.
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewayConfig {
+    /// End-to-end deadline: past it the user sees a timeout (outcome
+    /// `deadline_exceeded`), whatever the service is still doing
+    /// (default: none).
+    pub deadline: Option<SimDuration>,
+    /// Whether the deadline also cancels the work inside the service
+    /// (default false: the service finishes, as most do).
+    pub cancel_service_on_deadline: bool,
+    /// Retries at the gateway: a failed request is sent again, to a pod
+    /// the balancer picks, and the pod's own retries start over. Retries
+    /// at two tiers multiply (default: none).
+    pub retry: Option<GatewayRetry>,
+    /// A token bucket at the service's own door: a request over it is
+    /// answered 429 at once, never reaching a pod (default: none).
+    pub rate_limit: Option<RateLimitConfig>,
+}
+
+/// The gateway's own retries.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayRetry {
+    /// Retries after the first dispatch.
+    pub max_retries: u32,
+    /// Which request outcomes are retried (default: server_error,
+    /// attempt_timeout, connect_failure, pool_timeout, pod_restarted,
+    /// unavailable, pod_overloaded).
+    #[serde(default = "gateway_retry_on")]
+    pub on: Vec<Reason>,
+}
+
+fn gateway_retry_on() -> Vec<Reason> {
+    vec![
+        Reason::ServerError,
+        Reason::AttemptTimeout,
+        Reason::ConnectFailure,
+        Reason::PoolTimeout,
+        Reason::PodRestarted,
+        Reason::Unavailable,
+        Reason::PodOverloaded,
+    ]
 }

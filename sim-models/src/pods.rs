@@ -12,18 +12,19 @@
 //! What a request does on its pod (its steps of calls, its end) is in
 //! `calls.rs`, on the same part.
 
-use crate::config::ConfigError;
+use crate::config::{ClientConfig, ConfigError, PoolConfig, Problems, secs};
 use crate::context::{Ask, Ctx};
 use crate::graph::{ServiceNode, Topology, stream_name};
 use crate::lb::Balancer;
 use crate::world::compile_opt;
+use serde::{Deserialize, Serialize};
 use sim_core::dist::Dist;
+use sim_core::dist::DistSpec;
 use sim_core::waitline::WaitLine;
 
 use sim_core::rng::{RngStreams, SimRng};
 use sim_core::time::{SimDuration, SimTime};
 
-use crate::config::ServiceConfig;
 use crate::outcome::Reason;
 use crate::pool::Waiter;
 use crate::recorder::{Count, Level, RowSink, WorldEvent};
@@ -634,5 +635,225 @@ impl Service {
     /// Pods held, down ones included.
     pub(crate) fn pod_count(&self) -> u32 {
         self.pods.len() as u32
+    }
+}
+
+// ---------------------------------------------------------------------
+// Configuration: what users write for this part, its defaults, and its
+// check (run by `WorldConfig::validate` under the section's path).
+// ---------------------------------------------------------------------
+
+/// How the load balancer picks a pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BalancerKind {
+    /// Each healthy pod in turn.
+    RoundRobin,
+    /// A uniformly random healthy pod.
+    Random,
+    /// The healthy pod with the fewest requests in progress (ties: lowest
+    /// index).
+    LeastOutstanding,
+}
+
+/// The pods.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServiceConfig {
+    /// Number of pods (default 8).
+    pub pods: u32,
+    /// Load-balancing rule (default `round_robin`).
+    pub balancer: BalancerKind,
+    /// Workers per pod; omitted means unbounded (a goroutine per request).
+    pub workers: Option<u32>,
+    /// Requests that may queue for a worker before the pod refuses more
+    /// (outcome `pod_overloaded`); only with `workers` (default 1000).
+    pub worker_queue: u32,
+    /// Each pod's connection pool to the upstream.
+    pub pool: PoolConfig,
+    /// Health checks and restarts (default: none).
+    pub health: Option<HealthConfig>,
+    /// Pools are also reported per group of consecutive pods (the
+    /// `pod_groups` table; default one group per pod, up to 8 groups);
+    /// pods a timeline adds report in the last group.
+    pub pod_groups: Option<u32>,
+    /// The service's own work per request, done on its worker before its
+    /// calls (default: none). Graphs only: the single-tier service's work
+    /// is its call to the upstream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work: Option<DistSpec>,
+    /// Most requests doing their own work at once per pod (its cores); the
+    /// rest wait in line, holding their worker (default: no limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
+    /// The calls the service makes per request, in sequence; a `parallel`
+    /// entry runs a group at once (graphs only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<CallSpec>,
+    /// A caller giving up (its attempt timed out or was cancelled) cancels
+    /// the request here, and with it its own calls, as gRPC propagates
+    /// cancellation (default false: the request carries on for nobody).
+    /// Graphs only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cancellation: bool,
+}
+
+/// One call a service makes per request (an edge of the graph), or a
+/// group of calls made in parallel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CallSpec {
+    /// The service or dependency called (empty for a `parallel` group).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub to: String,
+    /// How the caller's pods call it: timeouts, retries, budget, breaker,
+    /// hedging (default: the client defaults).
+    pub client: ClientConfig,
+    /// The caller's pool for this call (default: the service's `pool`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolConfig>,
+    /// Network delay to the callee (default: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub there: Option<DistSpec>,
+    /// Network delay back (default: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub back: Option<DistSpec>,
+    /// Its failure degrades the answer instead of failing it (default
+    /// false).
+    pub optional: bool,
+    /// Share of requests that make this call (default 1).
+    pub probability: f64,
+    /// Calls made at once, as one step (fan-out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parallel: Vec<CallSpec>,
+    /// With `parallel`: the step is done when this many calls answered,
+    /// the rest cancelled (default: all of them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_for: Option<u32>,
+}
+
+impl Default for CallSpec {
+    fn default() -> Self {
+        CallSpec {
+            to: String::new(),
+            client: ClientConfig::default(),
+            pool: None,
+            there: None,
+            back: None,
+            optional: false,
+            probability: 1.0,
+            parallel: Vec::new(),
+            wait_for: None,
+        }
+    }
+}
+
+impl ServiceConfig {
+    /// The number of pod groups reported.
+    pub fn groups(&self) -> u32 {
+        self.pod_groups
+            .unwrap_or(self.pods.min(8))
+            .clamp(1, self.pods.max(1))
+    }
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        ServiceConfig {
+            pods: 8,
+            balancer: BalancerKind::RoundRobin,
+            workers: None,
+            worker_queue: 1000,
+            pool: PoolConfig::default(),
+            health: None,
+            pod_groups: None,
+            work: None,
+            cores: None,
+            calls: Vec::new(),
+            cancellation: false,
+        }
+    }
+}
+
+/// Liveness probes and restarts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HealthConfig {
+    /// Time between probes of a pod (default `10s`).
+    pub period: SimDuration,
+    /// A probe fails when the pod's oldest pool waiter, or its oldest
+    /// request queued for a worker, has waited longer than this: the pod
+    /// is saturated and cannot answer the probe in time (default `1s`).
+    pub timeout: SimDuration,
+    /// Consecutive failed probes before a restart (default 3).
+    pub failure_threshold: u32,
+    /// Time out of rotation while restarting (default `30s`).
+    pub restart_time: SimDuration,
+    /// Consecutive failed probes before the pod leaves rotation, as a
+    /// Kubernetes readiness probe on the same check would take it out: it
+    /// keeps working on what it holds but gets no new requests until a
+    /// probe passes (default: none, only restarts take pods out).
+    pub readiness_threshold: Option<u32>,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        HealthConfig {
+            period: secs(10),
+            timeout: secs(1),
+            failure_threshold: 3,
+            restart_time: secs(30),
+            readiness_threshold: None,
+        }
+    }
+}
+
+impl ServiceConfig {
+    /// Checks the service's own fields, `at` its path (`service`,
+    /// `services.orders`).
+    pub(crate) fn check(&self, at: &str, p: &mut Problems) {
+        if self.pods == 0 {
+            p.add(&format!("{at}.pods"), "must be at least 1");
+        }
+        if let Some(g) = self.pod_groups
+            && (g == 0 || g > self.pods)
+        {
+            p.add(
+                &format!("{at}.pod_groups"),
+                format!("must be between 1 and the number of pods ({})", self.pods),
+            );
+        }
+        if self.workers == Some(0) {
+            p.add(
+                &format!("{at}.workers"),
+                "must be at least 1 (omit it for unbounded workers)",
+            );
+        }
+        self.pool.check(&format!("{at}.pool"), p);
+        if let Some(h) = &self.health {
+            p.positive(&format!("{at}.health.period"), h.period);
+            p.positive(&format!("{at}.health.timeout"), h.timeout);
+            if h.failure_threshold == 0 {
+                p.add(
+                    &format!("{at}.health.failure_threshold"),
+                    "must be at least 1",
+                );
+            }
+            if h.readiness_threshold == Some(0) {
+                p.add(
+                    &format!("{at}.health.readiness_threshold"),
+                    "must be at least 1 (omit it to keep pods in rotation until they restart)",
+                );
+            }
+        }
+        if let Some(w) = &self.work {
+            p.dist(&format!("{at}.work"), w);
+        }
+        if self.cores == Some(0) {
+            p.add(
+                &format!("{at}.cores"),
+                "must be at least 1 (omit it for no limit)",
+            );
+        }
     }
 }

@@ -11,7 +11,10 @@ use std::collections::VecDeque;
 use sim_core::time::{SimDuration, SimTime};
 use sim_core::waitline::WaitLine;
 
+use crate::config::{Problems, millis, secs};
 use crate::request::AttRef;
+use serde::{Deserialize, Serialize};
+use sim_core::dist::DistSpec;
 
 /// What [`Pool::acquire`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -352,6 +355,82 @@ impl Pool {
             ));
         }
         Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------
+// Configuration: what users write for this part, its defaults, and its
+// check (run by `WorldConfig::validate` under the section's path).
+// ---------------------------------------------------------------------
+
+/// A pod's connection pool to the upstream.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PoolConfig {
+    /// Most connections open at once, idle, in use and being dialled
+    /// (default 50).
+    pub max_connections: u32,
+    /// How long an attempt may wait for a connection before failing with
+    /// `pool_timeout`; omitted means it waits until its own timeout or
+    /// deadline, like Go's `MaxConnsPerHost` (default: none).
+    pub acquire_timeout: Option<SimDuration>,
+    /// Time to set up a new connection, TCP and TLS (default `constant: 5ms`).
+    pub connect_time: DistSpec,
+    /// An idle connection older than this is closed instead of reused
+    /// (default `90s`, Go's `IdleConnTimeout`).
+    pub idle_timeout: Option<SimDuration>,
+    /// Most idle connections kept; a connection returned when this many
+    /// are idle is closed (Go's `MaxIdleConnsPerHost`, 2 unless set;
+    /// default: no limit).
+    pub max_idle: Option<u32>,
+    /// Fraction of responses whose connection is never released (a leak, as
+    /// when a response body is not closed); leaked connections count
+    /// against `max_connections` until the pod restarts (default 0).
+    pub leak_fraction: f64,
+    /// Multiplexed connections (HTTP/2, gRPC): each carries up to this many
+    /// calls at once as streams, a call takes a free stream on an open
+    /// connection before a new one is dialled, and a call that times out
+    /// resets its stream, not the connection. Connections of a multiplexed
+    /// pool stay open (default: none, one call per connection).
+    pub streams_per_connection: Option<u32>,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            max_connections: 50,
+            streams_per_connection: None,
+            acquire_timeout: None,
+            connect_time: DistSpec::Constant(millis(5)),
+            idle_timeout: Some(secs(90)),
+            max_idle: None,
+            leak_fraction: 0.0,
+        }
+    }
+}
+
+impl PoolConfig {
+    /// Checks the pool, `at` its path.
+    pub(crate) fn check(&self, at: &str, p: &mut Problems) {
+        if self.max_connections == 0 {
+            p.add(&format!("{at}.max_connections"), "must be at least 1");
+        }
+        p.dist(&format!("{at}.connect_time"), &self.connect_time);
+        p.probability(&format!("{at}.leak_fraction"), self.leak_fraction);
+        if let Some(k) = self.streams_per_connection {
+            if k == 0 || k > 1_000_000 {
+                p.add(
+                    &format!("{at}.streams_per_connection"),
+                    format!("must be in 1..=10^6, found {k}"),
+                );
+            }
+            if self.leak_fraction > 0.0 {
+                p.add(
+                    &format!("{at}.leak_fraction"),
+                    "a multiplexed pool's streams do not leak: set it to 0 with streams_per_connection",
+                );
+            }
+        }
     }
 }
 
