@@ -43,7 +43,10 @@
 //! facts), never on the world or on another part. What another part must
 //! do, it asks: the ask is routed by the world once the asking part's
 //! method returns, first asked first, each ask's own asks before the next
-//! (as nested calls would run). The world ([`world::World`]) routes events
+//! (as nested calls would run). An ask is not an event: it is what happens
+//! at once in one place (a call's end told to its request on the same
+//! pod, a request completed); anything that crosses a leg is an event
+//! under the ordering rule above. The world ([`world::World`]) routes events
 //! to parts by the index they carry, and asks to the part that acts on
 //! them; the flows that span parts (dispatching, completing a request,
 //! taking a pod down) are its short sequences of calls into parts.
