@@ -713,6 +713,18 @@ fn explain_shows_a_sweep_its_cells_and_one_cells_configuration() {
     assert_eq!(child.wait().unwrap().code(), Some(0));
 }
 
+/// `table` of the one cell in `out`.
+fn read_one(out: &Path, table: &str) -> polars::prelude::DataFrame {
+    use polars::prelude::*;
+    let cell = std::fs::read_dir(out.join(table))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap();
+    let f = std::fs::File::open(cell.path().join("part-0.parquet")).unwrap();
+    ParquetReader::new(f).finish().unwrap()
+}
+
 /// The cost columns: with `client.cost_per_attempt`, the run's cost is
 /// every attempt that ended at that price, the wasted part those that
 /// served no answer, and the timeseries adds up to the summary; without
@@ -720,15 +732,6 @@ fn explain_shows_a_sweep_its_cells_and_one_cells_configuration() {
 #[test]
 fn attempt_costs_add_up_and_are_null_without_a_price() {
     use polars::prelude::*;
-    let read_one = |out: &Path, table: &str| {
-        let cell = std::fs::read_dir(out.join(table))
-            .unwrap()
-            .flatten()
-            .next()
-            .unwrap();
-        let f = std::fs::File::open(cell.path().join("part-0.parquet")).unwrap();
-        ParquetReader::new(f).finish().unwrap()
-    };
     let f64_of = |df: &DataFrame, name: &str| -> f64 {
         let c = df.column(name).unwrap().cast(&DataType::Float64).unwrap();
         c.f64().unwrap().get(0).unwrap()
@@ -784,15 +787,6 @@ fn attempt_costs_add_up_and_are_null_without_a_price() {
 #[test]
 fn a_graph_prices_each_calls_attempts_at_its_own_client() {
     use polars::prelude::*;
-    let read_one = |out: &Path, table: &str| {
-        let cell = std::fs::read_dir(out.join(table))
-            .unwrap()
-            .flatten()
-            .next()
-            .unwrap();
-        let f = std::fs::File::open(cell.path().join("part-0.parquet")).unwrap();
-        ParquetReader::new(f).finish().unwrap()
-    };
     let dir = scratch("graph-cost");
     let file = dir.join("graph-cost.yaml");
     std::fs::write(

@@ -128,6 +128,12 @@ impl<E> LazyHeap<E> {
         if self.heap.peek()?.time > end.as_nanos() {
             return None;
         }
+        self.take_top()
+    }
+
+    /// Takes the top entry (settled: live) and its event.
+    #[inline]
+    fn take_top(&mut self) -> Option<(EventKey, E)> {
         let e = self.heap.pop()?;
         self.slots.release(e.id());
         let event = self.events[e.slot as usize].take()?;
@@ -170,14 +176,7 @@ impl<E> EventQueue<E> for LazyHeap<E> {
     #[inline]
     fn pop(&mut self) -> Option<(EventKey, E)> {
         self.settle();
-        let e = self.heap.pop()?;
-        self.slots.release(e.id());
-        let event = self.events[e.slot as usize].take()?;
-        let key = EventKey {
-            time: crate::time::SimTime::from_nanos(e.time),
-            seq: e.seq,
-        };
-        Some((key, event))
+        self.take_top()
     }
 
     #[inline]
