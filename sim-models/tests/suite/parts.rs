@@ -597,6 +597,42 @@ fn a_deployed_upstream_changes_its_latency_queue_and_overflow() {
     assert!(served_after >= 199.0, "{served_after}");
 }
 
+/// A deploy that raises the dependency's connection limit applies to the
+/// dials from then on: every call dials its own connection (none kept
+/// idle) and holds it 1 s, 40 calls a second against a limit of 5, so
+/// nearly every dial is refused; after the deploy to 1,000 none is.
+#[test]
+fn a_deployed_connection_limit_applies_to_dials_from_then_on() {
+    use sim_models::timeline::Deploy;
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(40);
+    cfg.load.rate = 40.0;
+    cfg.service.pods = 1;
+    cfg.service.pool.max_idle = Some(0);
+    cfg.service.pool.connect_time = DistSpec::Constant(ms(1));
+    cfg.upstream.max_connections = Some(5);
+    cfg.upstream.latency = DistSpec::Constant(secs(1));
+    cfg.client.attempt_timeout = Some(secs(5));
+    cfg.client.retry.max_retries = 0;
+    let mut upstream = cfg.upstream.clone();
+    upstream.max_connections = Some(1_000);
+    cfg.timeline.push(TimelineEntry {
+        deploy: Some(Deploy {
+            upstream: Some(upstream),
+            ..Default::default()
+        }),
+        ..entry(20)
+    });
+    let (rows, _) = go(&cfg);
+    let refused = |r: &BucketRow| r.outcome(Reason::ConnectFailure);
+    let served = |r: &BucketRow| r.outcome(Reason::Success);
+    assert!(per_second(&rows, 5..19, refused) > 30.0);
+    assert!(per_second(&rows, 5..19, served) < 6.0);
+    assert_eq!(per_second(&rows, 22..39, refused), 0.0);
+    let offered = per_second(&rows, 22..39, |r| r.count(Count::Offered));
+    assert!(per_second(&rows, 22..39, served) > 0.95 * offered);
+}
+
 /// A multiplexed pool: 2 connections of 100 streams carry 125 calls at
 /// once (100 a second for 1.25 s on average) with no wait, where 2 one-call connections make everyone queue;
 /// and attempts that time out reset their streams, so the pool never
