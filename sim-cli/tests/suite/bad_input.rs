@@ -115,6 +115,18 @@ const CASES: &[(&str, usize, &str, &str)] = &[
     ),
     ("load: { rate: -3 }\n", 1, "load.rate", "non-negative rate"),
     (
+        "client: { cost_per_attempt: .nan }\n",
+        1,
+        "client.cost_per_attempt",
+        "non-negative amount",
+    ),
+    (
+        "entry: api\nservices:\n  api:\n    calls:\n      - to: db\n        client: { cost_per_attempt: -3 }\ndependencies:\n  db: {}\n",
+        6,
+        "services.api.calls[0].client.cost_per_attempt",
+        "non-negative amount, found -3",
+    ),
+    (
         "client:\n  attempt_timeout: 30s\n  total_deadline: 10s\n",
         2,
         "client.attempt_timeout",
