@@ -179,16 +179,22 @@ impl<T> DeadlineLine<T> {
     }
 
     /// The wake-up ran: the deadlines due now are delivered next
-    /// ([`DeadlineLine::pop_due`]), then [`DeadlineLine::delivered`].
+    /// ([`DeadlineLine::pop_live_due`]), then [`DeadlineLine::delivered`].
     pub fn woken(&mut self) {
         self.wake = None;
         self.delivering = true;
     }
 
-    /// The delivery is over; [`DeadlineLine::schedule_wake`] schedules the
-    /// next wake-up.
-    pub fn delivered(&mut self) {
+    /// The delivery is over: `wake` is scheduled at the earliest live
+    /// deadline left (see [`DeadlineLine::schedule_wake`]).
+    pub fn delivered<E>(
+        &mut self,
+        sched: &mut Scheduler<E>,
+        is_live: impl FnMut(SimTime, &T) -> bool,
+        wake: E,
+    ) {
         self.delivering = false;
+        self.schedule_wake(sched, is_live, wake);
     }
 
     /// The run holding the earliest deadline.
@@ -209,6 +215,22 @@ impl<T> DeadlineLine<T> {
     #[inline]
     pub fn next(&self) -> Option<SimTime> {
         self.earliest_run().map(|i| self.runs[i][0].0)
+    }
+
+    /// Takes the earliest deadline still wanted (per `is_live`) if it is
+    /// at or before `now`; stale ones before it are dropped.
+    #[inline]
+    pub fn pop_live_due(
+        &mut self,
+        now: SimTime,
+        mut is_live: impl FnMut(SimTime, &T) -> bool,
+    ) -> Option<(SimTime, T)> {
+        while let Some((at, subject)) = self.pop_due(now) {
+            if is_live(at, &subject) {
+                return Some((at, subject));
+            }
+        }
+        None
     }
 
     /// Takes the earliest deadline if it is at or before `now`.

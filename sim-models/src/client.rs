@@ -230,6 +230,24 @@ impl PolicySet {
     }
 }
 
+/// The policy set of `pod`'s client among `policies` (one in all when
+/// their scope is global; one per pod, made when first needed, else).
+#[inline]
+fn policy_of<'a>(
+    policies: &'a mut Vec<PolicySet>,
+    client: &ClientConfig,
+    pod: u32,
+) -> &'a mut PolicySet {
+    if client.scope == Scope::Global {
+        return &mut policies[0];
+    }
+    let i = pod as usize;
+    while policies.len() <= i {
+        policies.push(PolicySet::new(client));
+    }
+    &mut policies[i]
+}
+
 /// The policy sets of a client as configured, fresh: one in all when
 /// their scope is global, one for each of `pods` pods of the caller else
 /// (a pod added later gets its set when it first calls).
@@ -330,14 +348,7 @@ impl Client {
     /// The policy set of the client on `pod`.
     #[inline]
     fn policy(&mut self, pod: u32) -> &mut PolicySet {
-        if self.cfg.scope == Scope::Global {
-            return &mut self.policies[0];
-        }
-        let i = pod as usize;
-        while self.policies.len() <= i {
-            self.policies.push(PolicySet::new(&self.cfg));
-        }
-        &mut self.policies[i]
+        policy_of(&mut self.policies, &self.cfg, pod)
     }
 
     /// The caller's pool for this edge on `pod`.
@@ -575,15 +586,7 @@ impl Client {
         let mut moves = Vec::new();
         let mut refused = None;
         let rng = &mut self.throttle_rng;
-        let set = if self.cfg.scope == Scope::Global {
-            &mut self.policies[0]
-        } else {
-            let i = pod as usize;
-            while self.policies.len() <= i {
-                self.policies.push(PolicySet::new(&self.cfg));
-            }
-            &mut self.policies[i]
-        };
+        let set = policy_of(&mut self.policies, &self.cfg, pod);
         for gate in set.gates.iter_mut() {
             let draw = if gate.draws() { rng.random() } else { 0.0 };
             let before = gate.breaker_state();
@@ -928,22 +931,22 @@ impl Client {
     /// Times out the next attempt whose deadline is now, in the order the
     /// deadlines were armed; false when none is left.
     pub(crate) fn deliver_timeout<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) -> bool {
-        let now = ctx.now();
-        while let Some((at, att)) = self.timeouts.pop_due(now) {
-            if timeout_is_live(ctx.reqs, at, att) {
-                self.on_attempt_timed_out(att, ctx);
-                return true;
-            }
-        }
-        false
+        let reqs = &*ctx.reqs;
+        let due = self
+            .timeouts
+            .pop_live_due(ctx.now(), |at, &att| timeout_is_live(reqs, at, att));
+        let Some((_, att)) = due else {
+            return false;
+        };
+        self.on_attempt_timed_out(att, ctx);
+        true
     }
 
     /// Every due timeout was delivered: a wake-up for the earliest live
     /// one left.
     pub(crate) fn timeouts_delivered<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
-        self.timeouts.delivered();
         let reqs = &*ctx.reqs;
-        self.timeouts.schedule_wake(
+        self.timeouts.delivered(
             ctx.sched,
             |at, &att| timeout_is_live(reqs, at, att),
             ClientEvent::TimeoutsDue { edge: self.index }.into(),

@@ -274,30 +274,29 @@ impl Load {
     /// sees `deadline_exceeded`; with `cancel_service_on_deadline`, the
     /// service is asked to stop.
     pub(crate) fn deliver_deadline<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) -> bool {
-        let now = ctx.now();
-        while let Some((_, req)) = self.deadlines.pop_due(now) {
-            let Some(q) = ctx.reqs.get(req).filter(|q| !q.user_done) else {
-                continue; // answered in time: a stale deadline
-            };
-            let service_running = !q.service_done;
-            self.user_outcome(req, Reason::DeadlineExceeded, ctx);
-            if service_running && self.gateway.cancel_service_on_deadline {
-                ctx.ask(Ask::Complete {
-                    req,
-                    reason: Reason::DeadlineExceeded,
-                });
-            }
-            return true;
+        let reqs = &*ctx.reqs;
+        let due = self
+            .deadlines
+            .pop_live_due(ctx.now(), |_, &r| user_waits(reqs, r));
+        let Some((_, req)) = due else {
+            return false;
+        };
+        let service_running = ctx.reqs.get(req).is_some_and(|q| !q.service_done);
+        self.user_outcome(req, Reason::DeadlineExceeded, ctx);
+        if service_running && self.gateway.cancel_service_on_deadline {
+            ctx.ask(Ask::Complete {
+                req,
+                reason: Reason::DeadlineExceeded,
+            });
         }
-        false
+        true
     }
 
     /// Every due deadline was delivered: a wake-up for the earliest live
     /// one left.
     pub(crate) fn deadlines_delivered<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
-        self.deadlines.delivered();
         let reqs = &*ctx.reqs;
-        self.deadlines.schedule_wake(
+        self.deadlines.delivered(
             ctx.sched,
             |_, &r| user_waits(reqs, r),
             LoadEvent::UserDeadlinesDue.into(),

@@ -713,6 +713,24 @@ fn explain_shows_a_sweep_its_cells_and_one_cells_configuration() {
     assert_eq!(child.wait().unwrap().code(), Some(0));
 }
 
+/// `stormsim run FILE --out OUT`, which must succeed.
+fn run_into(file: &Path, out: &Path) {
+    stormsim_ok(&[
+        "run",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+}
+
+/// Column `name` of `df`'s first row, as a float.
+fn f64_at(df: &polars::prelude::DataFrame, name: &str) -> f64 {
+    use polars::prelude::*;
+    let c = df.column(name).unwrap().cast(&DataType::Float64).unwrap();
+    c.f64().unwrap().get(0).unwrap()
+}
+
 /// `table` of the one cell in `out`.
 fn read_one(out: &Path, table: &str) -> polars::prelude::DataFrame {
     use polars::prelude::*;
@@ -731,11 +749,6 @@ fn read_one(out: &Path, table: &str) -> polars::prelude::DataFrame {
 /// it the columns are there and null.
 #[test]
 fn attempt_costs_add_up_and_are_null_without_a_price() {
-    use polars::prelude::*;
-    let f64_of = |df: &DataFrame, name: &str| -> f64 {
-        let c = df.column(name).unwrap().cast(&DataType::Float64).unwrap();
-        c.f64().unwrap().get(0).unwrap()
-    };
     let dir = scratch("cost");
     let file = dir.join("cost.yaml");
     std::fs::write(
@@ -744,17 +757,11 @@ fn attempt_costs_add_up_and_are_null_without_a_price() {
     )
     .unwrap();
     let out = dir.join("out");
-    stormsim_ok(&[
-        "run",
-        file.to_str().unwrap(),
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    run_into(&file, &out);
     let summary = read_one(&out, "summary");
-    let total = f64_of(&summary, "cost_total");
-    let wasted = f64_of(&summary, "cost_wasted");
-    let attempts = f64_of(&summary, "amplification_mean") * f64_of(&summary, "offered");
+    let total = f64_at(&summary, "cost_total");
+    let wasted = f64_at(&summary, "cost_wasted");
+    let attempts = f64_at(&summary, "amplification_mean") * f64_at(&summary, "offered");
     assert!(
         (total / 1500.0 - attempts).abs() / attempts < 0.01,
         "{total} for {attempts} attempts"
@@ -769,13 +776,7 @@ fn attempt_costs_add_up_and_are_null_without_a_price() {
 
     std::fs::write(&file, "clock: { duration: 10s }\nload: { rate: 10 }\n").unwrap();
     let out = dir.join("plain");
-    stormsim_ok(&[
-        "run",
-        file.to_str().unwrap(),
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    run_into(&file, &out);
     let summary = read_one(&out, "summary");
     assert_eq!(summary.column("cost_total").unwrap().null_count(), 1);
 }
@@ -786,7 +787,6 @@ fn attempt_costs_add_up_and_are_null_without_a_price() {
 /// its edge and carries its price.
 #[test]
 fn a_graph_prices_each_calls_attempts_at_its_own_client() {
-    use polars::prelude::*;
     let dir = scratch("graph-cost");
     let file = dir.join("graph-cost.yaml");
     std::fs::write(
@@ -811,23 +811,12 @@ dependencies:
     )
     .unwrap();
     let out = dir.join("out");
-    stormsim_ok(&[
-        "run",
-        file.to_str().unwrap(),
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    run_into(&file, &out);
     let summary = read_one(&out, "summary");
-    let f64_of = |name: &str| -> f64 {
-        let c = summary
-            .column(name)
-            .unwrap()
-            .cast(&DataType::Float64)
-            .unwrap();
-        c.f64().unwrap().get(0).unwrap()
-    };
-    let (total, wasted) = (f64_of("cost_total"), f64_of("cost_wasted"));
+    let (total, wasted) = (
+        f64_at(&summary, "cost_total"),
+        f64_at(&summary, "cost_wasted"),
+    );
     // Every attempt is recorded: priced by its edge, and none on the
     // unpriced edge.
     let attempts = read_one(&out, "attempts");
