@@ -1,17 +1,11 @@
 //! The speed baseline: an M/M/c queue written by hand, about a hundred
 //! lines over a `BinaryHeap`, with the same model and request count as
-//! the stormsim experiment `sim-cli/benches/worlds/mmc-8.yaml` (8 servers,
-//! 10 ms mean service, 720 arrivals/s: ρ = 0.9, 10^6 requests). Its time
-//! is what "close to a hand-written loop" is measured against:
-//!
-//! ```text
-//! cargo build --release -p sim-core --example mmc_loop -p sim-cli
-//! target/release/examples/mmc_loop
-//! target/release/stormsim run sim-cli/benches/worlds/mmc-8.yaml --quiet --out /tmp/mmc
-//! ```
-//!
-//! It prints the mean wait in queue against Erlang C, so a fast wrong loop
-//! shows.
+//! the stormsim experiment `worlds/mmc-8.yaml` (8 servers, 10 ms mean
+//! service, 720 arrivals/s: ρ = 0.9, 10^6 requests), integer-nanosecond
+//! time, (time, sequence) order and ChaCha8 draws, as the engine keeps
+//! them. Its time is what "close to a hand-written loop" is measured
+//! against. It returns the mean wait in queue, checked against Erlang C,
+//! so a fast wrong loop shows.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -23,7 +17,8 @@ use sim_core::theory::mmc_mean_wait;
 const SERVERS: u32 = 8;
 const LAMBDA: f64 = 720.0;
 const MU: f64 = 100.0;
-const REQUESTS: u64 = 1_000_000;
+/// Requests, as in `worlds/mmc-8.yaml`.
+pub const REQUESTS: u64 = 1_000_000;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
@@ -37,7 +32,9 @@ fn exp_ns(rng: &mut ChaCha8Rng, rate: f64) -> u64 {
     (-(1.0 - u).ln() / rate * 1e9).round() as u64
 }
 
-fn main() {
+/// Runs the queue to the end; the mean wait in queue, in seconds, and
+/// Erlang C's.
+pub fn run() -> (f64, f64) {
     let mut arrivals = ChaCha8Rng::seed_from_u64(1);
     let mut services = ChaCha8Rng::seed_from_u64(2);
     // (time, sequence, kind): the engine's ordering rule.
@@ -82,6 +79,6 @@ fn main() {
         }
     }
     let wq = waited_ns as f64 / 1e9 / served as f64;
-    let theory = mmc_mean_wait(SERVERS, LAMBDA, MU);
-    println!("M/M/{SERVERS} by hand: {served} served, Wq {wq:.5} s (Erlang C {theory:.5} s)");
+    assert_eq!(served, REQUESTS, "the loop serves every request");
+    (wq, mmc_mean_wait(SERVERS, LAMBDA, MU))
 }
