@@ -708,8 +708,17 @@ impl NodeOpen {
         }
     }
 
-    fn close(&mut self, bucket: u64, start: SimTime, end: SimTime) -> NodeRow {
-        let row = NodeRow {
+    /// Closes the bucket; `mirrored` replaces the latency and levels this
+    /// node did not keep because the totals hold the same (see
+    /// [`Mirrored`]).
+    fn close(
+        &mut self,
+        bucket: u64,
+        start: SimTime,
+        end: SimTime,
+        mirrored: Option<(LatencySummary, GaugeBucket, GaugeBucket)>,
+    ) -> NodeRow {
+        let mut row = NodeRow {
             bucket,
             start,
             kind: self.kind,
@@ -726,8 +735,26 @@ impl NodeOpen {
             waiting: self.waiting.close(end),
         };
         self.latency.clear();
+        if let Some((latency, busy, waiting)) = mirrored {
+            row.latency = latency;
+            row.busy = busy;
+            row.waiting = waiting;
+        }
         row
     }
+}
+
+/// Which nodes' figures are the totals' own, so the recorder keeps them
+/// once. With one edge, the edge's pool levels are the world's
+/// `PoolInUse` and `PoolWaiters`, and its attempt latencies are the first
+/// attempts' and the retries' together; with one dependency, its levels
+/// are `UpstreamInService` and `UpstreamQueued`. The single tier and
+/// every chain of one call are such worlds: these node figures would be
+/// recorded twice per request, identically.
+#[derive(Clone, Copy, Debug, Default)]
+struct Mirrored {
+    edge: bool,
+    dependency: bool,
 }
 
 /// The open bucket plus run totals.
@@ -750,6 +777,8 @@ pub struct Recorder<S> {
     node_names: Vec<String>,
     /// Each dependency's last in-service and queued counts.
     dependency_levels: Vec<(i64, i64)>,
+    /// Node figures taken from the totals at each close.
+    mirrored: Mirrored,
     /// The open bucket's priced attempts.
     costs: Costs,
     totals: RunTotals,
@@ -772,6 +801,7 @@ impl<S: RowSink> Recorder<S> {
             first_dependency: 0,
             node_names: Vec::new(),
             dependency_levels: Vec::new(),
+            mirrored: Mirrored::default(),
             costs: Costs::default(),
             index: 0,
             outcomes: [0; Reason::COUNT],
@@ -827,6 +857,10 @@ impl<S: RowSink> Recorder<S> {
         }
         self.first_edge = s;
         self.first_dependency = s + e;
+        self.mirrored = Mirrored {
+            edge: e == 1,
+            dependency: d == 1,
+        };
         self.node_names = topo
             .services
             .iter()
@@ -924,7 +958,9 @@ impl<S: RowSink> Recorder<S> {
                 AttemptOutcome::Timeout => n.timeouts += 1,
                 _ => {}
             }
-            n.latency.record(d.as_nanos());
+            if !self.mirrored.edge {
+                n.latency.record(d.as_nanos());
+            }
         }
     }
 
@@ -961,7 +997,9 @@ impl<S: RowSink> Recorder<S> {
         };
         let (d_busy, d_wait) = (in_service - last.0, queued - last.1);
         *last = (in_service, queued);
-        if let Some(n) = self.nodes.get_mut(self.first_dependency + dep as usize) {
+        if !self.mirrored.dependency
+            && let Some(n) = self.nodes.get_mut(self.first_dependency + dep as usize)
+        {
             n.busy.set(now, in_service);
             n.waiting.set(now, queued);
         }
@@ -1015,7 +1053,9 @@ impl<S: RowSink> Recorder<S> {
         if in_use + waiters != 0 {
             self.level_add(Level::CallsInFlight, now, in_use + waiters);
         }
-        if let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) {
+        if !self.mirrored.edge
+            && let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize)
+        {
             if in_use != 0 {
                 n.busy.add(now, in_use);
             }
@@ -1127,6 +1167,11 @@ impl<S: RowSink> Recorder<S> {
                 .collect(),
             cost: self.costs.priced(),
         };
+        let edge_latency = (self.mirrored.edge && !self.nodes.is_empty()).then(|| {
+            let mut h = self.hists[Latency::FirstAttempt as usize].clone();
+            h.merge(&self.hists[Latency::Retry as usize]);
+            LatencySummary::of(&h)
+        });
         self.totals.costs.add(&self.costs);
         self.costs.clear();
         for (t, c) in self.totals.outcomes.iter_mut().zip(self.outcomes) {
@@ -1148,15 +1193,34 @@ impl<S: RowSink> Recorder<S> {
         self.counts = [0; Count::COUNT];
         let index = self.index;
         self.index += 1;
+        let dependency_mirrored = self.mirrored.dependency;
+        let mirrored = |n: &NodeOpen| match n.kind {
+            NodeKind::Edge => edge_latency.map(|l| {
+                (
+                    l,
+                    row.level(Level::PoolInUse),
+                    row.level(Level::PoolWaiters),
+                )
+            }),
+            NodeKind::Dependency if dependency_mirrored => Some((
+                LatencySummary::of(&n.latency),
+                row.level(Level::UpstreamInService),
+                row.level(Level::UpstreamQueued),
+            )),
+            _ => None,
+        };
+        let node_rows: Vec<NodeRow> = self
+            .nodes
+            .iter_mut()
+            .map(|n| {
+                let m = mirrored(n);
+                n.close(index, start, end, m)
+            })
+            .collect();
         self.sink.push(row);
         if self.sink.wants_nodes() {
-            for n in &mut self.nodes {
-                let row = n.close(index, start, end);
-                self.sink.node(row, &self.node_names);
-            }
-        } else {
-            for n in &mut self.nodes {
-                n.close(index, start, end);
+            for r in node_rows {
+                self.sink.node(r, &self.node_names);
             }
         }
     }

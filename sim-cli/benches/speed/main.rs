@@ -224,7 +224,9 @@ fn storm(pairs: usize) {
     let (cpu, lo, hi) = spread(runs.iter().map(|r| secs(r.cpu)).collect());
     let (requests, events) = (runs[0].requests as f64, runs[0].events as f64);
     let rate = requests / cpu;
-    println!("storm: storm-10k, 10,000 requests/s into a metastable retry storm, 5 simulated minutes");
+    println!(
+        "storm: storm-10k, 10,000 requests/s into a metastable retry storm, 5 simulated minutes"
+    );
     println!(
         "  {:.2} M requests, {:.1} M events ({:.2} per request) in {cpu:.2} s ({lo:.2}–{hi:.2})",
         requests / 1e6,
@@ -266,7 +268,9 @@ fn attempts(pairs: usize) {
 }
 
 fn steady(runs: usize) {
-    let all: Vec<Run> = (0..runs).map(|_| run_world("steady-10k-60m.yaml")).collect();
+    let all: Vec<Run> = (0..runs)
+        .map(|_| run_world("steady-10k-60m.yaml"))
+        .collect();
     let (cpu, lo, hi) = spread(all.iter().map(|r| secs(r.cpu)).collect());
     let requests = all[0].requests as f64;
     let rate = requests / cpu;
