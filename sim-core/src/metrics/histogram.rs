@@ -55,26 +55,10 @@ impl Histogram {
         Self::default()
     }
 
-    /// Records one value: [`Histogram::record_n`] for one, without its
-    /// multiplication, its check for none, and with the common case (the
-    /// value's octave already stored) first. The world records a few
-    /// values per request.
+    /// Records one value.
     #[inline]
     pub fn record(&mut self, v: u64) {
-        let i = index_of(v);
-        match self.chunks.get_mut(i / CHUNK) {
-            Some(Some(chunk)) => chunk[i % CHUNK] += 1,
-            _ => self.add_to_new_chunk(i, 1),
-        }
-        if self.count == 0 {
-            self.min = v;
-            self.max = v;
-        } else {
-            self.min = self.min.min(v);
-            self.max = self.max.max(v);
-        }
-        self.count += 1;
-        self.sum += u128::from(v);
+        self.record_n(v, 1);
     }
 
     /// Adds `n` to bucket `i`, whose octave is not stored yet.
@@ -250,8 +234,9 @@ mod tests {
         assert_eq!(Histogram::new().quantile(0.5), None);
     }
 
-    /// `record` is `record_n(v, 1)` written for speed: the same state
-    /// after any sequence, octaves first seen included.
+    /// Values recorded one at a time or in runs leave the same state,
+    /// octaves first seen included (the stored octave is the fast path;
+    /// a new one is allocated apart).
     #[test]
     fn record_is_record_n_of_one() {
         let (mut one, mut n) = (Histogram::new(), Histogram::new());
