@@ -12,7 +12,7 @@
 //! tests and, with the `queue-variants` feature, its benchmarks
 //! (`cargo bench -p sim-core --features queue-variants`):
 //!
-//! * [`LazyHeap`]: `std::collections::BinaryHeap` with lazy cancellation
+//! * [`LazyHeap`]: a four-ary heap (`dary_heap`) with lazy cancellation
 //!   (a cancelled entry stays as a tombstone until it surfaces) and
 //!   compaction once tombstones outnumber live entries, so memory stays
 //!   within twice the live events. The heap orders 24-byte keys; events
