@@ -13,7 +13,7 @@ use sim_models::graph::Topology;
 use sim_models::policy::analysis::paths_worst_case;
 use sim_models::policy::backoff::Backoff;
 use sim_models::recorder::{BucketRow, Latency, NodeRow, RowSink, RunTotals};
-use sim_models::timeline::{Param, SetAction, TimelineEntry};
+use sim_models::timeline::{Param, ParamRef, SetAction, TimelineEntry};
 use sim_models::world::run;
 
 use crate::common::{ms, secs};
@@ -547,4 +547,95 @@ fn a_graph_deploy_changes_the_call_and_the_dependency_it_names() {
         b_attempts + 20 >= 4 * b_calls && b_attempts <= 4 * b_calls,
         "b->db: {b_attempts} attempts for {b_calls} calls"
     );
+}
+
+/// With one call and one dependency, the recorder takes that call's pool
+/// levels and attempt latencies, and the dependency's levels, from the
+/// run's totals instead of recording them a second time per request. A
+/// second call that is never made (probability 0), to a second
+/// dependency, makes it record both nodes on their own: the rows must be
+/// the same, bucket by bucket (the figures recorded per node are the
+/// reference).
+#[test]
+fn one_call_node_rows_taken_from_the_totals_equal_those_recorded_per_node() {
+    let world = |second_call: bool| {
+        let mut cfg = WorldConfig::default();
+        cfg.seed = 11;
+        cfg.clock.duration = secs(60);
+        cfg.clock.bucket = secs(5);
+        cfg.load.rate = 400.0;
+        cfg.entry = Some("app".into());
+        // A small pool and a slow, failing dependency: waits, retries,
+        // queueing and a latency pulse, so every mirrored figure moves.
+        let mut db_call = call("db", retrying(2));
+        db_call.pool = Some(PoolConfig {
+            max_connections: 5,
+            connect_time: DistSpec::Constant(SimDuration::ZERO),
+            ..Default::default()
+        });
+        let mut calls = vec![db_call];
+        if second_call {
+            let mut never = call("cache", retrying(0));
+            never.probability = 0.0;
+            calls.push(never);
+        }
+        cfg.services.insert("app".into(), service(2, calls));
+        let mut db = UpstreamConfig {
+            capacity: 6,
+            latency: exp(ms(4)),
+            ..Default::default()
+        };
+        db.errors.http_500 = 0.05;
+        cfg.dependencies.insert("db".into(), db);
+        if second_call {
+            cfg.dependencies
+                .insert("cache".into(), UpstreamConfig::default());
+        }
+        cfg.timeline.push(TimelineEntry {
+            set: Some(SetAction {
+                param: ParamRef {
+                    param: Param::UpstreamLatencyScale,
+                    node: Some("db".into()),
+                },
+                value: 3.0,
+            }),
+            ..TimelineEntry::at_offset(secs(20))
+        });
+        cfg.timeline.push(TimelineEntry {
+            set: Some(SetAction {
+                param: ParamRef {
+                    param: Param::UpstreamLatencyScale,
+                    node: Some("db".into()),
+                },
+                value: 1.0,
+            }),
+            ..TimelineEntry::at_offset(secs(30))
+        });
+        go(&cfg).0
+    };
+    let (mirrored, per_node) = (world(false), world(true));
+    assert_eq!(per_node.total("app->cache", |r| r.offered), 0);
+    // The node's place among all nodes and among its kind differ: the
+    // second world has two more nodes, `cache` sorting before `db`.
+    let rows = |nodes: &Nodes, name: &str| -> Vec<NodeRow> {
+        nodes
+            .of(name)
+            .map(|r| NodeRow {
+                slot: 0,
+                index: 0,
+                ..r.clone()
+            })
+            .collect()
+    };
+    for name in ["app->db", "db"] {
+        let (a, b) = (rows(&mirrored, name), rows(&per_node, name));
+        assert_eq!(a.len(), 12, "{name}: one row per bucket");
+        assert_eq!(a, b, "{name}");
+    }
+    // The figures taken from the totals did move.
+    let edge = rows(&mirrored, "app->db");
+    assert!(edge.iter().any(|r| r.waiting.max > 0), "attempts waited");
+    assert!(edge.iter().all(|r| r.latency.count > 0 && r.busy.max > 0));
+    assert!(mirrored.total("app->db", |r| r.retries) > 0);
+    assert!(rows(&mirrored, "db").iter().any(|r| r.waiting.max > 0));
 }
