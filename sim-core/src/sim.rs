@@ -147,7 +147,7 @@ impl<E> Scheduler<E> {
     }
 
     /// Takes the next event due at or before `end`, advancing the clock.
-    #[inline]
+    #[inline(always)]
     fn pop_due(&mut self, end: SimTime) -> Option<E> {
         if let Some(&(seq, _)) = self.now_lane.front() {
             // The heap may hold events for now scheduled earlier. Its top
