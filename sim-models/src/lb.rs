@@ -62,21 +62,20 @@ impl Balancer {
         }
     }
 
-    /// Requests in progress on `pod` changed by `delta`.
+    /// Requests in progress on `pod` changed by `delta`. Counted only
+    /// for the rule that picks by them: the others never read the count,
+    /// and every request would pay for it twice.
     #[inline]
     pub fn outstanding_changed(&mut self, pod: u32, delta: i32) {
+        if self.kind != BalancerKind::LeastOutstanding {
+            return;
+        }
         let i = pod as usize;
         self.outstanding[i] = self.outstanding[i].saturating_add_signed(delta);
-        if self.up[i] && self.kind == BalancerKind::LeastOutstanding {
+        if self.up[i] {
             self.least
                 .change_priority(&pod, Reverse((self.outstanding[i], pod)));
         }
-    }
-
-    /// Requests in progress on `pod` (as the balancer counts them).
-    #[inline]
-    pub fn outstanding(&self, pod: u32) -> u32 {
-        self.outstanding[pod as usize]
     }
 
     /// The pod for the next request, or `None` when none is in rotation.
@@ -85,12 +84,17 @@ impl Balancer {
         let n = self.up.len();
         match self.kind {
             BalancerKind::RoundRobin => {
-                for k in 0..n {
-                    let i = (self.next + k) % n;
+                // From `next` on, wrapping once: no division per pick.
+                let mut i = self.next;
+                for _ in 0..n {
+                    if i >= n {
+                        i = 0;
+                    }
                     if self.up[i] {
-                        self.next = (i + 1) % n;
+                        self.next = if i + 1 == n { 0 } else { i + 1 };
                         return Some(i as u32);
                     }
+                    i += 1;
                 }
                 None
             }
