@@ -751,10 +751,15 @@ impl NodeOpen {
 /// are `UpstreamInService` and `UpstreamQueued`. The single tier and
 /// every chain of one call are such worlds: these node figures would be
 /// recorded twice per request, identically.
+///
+/// Likewise with one pod group and one edge, called by the entry
+/// service: the group holds every pool there is, so its levels are
+/// `PoolInUse` and `PoolWaiters` and its waits the `PoolWait` histogram.
 #[derive(Clone, Copy, Debug, Default)]
 struct Mirrored {
     edge: bool,
     dependency: bool,
+    group: bool,
 }
 
 /// The open bucket plus run totals.
@@ -814,9 +819,13 @@ impl<S: RowSink> Recorder<S> {
     }
 
     /// Reports `pods` pods' pools in `groups` groups of consecutive pods
-    /// (pod `i` in group `i × groups / pods`).
-    pub fn with_pod_groups(mut self, pods: u32, groups: u32) -> Self {
+    /// (pod `i` in group `i × groups / pods`). `only_pools` says that the
+    /// entry service's pools, which the groups report, are the only pools
+    /// in the world (one edge, the entry's): then one group's figures are
+    /// the totals', taken from them when a bucket closes.
+    pub fn with_pod_groups(mut self, pods: u32, groups: u32, only_pools: bool) -> Self {
         let groups = groups.clamp(1, pods.max(1));
+        self.mirrored.group = only_pools && groups == 1;
         self.group_of = (0..pods).map(|i| group_of(i, pods, groups)).collect();
         self.groups = (0..groups)
             .map(|_| GroupOpen {
@@ -857,10 +866,8 @@ impl<S: RowSink> Recorder<S> {
         }
         self.first_edge = s;
         self.first_dependency = s + e;
-        self.mirrored = Mirrored {
-            edge: e == 1,
-            dependency: d == 1,
-        };
+        self.mirrored.edge = e == 1;
+        self.mirrored.dependency = d == 1;
         self.node_names = topo
             .services
             .iter()
@@ -1029,6 +1036,9 @@ impl<S: RowSink> Recorder<S> {
     #[inline]
     pub fn pool_wait(&mut self, group_pod: Option<u32>, d: SimDuration) {
         self.latency(Latency::PoolWait, d);
+        if self.mirrored.group {
+            return;
+        }
         if let Some(g) = group_pod.and_then(|pod| self.group_index(pod)) {
             self.groups[g].wait.record(d.as_nanos());
         }
@@ -1063,7 +1073,9 @@ impl<S: RowSink> Recorder<S> {
                 n.waiting.add(now, waiters);
             }
         }
-        if let Some(g) = group_pod.and_then(|pod| self.group_index(pod)) {
+        if !self.mirrored.group
+            && let Some(g) = group_pod.and_then(|pod| self.group_index(pod))
+        {
             let group = &mut self.groups[g];
             if in_use != 0 {
                 group.in_use.add(now, in_use);
@@ -1140,20 +1152,18 @@ impl<S: RowSink> Recorder<S> {
     /// Closes the open bucket at `end` and sends its row to the sink.
     pub fn close_bucket(&mut self, end: SimTime) {
         let start = SimTime::ZERO.saturating_add(self.width.saturating_mul(self.index));
-        let row = BucketRow {
-            index: self.index,
-            start,
-            span: end.saturating_since(start),
-            outcomes: self.outcomes,
-            counts: self.counts,
-            levels: std::array::from_fn(|i| self.levels[i].close(end)),
-            latencies: std::array::from_fn(|i| LatencySummary::of(&self.hists[i])),
-            e2e_window: LatencySummary::of(
-                self.e2e_window
-                    .push(&self.hists[Latency::EndToEnd as usize]),
-            ),
-            groups: self
-                .groups
+        let levels: [GaugeBucket; Level::COUNT] =
+            std::array::from_fn(|i| self.levels[i].close(end));
+        let latencies: [LatencySummary; Latency::COUNT] =
+            std::array::from_fn(|i| LatencySummary::of(&self.hists[i]));
+        let groups = if self.mirrored.group {
+            vec![GroupRow {
+                in_use: levels[Level::PoolInUse as usize],
+                waiters: levels[Level::PoolWaiters as usize],
+                wait: latencies[Latency::PoolWait as usize],
+            }]
+        } else {
+            self.groups
                 .iter_mut()
                 .map(|g| {
                     let row = GroupRow {
@@ -1164,7 +1174,21 @@ impl<S: RowSink> Recorder<S> {
                     g.wait.clear();
                     row
                 })
-                .collect(),
+                .collect()
+        };
+        let row = BucketRow {
+            index: self.index,
+            start,
+            span: end.saturating_since(start),
+            outcomes: self.outcomes,
+            counts: self.counts,
+            levels,
+            latencies,
+            e2e_window: LatencySummary::of(
+                self.e2e_window
+                    .push(&self.hists[Latency::EndToEnd as usize]),
+            ),
+            groups,
             cost: self.costs.priced(),
         };
         let edge_latency = (self.mirrored.edge && !self.nodes.is_empty()).then(|| {

@@ -290,8 +290,9 @@ impl<S: RowSink> World<S> {
             }
         };
         let entry = &topo.services[topo.entry as usize].cfg;
+        let only_entry_pools = matches!(&topo.edges[..], [e] if e.from == topo.entry);
         let rec = Recorder::new(cfg.clock.bucket, cfg.clock.window, sink)
-            .with_pod_groups(entry.pods, entry.groups())
+            .with_pod_groups(entry.pods, entry.groups(), only_entry_pools)
             .with_nodes(topo);
         Ok(World {
             parts: Parts {

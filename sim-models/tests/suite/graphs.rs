@@ -12,21 +12,24 @@ use sim_models::config::{
 use sim_models::graph::Topology;
 use sim_models::policy::analysis::paths_worst_case;
 use sim_models::policy::backoff::Backoff;
-use sim_models::recorder::{BucketRow, Latency, NodeRow, RowSink, RunTotals};
+use sim_models::recorder::{BucketRow, GroupRow, Latency, NodeRow, RowSink, RunTotals};
 use sim_models::timeline::{Param, ParamRef, SetAction, TimelineEntry};
 use sim_models::world::run;
 
 use crate::common::{ms, secs};
 
-/// Keeps the nodes' rows with their names.
+/// Keeps the nodes' rows with their names, and each bucket's pod groups.
 #[derive(Default)]
 struct Nodes {
     rows: Vec<NodeRow>,
     names: Vec<String>,
+    groups: Vec<Vec<GroupRow>>,
 }
 
 impl RowSink for Nodes {
-    fn push(&mut self, _row: BucketRow) {}
+    fn push(&mut self, row: BucketRow) {
+        self.groups.push(row.groups);
+    }
     fn wants_nodes(&self) -> bool {
         true
     }
@@ -551,11 +554,12 @@ fn a_graph_deploy_changes_the_call_and_the_dependency_it_names() {
 
 /// With one call and one dependency, the recorder takes that call's pool
 /// levels and attempt latencies, and the dependency's levels, from the
-/// run's totals instead of recording them a second time per request. A
+/// run's totals instead of recording them a second time per request;
+/// with one pod group too, that group's levels and pool waits. A
 /// second call that is never made (probability 0), to a second
-/// dependency, makes it record both nodes on their own: the rows must be
-/// the same, bucket by bucket (the figures recorded per node are the
-/// reference).
+/// dependency, makes it record the nodes and the group on their own: the
+/// rows must be the same, bucket by bucket (the figures recorded on their
+/// own are the reference).
 #[test]
 fn one_call_node_rows_taken_from_the_totals_equal_those_recorded_per_node() {
     let world = |second_call: bool| {
@@ -579,7 +583,9 @@ fn one_call_node_rows_taken_from_the_totals_equal_those_recorded_per_node() {
             never.probability = 0.0;
             calls.push(never);
         }
-        cfg.services.insert("app".into(), service(2, calls));
+        let mut app = service(2, calls);
+        app.pod_groups = Some(1);
+        cfg.services.insert("app".into(), app);
         let mut db = UpstreamConfig {
             capacity: 6,
             latency: exp(ms(4)),
@@ -638,4 +644,12 @@ fn one_call_node_rows_taken_from_the_totals_equal_those_recorded_per_node() {
     assert!(edge.iter().all(|r| r.latency.count > 0 && r.busy.max > 0));
     assert!(mirrored.total("app->db", |r| r.retries) > 0);
     assert!(rows(&mirrored, "db").iter().any(|r| r.waiting.max > 0));
+    // The one pod group's rows, taken from the totals, against the rows
+    // recorded for the group on its own.
+    assert_eq!(mirrored.groups.len(), 12);
+    assert!(mirrored.groups.iter().all(|g| g.len() == 1));
+    assert_eq!(mirrored.groups, per_node.groups);
+    let group = mirrored.groups.iter().map(|g| &g[0]);
+    assert!(group.clone().any(|g| g.waiters.max > 0 && g.wait.count > 0));
+    assert!(group.clone().all(|g| g.in_use.max > 0));
 }
