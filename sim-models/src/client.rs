@@ -27,7 +27,7 @@ use crate::policy::budget::BudgetSpec;
 use crate::policy::budget::RetryBudget;
 use crate::policy::gate::{Gate, build_gates};
 use crate::policy::throttle::ThrottleSpec;
-use crate::world::compile;
+use crate::world::{compile, stream};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use sim_core::deadlines::DeadlineLine;
@@ -734,7 +734,8 @@ impl Client {
             }
             .into(),
         };
-        ctx.sched.schedule_in(failed_at.unwrap_or(setup), event);
+        ctx.sched
+            .schedule_in_stream(stream::DIALS, failed_at.unwrap_or(setup), event);
     }
 
     fn on_connection_established<S: RowSink>(
@@ -1301,7 +1302,8 @@ impl Client {
             let attempt = c.attempts;
             c.phase = CallPhase::Backoff;
             c.aux_timer = Some(
-                ctx.sched.schedule_in(
+                ctx.sched.schedule_in_stream(
+                    stream::RETRY_DELAYS,
                     delay,
                     ClientEvent::RetryDelayElapsed {
                         edge: self.index,

@@ -7,7 +7,7 @@
 use crate::config::{ConfigError, RateLimitConfig, WorldConfig};
 use crate::context::{Ask, Ctx};
 use crate::policy::token_bucket::TokenBucket;
-use crate::world::{compile, compile_opt};
+use crate::world::{compile, compile_opt, stream};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use sim_core::deadlines::DeadlineLine;
@@ -161,7 +161,11 @@ impl Load {
             ArrivalProcess::Poisson => exp_gap(&mut self.arrival_rng, self.rate),
             ArrivalProcess::Constant => SimDuration::from_secs_f64(1.0 / self.rate),
         };
-        self.arrival_timer = Some(ctx.sched.schedule_in(gap, LoadEvent::RequestArrived.into()));
+        self.arrival_timer = Some(ctx.sched.schedule_in_stream(
+            stream::ARRIVALS,
+            gap,
+            LoadEvent::RequestArrived.into(),
+        ));
     }
 
     /// The timeline sets the open-loop rate.

@@ -171,6 +171,20 @@ impl Event {
     }
 }
 
+/// The scheduler's FIFO streams ([`Scheduler::schedule_in_stream`]): the
+/// sources of events whose times seldom go back, each event then O(1)
+/// instead of a heap's push and pop. One that does go back joins the
+/// heap, so the order of events never depends on them.
+pub(crate) mod stream {
+    /// The open-loop arrivals: each scheduled when the one before arrives.
+    pub(crate) const ARRIVALS: usize = 0;
+    /// Every client's retry delays: in order while backoffs are fixed.
+    pub(crate) const RETRY_DELAYS: usize = 1;
+    /// Every client's connection set-ups: in order while the connect
+    /// time is constant.
+    pub(crate) const DIALS: usize = 2;
+}
+
 /// Compiles a distribution once, naming its field if it does not compile.
 pub(crate) fn compile(spec: &DistSpec, path: &str) -> Result<Dist, Vec<ConfigError>> {
     Dist::new(spec).map_err(|e| {

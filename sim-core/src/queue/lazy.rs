@@ -1,4 +1,5 @@
-//! A four-ary heap with lazy cancellation and compaction.
+//! A four-ary heap with lazy cancellation and compaction, and FIFO
+//! streams beside it.
 //!
 //! Four children per node (`dary_heap`'s `QuaternaryHeap`, the standard
 //! library's `BinaryHeap` generalised) halve the heap's depth: a pop
@@ -6,9 +7,19 @@
 //! once the heap outgrows the cache (2.2× a binary heap at 10^6 pending,
 //! 1.35× at 10^3; `sim-core/benches/README.md`). Keys are unique (time,
 //! sequence), so the order of events is the same with any arity.
+//!
+//! A stream ([`LazyHeap::push_in_stream`]) is a FIFO for events whose
+//! times never go back: one source's arrivals, the timers of one fixed
+//! delay. Such an event costs a push at the back and a pop at the front
+//! instead of a sift each way, and leaves the heap smaller for the rest.
+//! An event that would go back in its stream joins the heap instead, so
+//! a stream is always in key order and the least key is the least of
+//! the heap's top and the streams' fronts: the order of events is the
+//! same whichever structure holds them.
 
 use dary_heap::QuaternaryHeap;
 use std::cmp::Ordering;
+use std::collections::VecDeque;
 
 use super::slots::Slots;
 use super::{EventId, EventKey, EventQueue};
@@ -17,6 +28,10 @@ use crate::time::SimDuration;
 /// Tombstones are swept once they outnumber live entries and exceed this
 /// floor (so small queues never pay for a sweep).
 const COMPACT_FLOOR: usize = 1024;
+
+/// Streams a queue keeps beside its heap: every pop compares each one's
+/// front. A stream number past them schedules in the heap.
+pub const MAX_STREAMS: usize = 4;
 
 /// What the heap orders: 24 bytes whatever the event type, so sifting
 /// moves little memory; the event itself waits in a slab.
@@ -32,6 +47,14 @@ impl Entry {
     fn id(&self) -> EventId {
         EventId {
             slot: self.slot,
+            seq: self.seq,
+        }
+    }
+
+    #[inline]
+    fn key(&self) -> EventKey {
+        EventKey {
+            time: crate::time::SimTime::from_nanos(self.time),
             seq: self.seq,
         }
     }
@@ -65,15 +88,24 @@ impl Ord for Entry {
     }
 }
 
-/// A four-ary heap of small keys whose cancelled entries stay behind as
-/// tombstones until they surface or until a sweep: O(1) cancel, O(log n)
-/// push and pop, and at most `2 × live + 1024` entries in memory. Events
-/// live in a slab indexed by slot; slots are recycled, so the slab is as
-/// large as the most events ever pending at once.
+/// A four-ary heap of small keys, and up to [`MAX_STREAMS`] FIFO streams
+/// beside it, whose cancelled entries stay behind as tombstones until
+/// they surface or until a sweep: O(1) cancel, O(log n) push and pop in
+/// the heap, O(1) in a stream, and at most `2 × live + 1024` entries in
+/// memory. Events live in a slab indexed by slot; slots are recycled, so
+/// the slab is as large as the most events ever pending at once.
 pub struct LazyHeap<E> {
     heap: QuaternaryHeap<Entry>,
+    /// Each stream's entries, in ascending key order.
+    streams: Vec<VecDeque<Entry>>,
+    /// The least of the streams' fronts: its rank ([`NONE`] when every
+    /// stream is empty) and its stream. Kept up to date as streams change,
+    /// so that finding the least entry is one comparison with the heap's
+    /// top, not one per stream.
+    front: (u128, usize),
     slots: Slots,
     events: Vec<Option<E>>,
+    /// Cancelled entries still held, in the heap or in a stream.
     tombstones: usize,
 }
 
@@ -81,11 +113,24 @@ impl<E> Default for LazyHeap<E> {
     fn default() -> Self {
         LazyHeap {
             heap: QuaternaryHeap::new(),
+            streams: Vec::new(),
+            front: (NONE, 0),
             slots: Slots::default(),
             events: Vec::new(),
             tombstones: 0,
         }
     }
+}
+
+/// The rank of no entry: no key has both its time and its sequence at
+/// `u64::MAX` (sequence numbers count events scheduled).
+const NONE: u128 = u128::MAX;
+
+/// Where the least entry waits.
+#[derive(Clone, Copy)]
+enum Place {
+    Heap,
+    Stream(usize),
 }
 
 impl<E> LazyHeap<E> {
@@ -94,67 +139,85 @@ impl<E> LazyHeap<E> {
         Self::default()
     }
 
-    /// Drops tombstones from the top so that the top, if any, is live.
-    #[inline]
-    fn settle(&mut self) {
-        while let Some(top) = self.heap.peek() {
-            if self.slots.is_live(top.id()) {
-                return;
+    /// The least entry, live or not, and where it waits.
+    #[inline(always)]
+    fn least_entry(&self) -> Option<(Entry, Place)> {
+        let (rank, i) = self.front;
+        match self.heap.peek() {
+            Some(top) if top.rank() < rank => Some((*top, Place::Heap)),
+            _ if rank != NONE => self.streams[i].front().map(|f| (*f, Place::Stream(i))),
+            _ => None,
+        }
+    }
+
+    /// Finds the least of the streams' fronts again.
+    fn refresh_front(&mut self) {
+        self.front = (NONE, 0);
+        for (i, stream) in self.streams.iter().enumerate() {
+            if let Some(f) = stream.front()
+                && f.rank() < self.front.0
+            {
+                self.front = (f.rank(), i);
             }
-            self.heap.pop();
+        }
+    }
+
+    /// Removes the least entry, found at `place`.
+    #[inline(always)]
+    fn remove_at(&mut self, place: Place) {
+        match place {
+            Place::Heap => {
+                self.heap.pop();
+            }
+            Place::Stream(i) => {
+                self.streams[i].pop_front();
+                self.refresh_front();
+            }
+        }
+    }
+
+    /// Drops tombstones until the least entry, if any, is live; returns
+    /// it and where it waits.
+    #[inline(always)]
+    fn settle(&mut self) -> Option<(Entry, Place)> {
+        loop {
+            let (e, place) = self.least_entry()?;
+            if self.slots.is_live(e.id()) {
+                return Some((e, place));
+            }
+            self.remove_at(place);
             self.tombstones -= 1;
         }
     }
 
-    /// The key at the top of the heap, which may be a tombstone's: a
-    /// lower bound on the least live key, for free (no liveness check).
+    /// The least key held, which may be a tombstone's: a lower bound on
+    /// the least live key, for free (no liveness check).
     #[inline]
     pub(crate) fn peek_bound(&self) -> Option<EventKey> {
-        self.heap.peek().map(|e| EventKey {
-            time: crate::time::SimTime::from_nanos(e.time),
-            seq: e.seq,
-        })
+        self.least_entry().map(|(e, _)| e.key())
+    }
+
+    /// Entries held, tombstones included.
+    fn held(&self) -> usize {
+        self.heap.len() + self.streams.iter().map(VecDeque::len).sum::<usize>()
     }
 
     fn maybe_compact(&mut self) {
-        let live = self.heap.len() - self.tombstones;
+        let live = self.held() - self.tombstones;
         if self.tombstones > COMPACT_FLOOR && self.tombstones > live {
             let slots = &self.slots;
             self.heap.retain(|e| slots.is_live(e.id()));
+            for stream in &mut self.streams {
+                stream.retain(|e| slots.is_live(e.id()));
+            }
+            self.refresh_front();
             self.tombstones = 0;
         }
     }
-}
 
-impl<E> LazyHeap<E> {
-    /// Takes the least pending event if its time is at or before `end`:
-    /// a peek and a pop with the tombstones above it dropped once.
-    #[inline]
-    pub(crate) fn pop_at_or_before(&mut self, end: crate::time::SimTime) -> Option<(EventKey, E)> {
-        self.settle();
-        if self.heap.peek()?.time > end.as_nanos() {
-            return None;
-        }
-        self.take_top()
-    }
-
-    /// Takes the top entry (settled: live) and its event.
-    #[inline]
-    fn take_top(&mut self) -> Option<(EventKey, E)> {
-        let e = self.heap.pop()?;
-        self.slots.release(e.id());
-        let event = self.events[e.slot as usize].take()?;
-        let key = EventKey {
-            time: crate::time::SimTime::from_nanos(e.time),
-            seq: e.seq,
-        };
-        Some((key, event))
-    }
-}
-
-impl<E> EventQueue<E> for LazyHeap<E> {
-    #[inline]
-    fn push(&mut self, key: EventKey, _delay: SimDuration, event: E) -> EventId {
+    /// Takes a slot for `key`'s event and stores the event in it.
+    #[inline(always)]
+    fn store(&mut self, key: EventKey, event: E) -> Entry {
         let id = self.slots.take(key.seq);
         let slot = id.slot as usize;
         if slot == self.events.len() {
@@ -162,12 +225,67 @@ impl<E> EventQueue<E> for LazyHeap<E> {
         } else {
             self.events[slot] = Some(event);
         }
-        self.heap.push(Entry {
+        Entry {
             time: key.time.as_nanos(),
             seq: key.seq,
             slot: id.slot,
-        });
-        id
+        }
+    }
+
+    /// Adds `event` under `key` to stream `stream`: at its back when
+    /// `key` is later than every key there, in the heap otherwise (and
+    /// when `stream` is not below [`MAX_STREAMS`]). Either way it comes
+    /// out in key order.
+    #[inline(always)]
+    pub fn push_in_stream(&mut self, stream: usize, key: EventKey, event: E) -> EventId {
+        let entry = self.store(key, event);
+        if stream < MAX_STREAMS {
+            if self.streams.len() <= stream {
+                self.streams.resize_with(stream + 1, VecDeque::new);
+            }
+            let fifo = &mut self.streams[stream];
+            if fifo.back().is_none_or(|b| b.rank() < entry.rank()) {
+                if fifo.is_empty() && entry.rank() < self.front.0 {
+                    self.front = (entry.rank(), stream);
+                }
+                fifo.push_back(entry);
+                return entry.id();
+            }
+        }
+        self.heap.push(entry);
+        entry.id()
+    }
+}
+
+impl<E> LazyHeap<E> {
+    /// Takes the least pending event if its time is at or before `end`:
+    /// a peek and a pop with the tombstones above it dropped once.
+    #[inline(always)]
+    pub(crate) fn pop_at_or_before(&mut self, end: crate::time::SimTime) -> Option<(EventKey, E)> {
+        let (e, place) = self.settle()?;
+        if e.time > end.as_nanos() {
+            return None;
+        }
+        self.take(e, place)
+    }
+
+    /// Takes the least entry `e` (settled: live), found at `place`, and
+    /// its event.
+    #[inline(always)]
+    fn take(&mut self, e: Entry, place: Place) -> Option<(EventKey, E)> {
+        self.remove_at(place);
+        self.slots.release(e.id());
+        let event = self.events[e.slot as usize].take()?;
+        Some((e.key(), event))
+    }
+}
+
+impl<E> EventQueue<E> for LazyHeap<E> {
+    #[inline]
+    fn push(&mut self, key: EventKey, _delay: SimDuration, event: E) -> EventId {
+        let entry = self.store(key, event);
+        self.heap.push(entry);
+        entry.id()
     }
 
     fn cancel(&mut self, id: EventId) -> bool {
@@ -182,24 +300,20 @@ impl<E> EventQueue<E> for LazyHeap<E> {
 
     #[inline]
     fn pop(&mut self) -> Option<(EventKey, E)> {
-        self.settle();
-        self.take_top()
+        let (e, place) = self.settle()?;
+        self.take(e, place)
     }
 
     #[inline]
     fn peek(&mut self) -> Option<EventKey> {
-        self.settle();
-        self.heap.peek().map(|e| EventKey {
-            time: crate::time::SimTime::from_nanos(e.time),
-            seq: e.seq,
-        })
+        self.settle().map(|(e, _)| e.key())
     }
 
     fn len(&self) -> usize {
-        self.heap.len() - self.tombstones
+        self.held() - self.tombstones
     }
 
     fn stored(&self) -> usize {
-        self.heap.len()
+        self.held()
     }
 }

@@ -16,7 +16,9 @@
 //!   (a cancelled entry stays as a tombstone until it surfaces) and
 //!   compaction once tombstones outnumber live entries, so memory stays
 //!   within twice the live events. The heap orders 24-byte keys; events
-//!   wait in a slab. **The scheduler's queue**: fastest in both the hold
+//!   wait in a slab. Beside the heap, a few FIFO streams for sources
+//!   whose events seldom go back in time (arrivals, fixed delays): O(1)
+//!   each way. **The scheduler's queue**: fastest in both the hold
 //!   model and the cancel-heavy timeout pattern.
 //! * [`TimerLanes`]: one FIFO per fixed delay (an attempt timeout, a fixed
 //!   backoff). Events pushed `d` after a non-decreasing "now" arrive in key
@@ -43,7 +45,7 @@ mod slots;
 pub use indexed::IndexedHeap;
 #[cfg(any(test, feature = "queue-variants"))]
 pub use lanes::TimerLanes;
-pub use lazy::LazyHeap;
+pub use lazy::{LazyHeap, MAX_STREAMS};
 #[cfg(any(test, feature = "queue-variants"))]
 pub use pq::PqQueue;
 

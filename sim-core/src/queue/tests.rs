@@ -70,8 +70,107 @@ fn check_against_reference<Q: EventQueue<u64>>(mut q: Q, ops: &[Op]) {
     assert!(q.is_empty());
 }
 
+/// [`LazyHeap`] with its streams: each push goes to the heap or to one
+/// of the streams (one past [`MAX_STREAMS`] included), with fixed or
+/// arbitrary delays so that pushes go back in their stream too; every
+/// answer must agree with a sorted reference.
+fn check_streams_against_reference(ops: &[(Op, usize)]) {
+    let mut q = LazyHeap::new();
+    let mut reference: BTreeMap<EventKey, u64> = BTreeMap::new();
+    let mut ids: Vec<(EventId, EventKey)> = Vec::new();
+    let mut now = SimTime::ZERO;
+    let mut seq = 0u64;
+    for (op, stream) in ops {
+        match *op {
+            Op::Push(delay) => {
+                let key = EventKey {
+                    time: now + SimDuration::from_nanos(delay),
+                    seq,
+                };
+                seq += 1;
+                let id = match stream {
+                    0 => q.push(key, SimDuration::ZERO, key.seq * 7),
+                    s => q.push_in_stream(s - 1, key, key.seq * 7),
+                };
+                reference.insert(key, key.seq * 7);
+                ids.push((id, key));
+            }
+            Op::Cancel(i) if !ids.is_empty() => {
+                let (id, key) = ids[i % ids.len()];
+                assert_eq!(q.cancel(id), reference.remove(&key).is_some());
+            }
+            Op::Cancel(_) => {}
+            Op::Pop => {
+                let expected = reference.pop_first();
+                assert_eq!(q.peek(), expected.map(|(k, _)| k));
+                let got = q.pop();
+                assert_eq!(got, expected);
+                if let Some((k, _)) = got {
+                    now = k.time;
+                }
+            }
+        }
+        assert_eq!(q.len(), reference.len());
+    }
+    while let Some(expected) = reference.pop_first() {
+        assert_eq!(q.pop(), Some(expected));
+    }
+    assert_eq!(q.pop(), None);
+    assert!(q.is_empty());
+}
+
+#[test]
+fn a_stream_holds_in_order_events_and_sends_the_rest_to_the_heap() {
+    let mut q = LazyHeap::new();
+    let key = |time, seq| EventKey {
+        time: SimTime::from_nanos(time),
+        seq,
+    };
+    q.push_in_stream(0, key(10, 0), 'a');
+    q.push_in_stream(0, key(20, 1), 'b');
+    q.push_in_stream(0, key(15, 2), 'c'); // goes back: the heap
+    q.push(key(12, 3), SimDuration::ZERO, 'd');
+    q.push_in_stream(MAX_STREAMS, key(11, 4), 'e'); // no such stream: the heap
+    assert_eq!(q.stored(), 5);
+    let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+    assert_eq!(order, ['a', 'e', 'd', 'c', 'b']);
+}
+
+#[test]
+fn cancelled_stream_entries_are_swept_like_the_heap_s() {
+    let (stored, live) = {
+        let mut q = LazyHeap::new();
+        let mut max = (0, 0);
+        let mut ids = std::collections::VecDeque::new();
+        for seq in 0..100_000u64 {
+            let key = EventKey {
+                time: SimTime::from_nanos(1_000_000 + seq),
+                seq,
+            };
+            ids.push_back(q.push_in_stream(1, key, ()));
+            if ids.len() > 10 {
+                assert!(q.cancel(ids.pop_front().unwrap()));
+            }
+            max = (max.0.max(q.stored()), max.1.max(q.len()));
+        }
+        max
+    };
+    assert_eq!(live, 10);
+    assert!(
+        stored <= 2 * live + 1024 + 1,
+        "{stored} held for {live} live"
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn lazy_heap_with_streams_matches_sorted_reference(
+        ops in proptest::collection::vec((op(), 0..=MAX_STREAMS + 1), 0..400)
+    ) {
+        check_streams_against_reference(&ops);
+    }
 
     #[test]
     fn lazy_heap_matches_sorted_reference(ops in proptest::collection::vec(op(), 0..400)) {
