@@ -78,6 +78,9 @@ impl SimTime {
     }
 }
 
+/// 2^53: below it every whole number of nanoseconds is an `f64`.
+const EXACT_NS: f64 = 9_007_199_254_740_992.0;
+
 impl SimDuration {
     /// No time at all.
     pub const ZERO: SimDuration = SimDuration(0);
@@ -109,7 +112,16 @@ impl SimDuration {
     /// door from sampled floats (distributions) into integer time.
     #[inline]
     pub fn from_secs_f64(secs: f64) -> Self {
-        let ns = (secs * NS_PER_S as f64).round();
+        let x = secs * NS_PER_S as f64;
+        // Below 2^53 ns (104 days), where `x − ⌊x⌋` is exact, rounds half
+        // away from zero as `f64::round` does, without the library call
+        // it costs where the CPU has no rounding instruction (twice a
+        // request: an arrival gap and a service time).
+        if (0.0..EXACT_NS).contains(&x) {
+            let whole = x as u64;
+            return SimDuration(whole + u64::from(x - whole as f64 >= 0.5));
+        }
+        let ns = x.round();
         if ns.is_nan() || ns <= 0.0 {
             SimDuration(0)
         } else if ns >= u64::MAX as f64 {
@@ -605,6 +617,57 @@ mod tests {
 
     fn d(s: &str) -> SimDuration {
         s.parse().unwrap()
+    }
+
+    /// What `from_secs_f64` computed before its fast path: the reference.
+    fn by_round(secs: f64) -> SimDuration {
+        let ns = (secs * NS_PER_S as f64).round();
+        if ns.is_nan() || ns <= 0.0 {
+            SimDuration(0)
+        } else if ns >= u64::MAX as f64 {
+            SimDuration(u64::MAX)
+        } else {
+            SimDuration(ns as u64)
+        }
+    }
+
+    #[test]
+    fn from_secs_f64_rounds_as_f64_round_at_the_edges() {
+        let half_ns = 0.5e-9;
+        for secs in [
+            0.0,
+            -0.0,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            half_ns,
+            1.5e-9,
+            2.5e-9,
+            f64::from_bits(half_ns.to_bits() - 1),
+            f64::from_bits(half_ns.to_bits() + 1),
+            EXACT_NS / 1e9,
+            (EXACT_NS - 1.0) / 1e9,
+            EXACT_NS * 2.0 / 1e9,
+            u64::MAX as f64 / 1e9,
+            1e300,
+        ] {
+            assert_eq!(SimDuration::from_secs_f64(secs), by_round(secs), "{secs:e}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn from_secs_f64_rounds_as_f64_round(bits in proptest::prelude::any::<u64>(), scale in 0i32..12) {
+            // Every bit pattern (subnormals, NaNs, huge values), and values
+            // of every size from a nanosecond to days with their halves.
+            let any = f64::from_bits(bits);
+            proptest::prop_assert_eq!(SimDuration::from_secs_f64(any), by_round(any));
+            let sized = (bits >> 11) as f64 / (1u64 << 53) as f64 * 10f64.powi(scale - 6);
+            proptest::prop_assert_eq!(SimDuration::from_secs_f64(sized), by_round(sized));
+            let half = ((bits % 1_000_000_000) as f64 + 0.5) / 1e9;
+            proptest::prop_assert_eq!(SimDuration::from_secs_f64(half), by_round(half));
+        }
     }
 
     #[test]
