@@ -752,14 +752,17 @@ impl NodeOpen {
 /// every chain of one call are such worlds: these node figures would be
 /// recorded twice per request, identically.
 ///
-/// Likewise with one pod group and one edge, called by the entry
-/// service: the group holds every pool there is, so its levels are
-/// `PoolInUse` and `PoolWaiters` and its waits the `PoolWait` histogram.
+/// Likewise with one edge, called by the entry service, the pod groups
+/// hold every pool there is: with one group, its levels are `PoolInUse`
+/// and `PoolWaiters` and its waits the `PoolWait` histogram; with more,
+/// the `PoolWait` histogram is their waits merged (exactly: counts and
+/// sums add), so each wait is recorded once, in its group.
 #[derive(Clone, Copy, Debug, Default)]
 struct Mirrored {
     edge: bool,
     dependency: bool,
     group: bool,
+    waits_by_group: bool,
 }
 
 /// The open bucket plus run totals.
@@ -826,6 +829,7 @@ impl<S: RowSink> Recorder<S> {
     pub fn with_pod_groups(mut self, pods: u32, groups: u32, only_pools: bool) -> Self {
         let groups = groups.clamp(1, pods.max(1));
         self.mirrored.group = only_pools && groups == 1;
+        self.mirrored.waits_by_group = only_pools && groups > 1;
         self.group_of = (0..pods).map(|i| group_of(i, pods, groups)).collect();
         self.groups = (0..groups)
             .map(|_| GroupOpen {
@@ -1035,12 +1039,17 @@ impl<S: RowSink> Recorder<S> {
     /// group.
     #[inline]
     pub fn pool_wait(&mut self, group_pod: Option<u32>, d: SimDuration) {
-        self.latency(Latency::PoolWait, d);
         if self.mirrored.group {
+            self.latency(Latency::PoolWait, d);
             return;
         }
-        if let Some(g) = group_pod.and_then(|pod| self.group_index(pod)) {
-            self.groups[g].wait.record(d.as_nanos());
+        match group_pod.and_then(|pod| self.group_index(pod)) {
+            Some(g) if self.mirrored.waits_by_group => self.groups[g].wait.record(d.as_nanos()),
+            Some(g) => {
+                self.latency(Latency::PoolWait, d);
+                self.groups[g].wait.record(d.as_nanos());
+            }
+            None => self.latency(Latency::PoolWait, d),
         }
     }
 
@@ -1152,6 +1161,12 @@ impl<S: RowSink> Recorder<S> {
     /// Closes the open bucket at `end` and sends its row to the sink.
     pub fn close_bucket(&mut self, end: SimTime) {
         let start = SimTime::ZERO.saturating_add(self.width.saturating_mul(self.index));
+        if self.mirrored.waits_by_group {
+            let waits = &mut self.hists[Latency::PoolWait as usize];
+            for g in &self.groups {
+                waits.merge(&g.wait);
+            }
+        }
         let levels: [GaugeBucket; Level::COUNT] =
             std::array::from_fn(|i| self.levels[i].close(end));
         let latencies: [LatencySummary; Latency::COUNT] =

@@ -12,7 +12,9 @@ use sim_models::config::{
 use sim_models::graph::Topology;
 use sim_models::policy::analysis::paths_worst_case;
 use sim_models::policy::backoff::Backoff;
-use sim_models::recorder::{BucketRow, GroupRow, Latency, NodeRow, RowSink, RunTotals};
+use sim_models::recorder::{
+    BucketRow, GroupRow, Latency, LatencySummary, NodeRow, RowSink, RunTotals,
+};
 use sim_models::timeline::{Param, ParamRef, SetAction, TimelineEntry};
 use sim_models::world::run;
 
@@ -24,10 +26,13 @@ struct Nodes {
     rows: Vec<NodeRow>,
     names: Vec<String>,
     groups: Vec<Vec<GroupRow>>,
+    /// Each bucket's pool waits, over every pool.
+    waits: Vec<LatencySummary>,
 }
 
 impl RowSink for Nodes {
     fn push(&mut self, row: BucketRow) {
+        self.waits.push(row.latency(Latency::PoolWait));
         self.groups.push(row.groups);
     }
     fn wants_nodes(&self) -> bool {
@@ -562,6 +567,14 @@ fn a_graph_deploy_changes_the_call_and_the_dependency_it_names() {
 /// own are the reference).
 #[test]
 fn one_call_node_rows_taken_from_the_totals_equal_those_recorded_per_node() {
+    one_call_rows_equal_with_pod_groups(1);
+    one_call_rows_equal_with_pod_groups(2);
+}
+
+/// [`one_call_node_rows_taken_from_the_totals_equal_those_recorded_per_node`]
+/// with the entry's pods in `groups` groups: with one, the group's rows
+/// are the totals'; with more, the totals' pool waits are the groups'.
+fn one_call_rows_equal_with_pod_groups(groups: u32) {
     let world = |second_call: bool| {
         let mut cfg = WorldConfig::default();
         cfg.seed = 11;
@@ -584,7 +597,7 @@ fn one_call_node_rows_taken_from_the_totals_equal_those_recorded_per_node() {
             calls.push(never);
         }
         let mut app = service(2, calls);
-        app.pod_groups = Some(1);
+        app.pod_groups = Some(groups);
         cfg.services.insert("app".into(), app);
         let mut db = UpstreamConfig {
             capacity: 6,
@@ -617,9 +630,16 @@ fn one_call_node_rows_taken_from_the_totals_equal_those_recorded_per_node() {
             }),
             ..TimelineEntry::at_offset(secs(30))
         });
-        go(&cfg).0
+        run(&cfg, Nodes::default()).unwrap_or_else(|e| panic!("{e}"))
     };
-    let (mirrored, per_node) = (world(false), world(true));
+    let (mirrored_run, per_node_run) = (world(false), world(true));
+    let pool_wait = |t: &RunTotals| LatencySummary::of(t.latency(Latency::PoolWait));
+    assert_eq!(
+        pool_wait(&mirrored_run.totals),
+        pool_wait(&per_node_run.totals)
+    );
+    assert!(pool_wait(&mirrored_run.totals).count > 0);
+    let (mirrored, per_node) = (mirrored_run.sink, per_node_run.sink);
     assert_eq!(per_node.total("app->cache", |r| r.offered), 0);
     // The node's place among all nodes and among its kind differ: the
     // second world has two more nodes, `cache` sorting before `db`.
@@ -647,8 +667,9 @@ fn one_call_node_rows_taken_from_the_totals_equal_those_recorded_per_node() {
     // The one pod group's rows, taken from the totals, against the rows
     // recorded for the group on its own.
     assert_eq!(mirrored.groups.len(), 12);
-    assert!(mirrored.groups.iter().all(|g| g.len() == 1));
+    assert!(mirrored.groups.iter().all(|g| g.len() == groups as usize));
     assert_eq!(mirrored.groups, per_node.groups);
+    assert_eq!(mirrored.waits, per_node.waits);
     let group = mirrored.groups.iter().map(|g| &g[0]);
     assert!(group.clone().any(|g| g.waiters.max > 0 && g.wait.count > 0));
     assert!(group.clone().all(|g| g.in_use.max > 0));
