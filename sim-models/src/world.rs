@@ -258,12 +258,14 @@ pub struct World<S> {
     /// Events handled, by kind, one in [`KIND_SAMPLE`]: when a run hits
     /// its event limit, the message names what generated them.
     pub(crate) events_by_kind: [u64; Event::KINDS],
-    /// Events handled.
-    pub(crate) handled: u64,
+    /// Events to handle until the next one counted by kind.
+    pub(crate) until_counted: u32,
+    /// Events counted by kind so far.
+    pub(crate) counted: u32,
 }
 
 /// One event in this many is counted by kind.
-const KIND_SAMPLE: u64 = 64;
+const KIND_SAMPLE: u32 = 64;
 
 impl<S: RowSink> World<S> {
     /// Builds the world for a validated config, sending bucket rows to
@@ -327,7 +329,8 @@ impl<S: RowSink> World<S> {
             steps: timeline::resolve(cfg),
             end: SimTime::ZERO.saturating_add(cfg.clock.duration),
             events_by_kind: [0; Event::KINDS],
-            handled: 0,
+            until_counted: 1,
+            counted: 0,
             cfg: cfg.clone(),
         })
     }
@@ -788,10 +791,17 @@ impl<S: RowSink> Model for World<S> {
     fn handle(&mut self, event: Event, sched: &mut Scheduler<Event>) {
         // The first 64 events, then one in 64, by count (deterministic):
         // enough to name the busiest kinds of a short run or a long one, at
-        // a fraction of the cost of counting each.
-        self.handled = self.handled.wrapping_add(1);
-        if self.handled <= KIND_SAMPLE || self.handled.is_multiple_of(KIND_SAMPLE) {
+        // a fraction of the cost of counting each (a countdown: one
+        // decrement and one test per event).
+        self.until_counted -= 1;
+        if self.until_counted == 0 {
             self.events_by_kind[event.kind()] += 1;
+            self.counted = self.counted.saturating_add(1);
+            self.until_counted = if self.counted < KIND_SAMPLE {
+                1
+            } else {
+                KIND_SAMPLE
+            };
         }
         match event {
             Event::BucketEnded => self.on_bucket_ended(sched),
