@@ -689,7 +689,7 @@ impl Parts {
 
     /// Routes a load event; the deadline line's wake-up delivers one
     /// deadline at a time, so what each asks is done before the next.
-    #[inline]
+    #[inline(never)]
     fn on_load_event<S: RowSink>(&mut self, e: LoadEvent, cx: &mut Ctx<'_, S>) {
         if e != LoadEvent::UserDeadlinesDue {
             self.with(cx, |p, cx| p.load.on_event(e, cx));
@@ -703,7 +703,7 @@ impl Parts {
     /// Routes a service event; a propagated deadline and a health probe
     /// reach past the service (the request's calls and caller, the pod's
     /// requests).
-    #[inline]
+    #[inline(never)]
     fn on_service_event<S: RowSink>(&mut self, e: ServiceEvent, cx: &mut Ctx<'_, S>) {
         match e {
             ServiceEvent::RequestDeadlinePassed { req } => {
@@ -730,7 +730,7 @@ impl Parts {
     /// asks done before the next (a timeout line's due attempts one at a
     /// time; a failed dial's room offered once the attempt's end is done;
     /// an answer's pool levels brought up to date last).
-    #[inline]
+    #[inline(never)]
     fn on_client_event<S: RowSink>(&mut self, e: ClientEvent, cx: &mut Ctx<'_, S>) {
         let edge = e.edge() as usize;
         match e {
@@ -765,7 +765,7 @@ impl Parts {
 
     /// Routes a dependency event; an arrival carries the deadline its
     /// attempt's client propagates.
-    #[inline]
+    #[inline(never)]
     fn on_dependency_event<S: RowSink>(&mut self, e: DependencyEvent, cx: &mut Ctx<'_, S>) {
         match e {
             DependencyEvent::Received { att, edge } => {
@@ -803,6 +803,9 @@ impl<S: RowSink> Model for World<S> {
                 KIND_SAMPLE
             };
         }
+        // Each part's router is a function of its own (`inline(never)`):
+        // every event pays this function's entry and exit, which stay
+        // small that way.
         match event {
             Event::BucketEnded => self.on_bucket_ended(sched),
             Event::TimelineStepDue { index } => self.on_timeline_step(index, sched),
