@@ -286,6 +286,16 @@ pub struct Client {
     /// Attempt timeouts (a fixed delay, so armed in order), delivered by
     /// one wake-up at the earliest instead of a heap entry each.
     pub(crate) timeouts: DeadlineLine<AttRef>,
+    /// Whether the policies keep state (a budget, a gate, adaptive
+    /// backoff): without any, an attempt does not look its set up.
+    stateful: bool,
+}
+
+/// Whether `client`'s policies keep state: a budget, a gate (throttle,
+/// breaker, rate limiter) or adaptive backoff.
+fn keeps_policy_state(client: &ClientConfig) -> bool {
+    let set = PolicySet::new(client);
+    set.budget.is_some() || !set.gates.is_empty() || set.adaptive.is_some()
 }
 
 impl Client {
@@ -308,6 +318,7 @@ impl Client {
             backoff_rng: streams.stream(stream_name("client/backoff", &edge.suffix).as_str()),
             throttle_rng: streams.stream(stream_name("client/throttle", &edge.suffix).as_str()),
             timeouts: DeadlineLine::new(),
+            stateful: keeps_policy_state(&edge.client),
             cfg: edge.client.clone(),
             pool: edge.pool.clone(),
             from: edge.from,
@@ -345,10 +356,14 @@ impl Client {
         }
     }
 
-    /// The policy set of the client on `pod`.
+    /// The policy set of the client on `pod`; `None` when the policies
+    /// keep no state.
     #[inline]
-    fn policy(&mut self, pod: u32) -> &mut PolicySet {
-        policy_of(&mut self.policies, &self.cfg, pod)
+    fn policy(&mut self, pod: u32) -> Option<&mut PolicySet> {
+        if !self.stateful {
+            return None;
+        }
+        Some(policy_of(&mut self.policies, &self.cfg, pod))
     }
 
     /// The caller's pool for this edge on `pod`.
@@ -387,6 +402,7 @@ impl Client {
             .map(PolicySet::breakers)
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         self.policies = policy_sets(&client, pods);
+        self.stateful = keeps_policy_state(&client);
         self.cfg = client;
         ctx.rec.level_add(Level::BreakersOpen, now, -open);
         ctx.rec.level_add(Level::BreakersHalfOpen, now, -half);
@@ -439,7 +455,7 @@ impl Client {
                 .ok();
         }
         ctx.rec.node_call_started(self.index);
-        if let Some(b) = self.policy(pod).budget.as_mut() {
+        if let Some(b) = self.policy(pod).and_then(|set| set.budget.as_mut()) {
             b.on_request(now);
         }
         self.start_attempt(call, false, ctx);
@@ -547,7 +563,7 @@ impl Client {
         }
         let timeout = self.cfg.attempt_timeout;
         let arm_now = self.cfg.timeout_starts == TimeoutStart::AttemptStart;
-        if let Some(b) = self.policy(pod).budget.as_mut() {
+        if let Some(b) = self.policy(pod).and_then(|set| set.budget.as_mut()) {
             b.on_attempt_start(now, cost);
         }
         stale!(ctx.reqs.att_mut(att)).retry_cost = cost;
@@ -581,6 +597,9 @@ impl Client {
         pod: u32,
         ctx: &mut Ctx<'_, S>,
     ) -> Result<SimDuration, (Reason, Count)> {
+        if !self.stateful {
+            return Ok(SimDuration::ZERO);
+        }
         let now = ctx.now();
         let mut wait = SimDuration::ZERO;
         let mut moves = Vec::new();
@@ -1055,7 +1074,7 @@ impl Client {
         let (req, call, hedge, pod, pool_wait, late) =
             (a.req, a.call, a.hedge, a.pod, a.pool_wait, a.late);
         ctx.reqs.remove_attempt(att);
-        if let Some(b) = self.policy(pod).budget.as_mut() {
+        if let Some(b) = self.policy(pod).and_then(|set| set.budget.as_mut()) {
             b.on_attempt_closed(now, closed.retry_cost);
         }
         if let Some(c) = ctx.reqs.call_mut(call) {
@@ -1104,33 +1123,35 @@ impl Client {
         let (call, pod) = stale!(ctx.reqs.att(att).map(|a| (a.call, a.pod)));
         let closed = stale!(self.close_attempt(att, outcome, ctx));
         let success = outcome == AttemptOutcome::Success;
-        let retryable = self.cfg.retry.retry_on.iter().any(|r| r.matches(outcome));
-        let set = self.policy(pod);
-        if let Some(b) = set.budget.as_mut() {
-            b.on_result(
-                now,
-                AttemptReport {
-                    success,
-                    qualified_failure: !success && retryable,
-                    retry_cost: closed.retry_cost,
-                },
-            );
-        }
-        if let Some(a) = set.adaptive.as_mut() {
-            a.record(!success);
-        }
-        let end = AttemptEnd {
-            outcome,
-            duration: now - closed.started,
-        };
+        // For a budget's report only.
+        let retryable = self.stateful && self.cfg.retry.retry_on.iter().any(|r| r.matches(outcome));
         let mut moves = Vec::new();
-        for gate in set.gates.iter_mut() {
-            let before = gate.breaker_state();
-            gate.on_attempt_end(now, &end);
-            if let (Some(from), Some(to)) = (before, gate.breaker_state())
-                && from != to
-            {
-                moves.push((from, to));
+        if let Some(set) = self.policy(pod) {
+            if let Some(b) = set.budget.as_mut() {
+                b.on_result(
+                    now,
+                    AttemptReport {
+                        success,
+                        qualified_failure: !success && retryable,
+                        retry_cost: closed.retry_cost,
+                    },
+                );
+            }
+            if let Some(a) = set.adaptive.as_mut() {
+                a.record(!success);
+            }
+            let end = AttemptEnd {
+                outcome,
+                duration: now - closed.started,
+            };
+            for gate in set.gates.iter_mut() {
+                let before = gate.breaker_state();
+                gate.on_attempt_end(now, &end);
+                if let (Some(from), Some(to)) = (before, gate.breaker_state())
+                    && from != to
+                {
+                    moves.push((from, to));
+                }
             }
         }
         for (from, to) in moves {
@@ -1238,7 +1259,7 @@ impl Client {
             let n = c.retries_used - c.backoff_from + 1;
             let c = stale!(ctx.reqs.call_mut(call));
             let mut drawn = backoff.delay(n, &mut c.backoff, &mut self.backoff_rng);
-            if let Some(a) = self.policy(pod).adaptive.as_ref() {
+            if let Some(a) = self.policy(pod).and_then(|set| set.adaptive.as_ref()) {
                 drawn = drawn.mul_f64(a.multiplier());
             }
             // Drawn only when configured, so no other draw moves.
@@ -1267,7 +1288,7 @@ impl Client {
             AttemptOutcome::RateLimited(_) => RetryCause::Throttled,
             _ => RetryCause::Transient,
         };
-        let cost = match self.policy(pod).budget.as_mut() {
+        let cost = match self.policy(pod).and_then(|set| set.budget.as_mut()) {
             None => 0,
             Some(b) => match b.try_retry(now, cause) {
                 Some(cost) => cost,
