@@ -121,6 +121,12 @@ impl SimDuration {
             let whole = x as u64;
             return SimDuration(whole + u64::from(x - whole as f64 >= 0.5));
         }
+        Self::round_ns(x)
+    }
+
+    /// `x` nanoseconds rounded by `f64::round`: negative and NaN give
+    /// zero, too large saturates.
+    fn round_ns(x: f64) -> Self {
         let ns = x.round();
         if ns.is_nan() || ns <= 0.0 {
             SimDuration(0)
@@ -619,16 +625,10 @@ mod tests {
         s.parse().unwrap()
     }
 
-    /// What `from_secs_f64` computed before its fast path: the reference.
+    /// What `from_secs_f64` computed before its fast path, for every
+    /// value: the reference.
     fn by_round(secs: f64) -> SimDuration {
-        let ns = (secs * NS_PER_S as f64).round();
-        if ns.is_nan() || ns <= 0.0 {
-            SimDuration(0)
-        } else if ns >= u64::MAX as f64 {
-            SimDuration(u64::MAX)
-        } else {
-            SimDuration(ns as u64)
-        }
+        SimDuration::round_ns(secs * NS_PER_S as f64)
     }
 
     #[test]

@@ -24,12 +24,24 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// Drives `q` and a sorted reference model with the same operations and
 /// checks that every answer agrees.
-fn check_against_reference<Q: EventQueue<u64>>(mut q: Q, ops: &[Op]) {
+fn check_against_reference<Q: EventQueue<u64>>(q: Q, ops: &[Op]) {
+    let ops: Vec<(Op, usize)> = ops.iter().map(|op| (op.clone(), 0)).collect();
+    drive_against_reference(q, &ops, |q, key, delay, _| q.push(key, delay, key.seq * 7));
+}
+
+/// Drives `q` with `ops`, each push through `push` (given the key, the
+/// delay and the op's lane number, which `push` may ignore), and a sorted
+/// reference model with the same operations; every answer must agree.
+fn drive_against_reference<Q: EventQueue<u64>>(
+    mut q: Q,
+    ops: &[(Op, usize)],
+    push: impl Fn(&mut Q, EventKey, SimDuration, usize) -> EventId,
+) {
     let mut reference: BTreeMap<EventKey, u64> = BTreeMap::new();
     let mut ids: Vec<(EventId, EventKey)> = Vec::new();
     let mut now = SimTime::ZERO;
     let mut seq = 0u64;
-    for op in ops {
+    for (op, lane) in ops {
         match *op {
             Op::Push(delay) => {
                 let delay = SimDuration::from_nanos(delay);
@@ -38,7 +50,7 @@ fn check_against_reference<Q: EventQueue<u64>>(mut q: Q, ops: &[Op]) {
                     seq,
                 };
                 seq += 1;
-                let id = q.push(key, delay, key.seq * 7);
+                let id = push(&mut q, key, delay, *lane);
                 reference.insert(key, key.seq * 7);
                 ids.push((id, key));
             }
@@ -70,53 +82,15 @@ fn check_against_reference<Q: EventQueue<u64>>(mut q: Q, ops: &[Op]) {
     assert!(q.is_empty());
 }
 
-/// [`LazyHeap`] with its streams: each push goes to the heap or to one
-/// of the streams (one past [`MAX_STREAMS`] included), with fixed or
+/// [`LazyHeap`] with its streams: each push goes to the heap (lane 0) or
+/// to stream `lane - 1` (one past [`MAX_STREAMS`] included), with fixed or
 /// arbitrary delays so that pushes go back in their stream too; every
 /// answer must agree with a sorted reference.
 fn check_streams_against_reference(ops: &[(Op, usize)]) {
-    let mut q = LazyHeap::new();
-    let mut reference: BTreeMap<EventKey, u64> = BTreeMap::new();
-    let mut ids: Vec<(EventId, EventKey)> = Vec::new();
-    let mut now = SimTime::ZERO;
-    let mut seq = 0u64;
-    for (op, stream) in ops {
-        match *op {
-            Op::Push(delay) => {
-                let key = EventKey {
-                    time: now + SimDuration::from_nanos(delay),
-                    seq,
-                };
-                seq += 1;
-                let id = match stream {
-                    0 => q.push(key, SimDuration::ZERO, key.seq * 7),
-                    s => q.push_in_stream(s - 1, key, key.seq * 7),
-                };
-                reference.insert(key, key.seq * 7);
-                ids.push((id, key));
-            }
-            Op::Cancel(i) if !ids.is_empty() => {
-                let (id, key) = ids[i % ids.len()];
-                assert_eq!(q.cancel(id), reference.remove(&key).is_some());
-            }
-            Op::Cancel(_) => {}
-            Op::Pop => {
-                let expected = reference.pop_first();
-                assert_eq!(q.peek(), expected.map(|(k, _)| k));
-                let got = q.pop();
-                assert_eq!(got, expected);
-                if let Some((k, _)) = got {
-                    now = k.time;
-                }
-            }
-        }
-        assert_eq!(q.len(), reference.len());
-    }
-    while let Some(expected) = reference.pop_first() {
-        assert_eq!(q.pop(), Some(expected));
-    }
-    assert_eq!(q.pop(), None);
-    assert!(q.is_empty());
+    drive_against_reference(LazyHeap::new(), ops, |q, key, delay, lane| match lane {
+        0 => q.push(key, delay, key.seq * 7),
+        s => q.push_in_stream(s - 1, key, key.seq * 7),
+    });
 }
 
 #[test]
