@@ -9,7 +9,7 @@
 //! sequence), so the order of events is the same with any arity.
 //!
 //! A stream ([`LazyHeap::push_in_stream`]) is a FIFO for events whose
-//! times never go back: one source's arrivals, the timers of one fixed
+//! times seldom go back: one source's arrivals, the timers of one fixed
 //! delay. Such an event costs a push at the back and a pop at the front
 //! instead of a sift each way, and leaves the heap smaller for the rest.
 //! An event that would go back in its stream joins the heap instead, so
@@ -29,8 +29,9 @@ use crate::time::SimDuration;
 /// floor (so small queues never pay for a sweep).
 const COMPACT_FLOOR: usize = 1024;
 
-/// Streams a queue keeps beside its heap: every pop compares each one's
-/// front. A stream number past them schedules in the heap.
+/// Streams a queue keeps beside its heap: a pop from a stream looks at
+/// each one's front again (to keep the least). A stream number past them
+/// schedules in the heap.
 pub const MAX_STREAMS: usize = 4;
 
 /// What the heap orders: 24 bytes whatever the event type, so sifting

@@ -610,26 +610,19 @@ fn one_call_rows_equal_with_pod_groups(groups: u32) {
             cfg.dependencies
                 .insert("cache".into(), UpstreamConfig::default());
         }
-        cfg.timeline.push(TimelineEntry {
-            set: Some(SetAction {
-                param: ParamRef {
-                    param: Param::UpstreamLatencyScale,
-                    node: Some("db".into()),
-                },
-                value: 3.0,
-            }),
-            ..TimelineEntry::at_offset(secs(20))
-        });
-        cfg.timeline.push(TimelineEntry {
-            set: Some(SetAction {
-                param: ParamRef {
-                    param: Param::UpstreamLatencyScale,
-                    node: Some("db".into()),
-                },
-                value: 1.0,
-            }),
-            ..TimelineEntry::at_offset(secs(30))
-        });
+        // The db three times slower from 20 s to 30 s.
+        for (at, scale) in [(20, 3.0), (30, 1.0)] {
+            cfg.timeline.push(TimelineEntry {
+                set: Some(SetAction {
+                    param: ParamRef {
+                        param: Param::UpstreamLatencyScale,
+                        node: Some("db".into()),
+                    },
+                    value: scale,
+                }),
+                ..TimelineEntry::at_offset(secs(at))
+            });
+        }
         run(&cfg, Nodes::default()).unwrap_or_else(|e| panic!("{e}"))
     };
     let (mirrored_run, per_node_run) = (world(false), world(true));
