@@ -141,7 +141,13 @@ impl Gauge {
     #[inline]
     fn hold_until(&mut self, t: SimTime) {
         if t > self.since {
-            self.integral += i128::from(self.value) * i128::from((t - self.since).as_nanos());
+            // A span below 2^63 ns (292 years) is an i64: the product is
+            // then one widening multiply rather than a full 128-bit one.
+            let span = (t - self.since).as_nanos();
+            self.integral += match i64::try_from(span) {
+                Ok(short) => i128::from(self.value) * i128::from(short),
+                Err(_) => i128::from(self.value) * i128::from(span),
+            };
             self.min = self.min.min(self.value);
             self.max = self.max.max(self.value);
             self.since = t;
