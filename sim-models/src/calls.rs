@@ -60,7 +60,7 @@ impl Service {
     /// to begin them. Past the last step, the request is answered: a
     /// success, or a fallback if an optional call failed.
     pub(crate) fn run_step<S: RowSink>(&mut self, req: ReqRef, step: u32, ctx: &mut Ctx<'_, S>) {
-        let q = stale!(ctx.reqs.get(req));
+        let q = stale!(ctx.sh.reqs.get(req));
         let (pod, epoch, idempotent, inherited, degraded) =
             (q.pod, q.pod_epoch, q.idempotent, q.deadline, q.degraded);
         let mut step = step;
@@ -80,7 +80,10 @@ impl Service {
                 // Drawn only for a call made on a share of requests, so no
                 // other draw moves.
                 if p >= 1.0 || self.call_rng.random::<f64>() < p {
-                    let call = ctx.reqs.new_call(req, e, pod, epoch, idempotent, inherited);
+                    let call = ctx
+                        .sh
+                        .reqs
+                        .new_call(req, e, pod, epoch, idempotent, inherited);
                     calls.push(call);
                     n += 1;
                 }
@@ -90,7 +93,7 @@ impl Service {
             }
             step += 1;
         };
-        let q = stale!(ctx.reqs.get_mut(req));
+        let q = stale!(ctx.sh.reqs.get_mut(req));
         q.phase = Phase::Calling;
         q.step = step;
         q.step_done = 0;
@@ -100,7 +103,7 @@ impl Service {
         // Each call begins in turn; one ended by a sibling before its turn
         // (the step failed or completed) is not begun.
         for call in calls.iter() {
-            ctx.out.push(Ask::BeginCall { call });
+            ctx.sh.out.push(Ask::BeginCall { call });
         }
         q.calls = calls;
     }
@@ -117,8 +120,8 @@ impl Service {
         reason: Reason,
         ctx: &mut Ctx<'_, S>,
     ) {
-        let optional = ctx.env.topo.edges[edge as usize].optional;
-        let q = stale!(ctx.reqs.get_mut(req));
+        let optional = ctx.sh.env.topo.edges[edge as usize].optional;
+        let q = stale!(ctx.sh.reqs.get_mut(req));
         if q.service_done {
             return;
         }
@@ -166,7 +169,7 @@ impl Service {
         req: ReqRef,
         ctx: &mut Ctx<'_, S>,
     ) -> Option<Released> {
-        let q = ctx.reqs.get_mut(req)?;
+        let q = ctx.sh.reqs.get_mut(req)?;
         for t in [q.work_timer.take(), q.deadline_timer.take()]
             .into_iter()
             .flatten()
@@ -187,7 +190,7 @@ impl Service {
         };
         q.has_worker = false;
         q.has_core = false;
-        let same_life = ctx.links.epoch(self.index, pod) == epoch;
+        let same_life = ctx.sh.links.epoch(self.index, pod) == epoch;
         let p = &mut self.pods[pod as usize];
         // A request leaving its pod's worker line early (a restart empties
         // the line itself, under a new epoch).
@@ -218,10 +221,10 @@ impl Service {
     ) {
         let now = ctx.now();
         self.lb.outstanding_changed(r.pod, -1);
-        if self.index == ctx.env.topo.entry && r.caller == Caller::User {
-            ctx.rec.level_add(Level::ServiceInFlight, now, -1);
+        if self.index == ctx.sh.env.topo.entry && r.caller == Caller::User {
+            ctx.sh.rec.level_add(Level::ServiceInFlight, now, -1);
         }
-        ctx.rec.node_service_done(
+        ctx.sh.rec.node_service_done(
             self.index,
             reason,
             r.reached.map(|at| now.saturating_since(at)),
@@ -242,23 +245,23 @@ impl Service {
         ctx: &mut Ctx<'_, S>,
     ) {
         let now = ctx.now();
-        let a = stale!(ctx.reqs.att(att));
-        let idempotent = ctx.reqs.get(a.req).is_none_or(|q| q.idempotent);
-        if ctx.reqs.live() as u64 >= ctx.env.limits.max_in_flight {
-            let limit = ctx.env.limits.max_in_flight;
+        let a = stale!(ctx.sh.reqs.att(att));
+        let idempotent = ctx.sh.reqs.get(a.req).is_none_or(|q| q.idempotent);
+        if ctx.sh.reqs.live() as u64 >= ctx.sh.env.limits.max_in_flight {
+            let limit = ctx.sh.env.limits.max_in_flight;
             ctx.violated(|| {
                 format!("{limit} requests in flight across the services: the limit limits.max_in_flight was reached")
             });
             return;
         }
-        let child = ctx.reqs.create(
+        let child = ctx.sh.reqs.create(
             now,
             self.index,
             Caller::Attempt { att, edge },
             None,
             idempotent,
         );
-        stale!(ctx.reqs.att_mut(att)).child = Some(child);
+        stale!(ctx.sh.reqs.att_mut(att)).child = Some(child);
         if let Some(d) = deadline {
             // The caller's deadline travels with the request: the service
             // stops working on it then (gRPC's propagated deadline).
@@ -266,23 +269,24 @@ impl Service {
                 d.max(now),
                 ServiceEvent::RequestDeadlinePassed { req: child }.into(),
             );
-            let q = stale!(ctx.reqs.get_mut(child));
+            let q = stale!(ctx.sh.reqs.get_mut(child));
             q.deadline = Some(d);
             q.deadline_timer = timer.ok();
         }
         let Some(pod) = self.lb.pick() else {
-            if let Some(q) = ctx.reqs.get_mut(child) {
+            if let Some(q) = ctx.sh.reqs.get_mut(child) {
                 q.service_done = true;
                 q.phase = Phase::Finished;
             }
-            ctx.rec
+            ctx.sh
+                .rec
                 .node_service_done(self.index, Reason::Unavailable, None, now);
             self.answer_caller(child, att, edge, Reason::Unavailable, ctx);
             return;
         };
-        let epoch = ctx.links.epoch(self.index, pod);
+        let epoch = ctx.sh.links.epoch(self.index, pod);
         self.lb.outstanding_changed(pod, 1);
-        let q = stale!(ctx.reqs.get_mut(child));
+        let q = stale!(ctx.sh.reqs.get_mut(child));
         q.pod = pod;
         q.pod_epoch = epoch;
         q.dispatches = 1;
@@ -308,15 +312,15 @@ impl Service {
         reason: Reason,
         ctx: &mut Ctx<'_, S>,
     ) {
-        let gone = ctx.reqs.get(req).is_some_and(|q| q.caller_gone);
-        ctx.reqs.release_if_done(req);
+        let gone = ctx.sh.reqs.get(req).is_some_and(|q| q.caller_gone);
+        ctx.sh.reqs.release_if_done(req);
         if gone {
             return; // the caller cancelled it: nobody waits for an answer
         }
         // An attempt already gone still gets its answer, late, with no
         // delay drawn for it.
-        let d = match ctx.reqs.att(att) {
-            Some(_) => ctx.net.back(edge),
+        let d = match ctx.sh.reqs.att(att) {
+            Some(_) => ctx.sh.net.back(edge),
             None => SimDuration::ZERO,
         };
         let status = status_of(reason);
@@ -338,7 +342,7 @@ impl Service {
     ) {
         let d = match reason {
             Reason::PodRestarted => SimDuration::ZERO,
-            _ => ctx.net.pod_to_gateway(),
+            _ => ctx.sh.net.pod_to_gateway(),
         };
         ctx.cross(d, LoadEvent::ResponseReachedUser { req, reason }.into());
     }

@@ -369,7 +369,7 @@ impl Client {
     /// The caller's pool for this edge on `pod`.
     #[inline]
     fn pool<'c, S>(&self, pod: u32, ctx: &'c mut Ctx<'_, S>) -> &'c mut Pool {
-        ctx.links.pool(self.from, pod, self.local)
+        ctx.sh.links.pool(self.from, pod, self.local)
     }
 
     /// Brings the levels up to date with the pool on `pod`.
@@ -382,7 +382,7 @@ impl Client {
     /// the pod is the entry service's.
     #[inline]
     fn record_pool_wait<S: RowSink>(&self, pod: u32, d: SimDuration, ctx: &mut Ctx<'_, S>) {
-        ctx.rec.pool_wait(self.entry.then_some(pod), d);
+        ctx.sh.rec.pool_wait(self.entry.then_some(pod), d);
     }
 
     /// The operator deploys `client`: new attempts, retries and backoffs
@@ -404,8 +404,8 @@ impl Client {
         self.policies = policy_sets(&client, pods);
         self.stateful = keeps_policy_state(&client);
         self.cfg = client;
-        ctx.rec.level_add(Level::BreakersOpen, now, -open);
-        ctx.rec.level_add(Level::BreakersHalfOpen, now, -half);
+        ctx.sh.rec.level_add(Level::BreakersOpen, now, -open);
+        ctx.sh.rec.level_add(Level::BreakersHalfOpen, now, -half);
     }
 
     /// The deadline an attempt carries to what it calls, when propagated:
@@ -431,7 +431,7 @@ impl Client {
     /// budget, starts the first attempt (and schedules hedges).
     pub(crate) fn begin_call<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
         let now = ctx.now();
-        let c = stale!(ctx.reqs.call_mut(call));
+        let c = stale!(ctx.sh.reqs.call_mut(call));
         let pod = c.pod;
         let own = self.cfg.total_deadline.map(|d| now.saturating_add(d));
         // A deadline the request's caller propagated caps the call's own
@@ -454,7 +454,7 @@ impl Client {
                 )
                 .ok();
         }
-        ctx.rec.node_call_started(self.index);
+        ctx.sh.rec.node_call_started(self.index);
         if let Some(b) = self.policy(pod).and_then(|set| set.budget.as_mut()) {
             b.on_request(now);
         }
@@ -468,7 +468,7 @@ impl Client {
             return; // not hedging
         };
         let (max_attempts, delay) = (h.max_attempts, h.delay);
-        let Some(c) = ctx.reqs.call_mut(call) else {
+        let Some(c) = ctx.sh.reqs.call_mut(call) else {
             return; // the call ended while starting
         };
         if c.phase != CallPhase::Calling || c.attempts >= max_attempts {
@@ -497,7 +497,7 @@ impl Client {
     }
 
     fn on_hedge_due<S: RowSink>(&mut self, call: CallRef, number: u32, ctx: &mut Ctx<'_, S>) {
-        let c = stale!(ctx.reqs.call_mut(call));
+        let c = stale!(ctx.sh.reqs.call_mut(call));
         if c.phase != CallPhase::Calling || c.attempts + 1 != number {
             return;
         }
@@ -511,7 +511,7 @@ impl Client {
     /// ends.
     fn start_attempt<S: RowSink>(&mut self, call: CallRef, hedge: bool, ctx: &mut Ctx<'_, S>) {
         let now = ctx.now();
-        let c = stale!(ctx.reqs.call(call));
+        let c = stale!(ctx.sh.reqs.call(call));
         let (req, number, deadline, live) = (c.req, c.attempts + 1, c.deadline, c.live_count());
         let (pod, epoch) = (c.pod, c.pod_epoch);
         let min_budget = self.cfg.min_attempt_budget;
@@ -527,7 +527,7 @@ impl Client {
         let wait = match self.ask_gates(pod, ctx) {
             Ok(wait) => wait,
             Err((reason, counter)) => {
-                ctx.rec.count(counter, 1);
+                ctx.sh.rec.count(counter, 1);
                 if live == 0 {
                     self.finish_call(call, reason, ctx);
                 }
@@ -535,9 +535,10 @@ impl Client {
             }
         };
         let att = ctx
+            .sh
             .reqs
             .new_attempt(call, req, self.index, number, hedge, pod, epoch, now);
-        let c = stale!(ctx.reqs.call_mut(call));
+        let c = stale!(ctx.sh.reqs.call_mut(call));
         c.attempts = number;
         c.phase = CallPhase::Calling;
         if !c.add_live(att) {
@@ -550,8 +551,8 @@ impl Client {
             (_, true) => Count::AttemptsHedge,
             _ => Count::AttemptsRetry,
         };
-        ctx.rec.count(counter, 1);
-        ctx.rec.node_attempt_started(self.index, number > 1);
+        ctx.sh.rec.count(counter, 1);
+        ctx.sh.rec.node_attempt_started(self.index, number > 1);
         if !hedge && number > 1 {
             let which = match number {
                 2 => Count::Retry1,
@@ -559,18 +560,18 @@ impl Client {
                 4 => Count::Retry3,
                 _ => Count::Retry4Plus,
             };
-            ctx.rec.count(which, 1);
+            ctx.sh.rec.count(which, 1);
         }
         let timeout = self.cfg.attempt_timeout;
         let arm_now = self.cfg.timeout_starts == TimeoutStart::AttemptStart;
         if let Some(b) = self.policy(pod).and_then(|set| set.budget.as_mut()) {
             b.on_attempt_start(now, cost);
         }
-        stale!(ctx.reqs.att_mut(att)).retry_cost = cost;
+        stale!(ctx.sh.reqs.att_mut(att)).retry_cost = cost;
         if arm_now && let Some(t) = timeout {
             self.arm_timeout(att, t, ctx);
         }
-        let a = stale!(ctx.reqs.att_mut(att));
+        let a = stale!(ctx.sh.reqs.att_mut(att));
         if !wait.is_zero() {
             a.phase = AttemptPhase::RateLimited;
             a.aux_timer = Some(
@@ -583,7 +584,7 @@ impl Client {
                     .into(),
                 ),
             );
-            ctx.rec.count(Count::RateLimiterWaits, 1);
+            ctx.sh.rec.count(Count::RateLimiterWaits, 1);
             return;
         }
         self.acquire_connection(att, ctx);
@@ -644,31 +645,34 @@ impl Client {
     ) {
         let now = ctx.now();
         if to == BreakerState::Open {
-            ctx.rec.count(Count::BreakerOpened, 1);
+            ctx.sh.rec.count(Count::BreakerOpened, 1);
         }
         let mut whose = match self.cfg.scope {
             Scope::Global => "global breaker".to_string(),
             Scope::Pod => format!("pod {pod} breaker"),
         };
-        if ctx.env.graph {
-            whose = format!("{} {whose}", ctx.env.topo.edges[self.index as usize].name);
+        if ctx.sh.env.graph {
+            whose = format!(
+                "{} {whose}",
+                ctx.sh.env.topo.edges[self.index as usize].name
+            );
         }
-        ctx.rec.sink_mut().event(WorldEvent {
+        ctx.sh.rec.sink_mut().event(WorldEvent {
             at: now,
             kind: "breaker",
             detail: format!("{whose}: {} -> {}", from.name(), to.name()),
         });
         for (state, delta) in [(from, -1), (to, 1)] {
             match state {
-                BreakerState::Open => ctx.rec.level_add(Level::BreakersOpen, now, delta),
-                BreakerState::HalfOpen => ctx.rec.level_add(Level::BreakersHalfOpen, now, delta),
+                BreakerState::Open => ctx.sh.rec.level_add(Level::BreakersOpen, now, delta),
+                BreakerState::HalfOpen => ctx.sh.rec.level_add(Level::BreakersHalfOpen, now, delta),
                 BreakerState::Closed => {}
             }
         }
     }
 
     fn on_rate_limiter_waited<S: RowSink>(&mut self, att: AttRef, ctx: &mut Ctx<'_, S>) {
-        let a = stale!(ctx.reqs.att_mut(att));
+        let a = stale!(ctx.sh.reqs.att_mut(att));
         if a.phase != AttemptPhase::RateLimited {
             return;
         }
@@ -678,7 +682,7 @@ impl Client {
 
     fn acquire_connection<S: RowSink>(&mut self, att: AttRef, ctx: &mut Ctx<'_, S>) {
         let now = ctx.now();
-        let a = stale!(ctx.reqs.att_mut(att));
+        let a = stale!(ctx.sh.reqs.att_mut(att));
         a.wait_started = now;
         let pod = a.pod;
         match self.pool(pod, ctx).acquire(now) {
@@ -688,14 +692,14 @@ impl Client {
             }
             Acquire::Dial => {
                 self.record_pool_wait(pod, SimDuration::ZERO, ctx);
-                set_phase(ctx.reqs, att, AttemptPhase::Connecting);
+                set_phase(&mut ctx.sh.reqs, att, AttemptPhase::Connecting);
                 self.dial(pod, att, ctx);
             }
             Acquire::Wait => {
-                set_phase(ctx.reqs, att, AttemptPhase::WaitingPool);
-                let p = ctx.links.pod(self.from, pod);
+                set_phase(&mut ctx.sh.reqs, att, AttemptPhase::WaitingPool);
+                let p = ctx.sh.links.pod(self.from, pod);
                 let epoch = p.epoch;
-                let reqs = &*ctx.reqs;
+                let reqs = &ctx.sh.reqs;
                 p.pools[self.local as usize].wait(Waiter { att, since: now }, |w| {
                     waiter_is_live(reqs, pod, epoch, w)
                 });
@@ -708,7 +712,7 @@ impl Client {
                         }
                         .into(),
                     );
-                    if let Some(a) = ctx.reqs.att_mut(att) {
+                    if let Some(a) = ctx.sh.reqs.att_mut(att) {
                         a.aux_timer = Some(timer);
                     }
                 }
@@ -720,12 +724,12 @@ impl Client {
     /// Dials a new connection on `pod` for `att`.
     fn dial<S: RowSink>(&mut self, pod: u32, att: AttRef, ctx: &mut Ctx<'_, S>) {
         let now = ctx.now();
-        let failure = ctx.links.connect_failure;
-        let p = ctx.links.pod(self.from, pod);
+        let failure = ctx.sh.links.connect_failure;
+        let p = ctx.sh.links.pod(self.from, pod);
         let epoch = p.epoch;
         let setup = self.connect_time.sample(&mut p.connect_rng);
         let refused = refused_by_network(p, failure);
-        let refused = refused || ctx.links.far_end_full(self.to, now);
+        let refused = refused || ctx.sh.links.far_end_full(self.to, now);
         let timeout = self.cfg.connect_timeout;
         // A refusal comes back when the handshake would have; either way
         // the connect timeout may give up first.
@@ -764,11 +768,11 @@ impl Client {
         att: AttRef,
         ctx: &mut Ctx<'_, S>,
     ) {
-        if ctx.links.epoch(self.from, pod) != epoch {
+        if ctx.sh.links.epoch(self.from, pod) != epoch {
             return; // the pod restarted meanwhile; its pool is new
         }
         self.pool(pod, ctx).established();
-        if att_is(ctx.reqs, att, AttemptPhase::Connecting) {
+        if att_is(&ctx.sh.reqs, att, AttemptPhase::Connecting) {
             self.pool(pod, ctx).hand_over();
             self.connection_in_hand(att, ctx);
         } else {
@@ -799,7 +803,7 @@ impl Client {
         refused: bool,
         ctx: &mut Ctx<'_, S>,
     ) -> bool {
-        if ctx.links.epoch(self.from, pod) != epoch {
+        if ctx.sh.links.epoch(self.from, pod) != epoch {
             return false;
         }
         let pool = self.pool(pod, ctx);
@@ -808,7 +812,7 @@ impl Client {
         } else {
             pool.dialled();
         }
-        if att_is(ctx.reqs, att, AttemptPhase::Connecting) {
+        if att_is(&ctx.sh.reqs, att, AttemptPhase::Connecting) {
             self.end_attempt(att, AttemptOutcome::ConnectFailure, ctx);
         }
         true
@@ -842,7 +846,7 @@ impl Client {
         }
         if let Some(w) = self.pop_waiter(pod, ctx) {
             self.pool(pod, ctx).try_dial();
-            set_phase(ctx.reqs, w.att, AttemptPhase::Connecting);
+            set_phase(&mut ctx.sh.reqs, w.att, AttemptPhase::Connecting);
             self.dial(pod, w.att, ctx);
         }
     }
@@ -850,12 +854,12 @@ impl Client {
     /// Takes the next live waiter out of `pod`'s line, ending its wait.
     fn pop_waiter<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) -> Option<Waiter> {
         let now = ctx.now();
-        let p = ctx.links.pod(self.from, pod);
+        let p = ctx.sh.links.pod(self.from, pod);
         let epoch = p.epoch;
-        let reqs = &*ctx.reqs;
+        let reqs = &ctx.sh.reqs;
         let w =
             p.pools[self.local as usize].next_waiter(|w| waiter_is_live(reqs, pod, epoch, w))?;
-        if let Some(a) = ctx.reqs.att_mut(w.att) {
+        if let Some(a) = ctx.sh.reqs.att_mut(w.att) {
             if let Some(t) = a.aux_timer.take() {
                 ctx.sched.cancel(t);
             }
@@ -868,7 +872,7 @@ impl Client {
     /// The attempt holds a connection: send the request, to the
     /// dependency or (through the world) to the service called.
     fn connection_in_hand<S: RowSink>(&mut self, att: AttRef, ctx: &mut Ctx<'_, S>) {
-        let a = stale!(ctx.reqs.att_mut(att));
+        let a = stale!(ctx.sh.reqs.att_mut(att));
         a.phase = AttemptPhase::InFlight;
         let timeout = self.cfg.attempt_timeout;
         let arm_now = self.cfg.timeout_starts == TimeoutStart::ConnectionAcquired;
@@ -876,7 +880,7 @@ impl Client {
             self.arm_timeout(att, t, ctx);
         }
         let edge = self.index;
-        let delay = ctx.net.there(edge);
+        let delay = ctx.sh.net.there(edge);
         match self.to {
             Target::Dependency(_) => {
                 ctx.cross(delay, DependencyEvent::Received { att, edge }.into())
@@ -895,19 +899,19 @@ impl Client {
         status: Status,
         ctx: &mut Ctx<'_, S>,
     ) -> Option<u32> {
-        let Some(a) = ctx.reqs.att_mut(att) else {
-            ctx.rec.count(Count::LateResponses, 1);
+        let Some(a) = ctx.sh.reqs.att_mut(att) else {
+            ctx.sh.rec.count(Count::LateResponses, 1);
             return None;
         };
         if a.phase != AttemptPhase::InFlight {
-            ctx.rec.count(Count::LateResponses, 1);
+            ctx.sh.rec.count(Count::LateResponses, 1);
             return None;
         }
         a.job = None;
         a.child = None;
         let pod = a.pod;
         let leak_fraction = self.pool.leak_fraction;
-        let p = ctx.links.pod(self.from, pod);
+        let p = ctx.sh.links.pod(self.from, pod);
         let leak = leak_fraction > 0.0 && p.leak_rng.random::<f64>() < leak_fraction;
         if p.pools[self.local as usize].release(leak) {
             self.connection_available(pod, ctx);
@@ -925,12 +929,12 @@ impl Client {
     /// Arms `att`'s timeout, `t` from now, in the timeout line.
     fn arm_timeout<S: RowSink>(&mut self, att: AttRef, t: SimDuration, ctx: &mut Ctx<'_, S>) {
         let at = ctx.now().saturating_add(t);
-        stale!(ctx.reqs.att_mut(att)).timeout_at = Some(at);
+        stale!(ctx.sh.reqs.att_mut(att)).timeout_at = Some(at);
         // Answered attempts' timeouts pile up behind a live one: swept once
         // they outnumber twice the attempts alive (on every edge, a bound
         // on this one's), so memory follows the attempts in flight.
-        let live = ctx.reqs.live_attempts();
-        let reqs = &*ctx.reqs;
+        let live = ctx.sh.reqs.live_attempts();
+        let reqs = &ctx.sh.reqs;
         self.timeouts.arm(
             at,
             att,
@@ -951,7 +955,7 @@ impl Client {
     /// Times out the next attempt whose deadline is now, in the order the
     /// deadlines were armed; false when none is left.
     pub(crate) fn deliver_timeout<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) -> bool {
-        let reqs = &*ctx.reqs;
+        let reqs = &ctx.sh.reqs;
         let due = self
             .timeouts
             .pop_live_due(ctx.now(), |at, &att| timeout_is_live(reqs, at, att));
@@ -965,7 +969,7 @@ impl Client {
     /// Every due timeout was delivered: a wake-up for the earliest live
     /// one left.
     pub(crate) fn timeouts_delivered<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
-        let reqs = &*ctx.reqs;
+        let reqs = &ctx.sh.reqs;
         self.timeouts.delivered(
             ctx.sched,
             |at, &att| timeout_is_live(reqs, at, att),
@@ -974,7 +978,7 @@ impl Client {
     }
 
     fn on_attempt_timed_out<S: RowSink>(&mut self, att: AttRef, ctx: &mut Ctx<'_, S>) {
-        let a = stale!(ctx.reqs.att_mut(att));
+        let a = stale!(ctx.sh.reqs.att_mut(att));
         if !is_active(a.phase) {
             return;
         }
@@ -984,10 +988,10 @@ impl Client {
     }
 
     fn on_pool_wait_timed_out<S: RowSink>(&mut self, att: AttRef, ctx: &mut Ctx<'_, S>) {
-        if !att_is(ctx.reqs, att, AttemptPhase::WaitingPool) {
+        if !att_is(&ctx.sh.reqs, att, AttemptPhase::WaitingPool) {
             return;
         }
-        if let Some(a) = ctx.reqs.att_mut(att) {
+        if let Some(a) = ctx.sh.reqs.att_mut(att) {
             a.aux_timer = None;
         }
         self.release_attempt(att, ctx);
@@ -1001,7 +1005,7 @@ impl Client {
     /// request it made at another service carries on, for nobody.
     fn release_attempt<S: RowSink>(&mut self, att: AttRef, ctx: &mut Ctx<'_, S>) {
         let now = ctx.now();
-        let a = stale!(ctx.reqs.att_mut(att));
+        let a = stale!(ctx.sh.reqs.att_mut(att));
         let (phase, pod, epoch, job, since) =
             (a.phase, a.pod, a.pod_epoch, a.job.take(), a.wait_started);
         let child = a.child.take();
@@ -1020,7 +1024,7 @@ impl Client {
             // it stops, and so do its own calls, down the graph.
             ctx.ask(Ask::CallerLeft { req: child });
         }
-        let same_life = ctx.links.epoch(self.from, pod) == epoch;
+        let same_life = ctx.sh.links.epoch(self.from, pod) == epoch;
         match phase {
             AttemptPhase::WaitingPool => {
                 if same_life {
@@ -1056,7 +1060,7 @@ impl Client {
         ctx: &mut Ctx<'_, S>,
     ) -> Option<Closed> {
         let now = ctx.now();
-        let Some(a) = ctx.reqs.att_mut(att) else {
+        let Some(a) = ctx.sh.reqs.att_mut(att) else {
             ctx.violated(|| "an attempt ended twice".into());
             return None;
         };
@@ -1073,29 +1077,30 @@ impl Client {
         };
         let (req, call, hedge, pod, pool_wait, late) =
             (a.req, a.call, a.hedge, a.pod, a.pool_wait, a.late);
-        ctx.reqs.remove_attempt(att);
+        ctx.sh.reqs.remove_attempt(att);
         if let Some(b) = self.policy(pod).and_then(|set| set.budget.as_mut()) {
             b.on_attempt_closed(now, closed.retry_cost);
         }
-        if let Some(c) = ctx.reqs.call_mut(call) {
+        if let Some(c) = ctx.sh.reqs.call_mut(call) {
             c.remove_live(att);
         }
-        ctx.rec.attempt_ended(self.index, outcome);
+        ctx.sh.rec.attempt_ended(self.index, outcome);
         if outcome != AttemptOutcome::Cancelled {
             let which = if closed.number == 1 {
                 Latency::FirstAttempt
             } else {
                 Latency::Retry
             };
-            ctx.rec.latency(which, now - closed.started);
+            ctx.sh.rec.latency(which, now - closed.started);
         }
-        ctx.rec
+        ctx.sh
+            .rec
             .node_attempt_ended(self.index, outcome, now - closed.started);
-        let sample = ctx.rec.sink().attempt_sample();
+        let sample = ctx.sh.rec.sink().attempt_sample();
         let id = |reqs: &Requests| reqs.get(req).map_or(u64::MAX, |q| q.id);
-        if sample > 0.0 && sampled(id(ctx.reqs), ctx.env.seed, sample) {
-            ctx.rec.sink_mut().attempt(AttemptRecord {
-                request: id(ctx.reqs),
+        if sample > 0.0 && sampled(id(&ctx.sh.reqs), ctx.sh.env.seed, sample) {
+            ctx.sh.rec.sink_mut().attempt(AttemptRecord {
+                request: id(&ctx.sh.reqs),
                 attempt: closed.number,
                 hedge,
                 pod,
@@ -1120,7 +1125,7 @@ impl Client {
         ctx: &mut Ctx<'_, S>,
     ) {
         let now = ctx.now();
-        let (call, pod) = stale!(ctx.reqs.att(att).map(|a| (a.call, a.pod)));
+        let (call, pod) = stale!(ctx.sh.reqs.att(att).map(|a| (a.call, a.pod)));
         let closed = stale!(self.close_attempt(att, outcome, ctx));
         let success = outcome == AttemptOutcome::Success;
         // For a budget's report only.
@@ -1172,7 +1177,7 @@ impl Client {
         outcome: AttemptOutcome,
         ctx: &mut Ctx<'_, S>,
     ) {
-        let c = stale!(ctx.reqs.call(call));
+        let c = stale!(ctx.sh.reqs.call(call));
         let Some(h) = self.cfg.hedging.as_ref() else {
             return; // not hedging
         };
@@ -1213,7 +1218,7 @@ impl Client {
             return;
         }
         let reason = Reason::from(outcome);
-        let c = stale!(ctx.reqs.call(call));
+        let c = stale!(ctx.sh.reqs.call(call));
         if c.phase != CallPhase::Calling {
             return;
         }
@@ -1257,7 +1262,7 @@ impl Client {
             let backoff = r.backoff.clone();
             let jitter = r.retry_after.jitter;
             let n = c.retries_used - c.backoff_from + 1;
-            let c = stale!(ctx.reqs.call_mut(call));
+            let c = stale!(ctx.sh.reqs.call_mut(call));
             let mut drawn = backoff.delay(n, &mut c.backoff, &mut self.backoff_rng);
             if let Some(a) = self.policy(pod).and_then(|set| set.adaptive.as_ref()) {
                 drawn = drawn.mul_f64(a.multiplier());
@@ -1276,7 +1281,7 @@ impl Client {
                 _ => drawn,
             }
         };
-        let c = stale!(ctx.reqs.call(call));
+        let c = stale!(ctx.sh.reqs.call(call));
         if let Some(d) = c.deadline
             && now.saturating_add(delay).saturating_add(min_attempt_budget) >= d
         {
@@ -1293,17 +1298,17 @@ impl Client {
             Some(b) => match b.try_retry(now, cause) {
                 Some(cost) => cost,
                 None => {
-                    ctx.rec.count(Count::BudgetDenied, 1);
+                    ctx.sh.rec.count(Count::BudgetDenied, 1);
                     self.finish_call(call, Reason::BudgetExhausted, ctx);
                     return;
                 }
             },
         };
         if pushback_used {
-            ctx.rec.count(Count::RetryAfterWaits, 1);
+            ctx.sh.rec.count(Count::RetryAfterWaits, 1);
         }
-        ctx.rec.latency(Latency::RetryDelay, delay);
-        let c = stale!(ctx.reqs.call_mut(call));
+        ctx.sh.rec.latency(Latency::RetryDelay, delay);
+        let c = stale!(ctx.sh.reqs.call_mut(call));
         c.pending_retry_cost = cost;
         if counts {
             c.retries_used += 1;
@@ -1343,7 +1348,7 @@ impl Client {
         attempt: u32,
         ctx: &mut Ctx<'_, S>,
     ) {
-        let c = stale!(ctx.reqs.call_mut(call));
+        let c = stale!(ctx.sh.reqs.call_mut(call));
         if c.phase != CallPhase::Backoff || c.attempts != attempt {
             return;
         }
@@ -1353,7 +1358,7 @@ impl Client {
     }
 
     fn on_call_deadline<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
-        if let Some(c) = ctx.reqs.call_mut(call) {
+        if let Some(c) = ctx.sh.reqs.call_mut(call) {
             c.deadline_timer = None;
         }
         self.finish_call(call, Reason::DeadlineExceeded, ctx);
@@ -1363,7 +1368,7 @@ impl Client {
     /// world to tell its request.
     #[inline]
     fn finish_call<S: RowSink>(&mut self, call: CallRef, reason: Reason, ctx: &mut Ctx<'_, S>) {
-        let req = stale!(ctx.reqs.call(call)).req;
+        let req = stale!(ctx.sh.reqs.call(call)).req;
         self.close_call(call, reason, false, ctx);
         ctx.ask(Ask::CallEnded {
             req,
@@ -1380,7 +1385,7 @@ impl Client {
         hedges_lost: bool,
         ctx: &mut Ctx<'_, S>,
     ) {
-        let live: Vec<AttRef> = match ctx.reqs.call(call) {
+        let live: Vec<AttRef> = match ctx.sh.reqs.call(call) {
             Some(c) => c.live_attempts().collect(),
             None => return,
         };
@@ -1388,10 +1393,10 @@ impl Client {
             self.release_attempt(att, ctx);
             self.close_attempt(att, AttemptOutcome::Cancelled, ctx);
             if hedges_lost {
-                ctx.rec.count(Count::HedgesCancelled, 1);
+                ctx.sh.rec.count(Count::HedgesCancelled, 1);
             }
         }
-        if ctx.reqs.call(call).is_none_or(|c| c.live_count() != 0) {
+        if ctx.sh.reqs.call(call).is_none_or(|c| c.live_count() != 0) {
             ctx.violated(|| "attempts left behind by a finished call".into());
         }
     }
@@ -1407,20 +1412,20 @@ impl Client {
         cut: bool,
         ctx: &mut Ctx<'_, S>,
     ) {
-        let c = stale!(ctx.reqs.call(call));
+        let c = stale!(ctx.sh.reqs.call(call));
         if c.live.iter().any(Option::is_some) {
             let hedging = self.cfg.hedging.is_some() && reason == Reason::Success;
             self.cancel_live_attempts(call, hedging, ctx);
         }
-        let c = stale!(ctx.reqs.call_mut(call));
+        let c = stale!(ctx.sh.reqs.call_mut(call));
         for t in [c.aux_timer.take(), c.deadline_timer.take()]
             .into_iter()
             .flatten()
         {
             ctx.sched.cancel(t);
         }
-        ctx.reqs.remove_call(call);
-        ctx.rec.node_call_ended(self.index, reason, cut);
+        ctx.sh.reqs.remove_call(call);
+        ctx.sh.rec.node_call_ended(self.index, reason, cut);
     }
 }
 

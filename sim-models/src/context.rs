@@ -20,8 +20,8 @@ use crate::config::{ConfigError, WorldConfig, WorldLimits};
 use crate::graph::{Target, Topology, stream_name};
 use crate::outcome::Reason;
 use crate::pool::Pool;
-use crate::recorder::{Level, Recorder, RowSink};
-use crate::request::{AttRef, CallRef, ReqRef, Requests};
+use crate::recorder::{Level, RowSink};
+use crate::request::{AttRef, CallRef, ReqRef};
 use crate::upstream::JobRef;
 use crate::world::{Event, Violation, compile_opt};
 use serde::{Deserialize, Serialize};
@@ -97,26 +97,17 @@ pub(crate) enum Ask {
     },
 }
 
-/// What a part is handed when it acts. Built by the world for each call
-/// into a part; every field is a separate borrow, so a part may hold a
-/// request record and count at the recorder at once.
+/// What a part is handed when it acts: the clock and what the parts
+/// share. Built by the world for each event, as two pointers; the shared
+/// state's fields are separate borrows, so a part may hold a request
+/// record and count at the recorder at once (`ctx.sh.reqs`, `ctx.sh.rec`).
 pub(crate) struct Ctx<'a, S> {
     /// The clock and the pending events.
     pub(crate) sched: &'a mut Scheduler<Event>,
-    /// Requests, calls and attempts in flight.
-    pub(crate) reqs: &'a mut Requests,
-    /// The pods' connections.
-    pub(crate) links: &'a mut Links,
-    /// The network's legs and their draws.
-    pub(crate) net: &'a mut Network,
-    /// Rows, totals, levels.
-    pub(crate) rec: &'a mut Recorder<S>,
-    /// The world's fixed facts.
-    pub(crate) env: &'a Env,
-    /// What the part asks of others, routed when it returns.
-    pub(crate) out: &'a mut Vec<Ask>,
-    /// The first broken invariant, if any (it stops the run).
-    pub(crate) violation: &'a mut Option<Violation>,
+    /// Requests in flight, the pods' connections, the network, the
+    /// recorder, the world's fixed facts, the asks and the first broken
+    /// invariant.
+    pub(crate) sh: &'a mut crate::world::Shared<S>,
 }
 
 impl<S: RowSink> Ctx<'_, S> {
@@ -129,7 +120,7 @@ impl<S: RowSink> Ctx<'_, S> {
     /// Asks the world for something another part must do.
     #[inline]
     pub(crate) fn ask(&mut self, a: Ask) {
-        self.out.push(a);
+        self.sh.out.push(a);
     }
 
     /// Sends `event` across a leg taking `delay`: scheduled like every
@@ -147,8 +138,8 @@ impl<S: RowSink> Ctx<'_, S> {
 
     /// Records a broken invariant (the first one wins).
     pub(crate) fn violated(&mut self, what: impl FnOnce() -> String) {
-        if self.violation.is_none() {
-            *self.violation = Some(Violation {
+        if self.sh.violation.is_none() {
+            self.sh.violation = Some(Violation {
                 at: self.sched.now(),
                 what: what(),
             });
@@ -161,7 +152,7 @@ impl<S: RowSink> Ctx<'_, S> {
     #[inline]
     pub(crate) fn sync_pool(&mut self, service: u32, pod: u32, local: u32, edge: u32) {
         let now = self.sched.now();
-        let Some(p) = self.links.pod_mut(service, pod) else {
+        let Some(p) = self.sh.links.pod_mut(service, pod) else {
             return; // a pod the timeline removed: nothing to report
         };
         let pool = &p.pools[local as usize];
@@ -174,11 +165,13 @@ impl<S: RowSink> Ctx<'_, S> {
         if current == last {
             return;
         }
-        let group = (service == self.env.topo.entry).then_some(pod);
-        self.rec
+        let group = (service == self.sh.env.topo.entry).then_some(pod);
+        self.sh
+            .rec
             .pool_changed(group, edge, now, current.0 - last.0, current.1 - last.1);
         if current.2 != last.2 {
-            self.rec
+            self.sh
+                .rec
                 .level_add(Level::PoolLeaked, now, current.2 - last.2);
         }
     }
@@ -186,15 +179,16 @@ impl<S: RowSink> Ctx<'_, S> {
     /// Brings the pool levels up to date with every pool of `service`'s
     /// pod `pod`.
     pub(crate) fn sync_pools(&mut self, service: u32, pod: u32) {
-        let edges = &self.env.topo.services[service as usize].edges;
-        for (local, &edge) in edges.iter().enumerate() {
+        let edges = self.sh.env.topo.services[service as usize].edges.len();
+        for local in 0..edges {
+            let edge = self.sh.env.topo.services[service as usize].edges[local];
             self.sync_pool(service, pod, local as u32, edge);
         }
     }
 
     /// `pod`'s name in events: `pod 3`, or `orders pod 3` in a graph.
     pub(crate) fn pod_name(&self, service: u32, pod: u32) -> String {
-        self.env.pod_name(service, pod)
+        self.sh.env.pod_name(service, pod)
     }
 }
 

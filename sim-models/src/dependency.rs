@@ -84,8 +84,8 @@ impl Dependency {
         ctx: &mut Ctx<'_, S>,
     ) {
         let now = ctx.now();
-        let retry = ctx.reqs.att(att).is_some_and(|a| a.number > 1);
-        ctx.rec.node_dependency_arrived(self.index);
+        let retry = ctx.sh.reqs.att(att).is_some_and(|a| a.number > 1);
+        ctx.sh.rec.node_dependency_arrived(self.index);
         let up = &mut self.upstream;
         let (job, admission) = up.arrive(Owner::Client(att, edge), retry, deadline, now, ctx.sched);
         if let Admission::Answered(status) = admission {
@@ -93,22 +93,24 @@ impl Dependency {
         }
         count_admission(admission, ctx);
         let live = ctx
+            .sh
             .reqs
             .att(att)
             .is_some_and(|a| a.phase == AttemptPhase::InFlight);
         match (admission, job) {
             (Admission::Started | Admission::Queued, Some(job)) => {
                 if live {
-                    if let Some(a) = ctx.reqs.att_mut(att) {
+                    if let Some(a) = ctx.sh.reqs.att_mut(att) {
                         a.job = Some(job);
                     }
                 } else if self.upstream.abandon(job, ctx.sched) {
                     // The caller gave up while the request was on the wire.
-                    ctx.rec.count(Count::UpstreamCancelled, 1);
+                    ctx.sh.rec.count(Count::UpstreamCancelled, 1);
                 }
             }
             (Admission::Answered(status), _) => {
-                ctx.rec
+                ctx.sh
+                    .rec
                     .node_dependency_answered(self.index, status == Status::Ok);
                 let after = self.upstream.answer_delay(status);
                 respond_after(att, edge, status, after, ctx)
@@ -125,17 +127,18 @@ impl Dependency {
         self.report_expired(ctx);
         self.sync_levels(ctx);
         match done.owner {
-            Owner::Background => ctx.rec.count(Count::BackgroundCompleted, 1),
+            Owner::Background => ctx.sh.rec.count(Count::BackgroundCompleted, 1),
             Owner::Client(att, edge) => {
                 if done.abandoned {
                     // Finished for nobody: the caller had already given up.
-                    ctx.rec.count(Count::UpstreamWasted, 1);
-                    ctx.rec.count(Count::LateResponses, 1);
+                    ctx.sh.rec.count(Count::UpstreamWasted, 1);
+                    ctx.sh.rec.count(Count::LateResponses, 1);
                 } else {
                     if done.status == Status::Ok {
-                        ctx.rec.count(Count::UpstreamGoodput, 1);
+                        ctx.sh.rec.count(Count::UpstreamGoodput, 1);
                     }
-                    ctx.rec
+                    ctx.sh
+                        .rec
                         .node_dependency_answered(self.index, done.status == Status::Ok);
                     respond_after(att, edge, done.status, SimDuration::ZERO, ctx);
                 }
@@ -148,7 +151,7 @@ impl Dependency {
     /// it, the job stops.
     pub(crate) fn abandon<S: RowSink>(&mut self, job: JobRef, ctx: &mut Ctx<'_, S>) {
         if self.upstream.abandon(job, ctx.sched) {
-            ctx.rec.count(Count::UpstreamCancelled, 1);
+            ctx.sh.rec.count(Count::UpstreamCancelled, 1);
             self.sync_levels(ctx);
         }
     }
@@ -157,7 +160,7 @@ impl Dependency {
     fn report_expired<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
         let n = std::mem::take(&mut self.upstream.expired);
         if n > 0 {
-            ctx.rec.count(Count::UpstreamExpired, n);
+            ctx.sh.rec.count(Count::UpstreamExpired, n);
         }
     }
 
@@ -180,8 +183,8 @@ impl Dependency {
         self.background_timer = None;
         self.schedule_next_background(ctx);
         let now = ctx.now();
-        if self.upstream.jobs_held() as u64 >= ctx.env.limits.max_in_flight {
-            let limit = ctx.env.limits.max_in_flight;
+        if self.upstream.jobs_held() as u64 >= ctx.sh.env.limits.max_in_flight {
+            let limit = ctx.sh.env.limits.max_in_flight;
             let name = &self.path;
             ctx.violated(|| {
                 format!("{name} holds {limit} jobs, most of them other tenants' ({name}.background_rps): the limit limits.max_in_flight was reached")
@@ -201,7 +204,8 @@ impl Dependency {
     pub(crate) fn sync_levels<S: RowSink>(&self, ctx: &mut Ctx<'_, S>) {
         let up = &self.upstream;
         let (in_service, queued) = (i64::from(up.in_service()), i64::from(up.queued()));
-        ctx.rec
+        ctx.sh
+            .rec
             .dependency_levels(self.index, ctx.now(), in_service, queued);
     }
 
@@ -254,10 +258,10 @@ impl Dependency {
 fn count_admission<S: RowSink>(a: Admission, ctx: &mut Ctx<'_, S>) {
     match a {
         Admission::Answered(Status::TooManyRequests(_)) => {
-            ctx.rec.count(Count::UpstreamRateLimited, 1)
+            ctx.sh.rec.count(Count::UpstreamRateLimited, 1)
         }
-        Admission::Answered(_) => ctx.rec.count(Count::UpstreamRejected, 1),
-        Admission::Dropped => ctx.rec.count(Count::UpstreamDropped, 1),
+        Admission::Answered(_) => ctx.sh.rec.count(Count::UpstreamRejected, 1),
+        Admission::Dropped => ctx.sh.rec.count(Count::UpstreamDropped, 1),
         Admission::Started | Admission::Queued => {}
     }
 }
@@ -272,7 +276,7 @@ fn respond_after<S: RowSink>(
     after: SimDuration,
     ctx: &mut Ctx<'_, S>,
 ) {
-    let d = ctx.net.back(edge).saturating_add(after);
+    let d = ctx.sh.net.back(edge).saturating_add(after);
     ctx.cross(
         d,
         ClientEvent::ResponseReachedPod { edge, att, status }.into(),

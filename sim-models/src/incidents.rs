@@ -122,7 +122,7 @@ impl Parts {
     /// its dependency: the single tier's one).
     fn deploy<S: RowSink>(&mut self, d: Deploy, cx: &mut Ctx<'_, S>) {
         // The ones the deploy names (checked when the timeline was).
-        let topo = &cx.env.topo;
+        let topo = &cx.sh.env.topo;
         let edge = match &d.call {
             Some(path) => topo.edges.iter().position(|e| &e.path == path),
             None => Some(0),
@@ -137,7 +137,7 @@ impl Parts {
             self.with(cx, |p, cx| p.clients[e].deploy(client, pods, cx));
         }
         if let (Some(upstream), Some(dep)) = (d.upstream, dep) {
-            cx.links.set_limit(dep as u32, upstream.max_connections);
+            cx.sh.links.set_limit(dep as u32, upstream.max_connections);
             self.with(cx, |p, cx| p.dependencies[dep].deploy(upstream, cx));
         }
     }

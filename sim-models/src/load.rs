@@ -184,18 +184,18 @@ impl Load {
     /// it to be dispatched (or answers 429 at the service's door).
     fn new_request<S: RowSink>(&mut self, user: Option<u32>, ctx: &mut Ctx<'_, S>) {
         let now = ctx.now();
-        if ctx.reqs.live() as u64 >= ctx.env.limits.max_in_flight {
-            let limit = ctx.env.limits.max_in_flight;
+        if ctx.sh.reqs.live() as u64 >= ctx.sh.env.limits.max_in_flight {
+            let limit = ctx.sh.env.limits.max_in_flight;
             ctx.violated(|| {
                 format!("{limit} requests in flight: the limit limits.max_in_flight was reached")
             });
             return;
         }
-        ctx.rec.count(Count::Offered, 1);
-        ctx.rec.level_add(Level::UsersWaiting, now, 1);
+        ctx.sh.rec.count(Count::Offered, 1);
+        ctx.sh.rec.level_add(Level::UsersWaiting, now, 1);
         let fraction = self.cfg.idempotent_fraction;
         let idempotent = fraction >= 1.0 || self.idempotent_rng.random::<f64>() < fraction;
-        let req = ctx.reqs.create(
+        let req = ctx.sh.reqs.create(
             now,
             self.entry,
             crate::request::Caller::User,
@@ -224,7 +224,7 @@ impl Load {
             ),
             (None, None) => None,
         };
-        if let Some(q) = ctx.reqs.get_mut(req) {
+        if let Some(q) = ctx.sh.reqs.get_mut(req) {
             q.user_timer = timer;
         }
         let rps = self.gateway.rate_limit.as_ref().map(|r| r.rps);
@@ -232,7 +232,7 @@ impl Load {
             && !door.take(now, rps)
         {
             // Answered 429 at the service's door: it never reaches a pod.
-            if let Some(q) = ctx.reqs.get_mut(req) {
+            if let Some(q) = ctx.sh.reqs.get_mut(req) {
                 q.service_done = true;
             }
             self.user_outcome(req, Reason::RateLimited, ctx);
@@ -254,8 +254,8 @@ impl Load {
     /// Puts `req`'s gateway deadline `at` in the line, sweeping the line
     /// when answered requests' deadlines crowd it.
     fn arm_user_deadline<S: RowSink>(&mut self, req: ReqRef, at: SimTime, ctx: &mut Ctx<'_, S>) {
-        let waiting = ctx.rec.level_value(Level::UsersWaiting).max(0) as usize;
-        let reqs = &*ctx.reqs;
+        let waiting = ctx.sh.rec.level_value(Level::UsersWaiting).max(0) as usize;
+        let reqs = &ctx.sh.reqs;
         self.deadlines.arm(
             at,
             req,
@@ -278,14 +278,14 @@ impl Load {
     /// sees `deadline_exceeded`; with `cancel_service_on_deadline`, the
     /// service is asked to stop.
     pub(crate) fn deliver_deadline<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) -> bool {
-        let reqs = &*ctx.reqs;
+        let reqs = &ctx.sh.reqs;
         let due = self
             .deadlines
             .pop_live_due(ctx.now(), |_, &r| user_waits(reqs, r));
         let Some((_, req)) = due else {
             return false;
         };
-        let service_running = ctx.reqs.get(req).is_some_and(|q| !q.service_done);
+        let service_running = ctx.sh.reqs.get(req).is_some_and(|q| !q.service_done);
         self.user_outcome(req, Reason::DeadlineExceeded, ctx);
         if service_running && self.gateway.cancel_service_on_deadline {
             ctx.ask(Ask::Complete {
@@ -299,7 +299,7 @@ impl Load {
     /// Every due deadline was delivered: a wake-up for the earliest live
     /// one left.
     pub(crate) fn deadlines_delivered<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
-        let reqs = &*ctx.reqs;
+        let reqs = &ctx.sh.reqs;
         self.deadlines.delivered(
             ctx.sched,
             |_, &r| user_waits(reqs, r),
@@ -308,7 +308,7 @@ impl Load {
     }
 
     fn on_user_gave_up<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) {
-        let q = stale!(ctx.reqs.get_mut(req));
+        let q = stale!(ctx.sh.reqs.get_mut(req));
         q.user_timer = None;
         self.user_outcome(req, Reason::Abandoned, ctx);
     }
@@ -321,7 +321,7 @@ impl Load {
         ctx: &mut Ctx<'_, S>,
     ) {
         let now = ctx.now();
-        let q = stale!(ctx.reqs.get_mut(req));
+        let q = stale!(ctx.sh.reqs.get_mut(req));
         if q.user_done {
             return;
         }
@@ -331,14 +331,14 @@ impl Load {
         if let Some(t) = timer {
             ctx.sched.cancel(t);
         }
-        ctx.rec.outcome(reason);
-        ctx.rec.latency(Latency::EndToEnd, now - arrived);
-        ctx.rec.level_add(Level::UsersWaiting, now, -1);
+        ctx.sh.rec.outcome(reason);
+        ctx.sh.rec.latency(Latency::EndToEnd, now - arrived);
+        ctx.sh.rec.level_add(Level::UsersWaiting, now, -1);
         if let (Some(user), Some(think)) = (user, self.think.as_ref()) {
             let d = think.sample(&mut self.think_rng);
             ctx.cross(d, LoadEvent::UserReady { user }.into());
         }
-        ctx.reqs.release_if_done(req);
+        ctx.sh.reqs.release_if_done(req);
     }
 }
 

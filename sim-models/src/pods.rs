@@ -256,8 +256,8 @@ impl Service {
         let Some(pod) = self.lb.pick() else {
             return false;
         };
-        let epoch = ctx.links.epoch(self.index, pod);
-        let Some(q) = ctx.reqs.get_mut(req) else {
+        let epoch = ctx.sh.links.epoch(self.index, pod);
+        let Some(q) = ctx.sh.reqs.get_mut(req) else {
             return true; // stale: nothing to place
         };
         q.pod = pod;
@@ -269,8 +269,8 @@ impl Service {
         q.degraded = false;
         q.reached = None;
         self.lb.outstanding_changed(pod, 1);
-        ctx.rec.level_add(Level::ServiceInFlight, now, 1);
-        let d = ctx.net.gateway_to_pod();
+        ctx.sh.rec.level_add(Level::ServiceInFlight, now, 1);
+        let d = ctx.sh.net.gateway_to_pod();
         ctx.cross(
             d,
             ServiceEvent::RequestReachedPod {
@@ -285,15 +285,15 @@ impl Service {
     /// A request is on its pod: it takes a worker or queues for one.
     pub(crate) fn on_request_reached_pod<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) {
         let now = ctx.now();
-        let q = stale!(ctx.reqs.get_mut(req));
+        let q = stale!(ctx.sh.reqs.get_mut(req));
         if q.service_done {
             return;
         }
         q.reached = Some(now);
         let (pod, epoch) = (q.pod, q.pod_epoch);
-        ctx.rec.node_service_arrived(self.index, now);
+        ctx.sh.rec.node_service_arrived(self.index, now);
         let p = &mut self.pods[pod as usize];
-        if ctx.links.epoch(self.index, pod) != epoch || p.state != PodState::Up {
+        if ctx.sh.links.epoch(self.index, pod) != epoch || p.state != PodState::Up {
             // The pod went down while the request was on the wire.
             ctx.ask(Ask::Complete {
                 req,
@@ -305,11 +305,11 @@ impl Service {
             p.busy += 1;
             self.begin_request(req, ctx);
         } else if (p.worker_queue.len() as u32) < p.worker_queue_limit {
-            if let Some(q) = ctx.reqs.get_mut(req) {
+            if let Some(q) = ctx.sh.reqs.get_mut(req) {
                 q.phase = Phase::WaitingWorker;
             }
             p.worker_queue
-                .push((req, now), worker_waiter_is_live(ctx.reqs));
+                .push((req, now), worker_waiter_is_live(&ctx.sh.reqs));
         } else {
             ctx.ask(Ask::Complete {
                 req,
@@ -321,7 +321,7 @@ impl Service {
     /// The request holds a worker: its own work first (on a core, in line
     /// for one if the pod's are busy), then its calls.
     pub(crate) fn begin_request<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) {
-        let q = stale!(ctx.reqs.get_mut(req));
+        let q = stale!(ctx.sh.reqs.get_mut(req));
         q.has_worker = true;
         let pod = q.pod;
         if self.work.is_none() {
@@ -333,13 +333,13 @@ impl Service {
             self.start_work(req, ctx);
         } else {
             q.phase = Phase::WaitingCore;
-            p.core_queue.push(req, core_waiter_is_live(ctx.reqs));
+            p.core_queue.push(req, core_waiter_is_live(&ctx.sh.reqs));
         }
     }
 
     /// The request takes a core for its own work.
     fn start_work<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) {
-        let q = stale!(ctx.reqs.get_mut(req));
+        let q = stale!(ctx.sh.reqs.get_mut(req));
         self.pods[q.pod as usize].busy_cores += 1;
         let d = match &self.work {
             Some(w) => w.sample(&mut self.work_rng),
@@ -362,7 +362,7 @@ impl Service {
     /// The request's own work is done: its core goes to the next in line,
     /// and its calls start.
     fn on_work_done<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) {
-        let q = stale!(ctx.reqs.get_mut(req));
+        let q = stale!(ctx.sh.reqs.get_mut(req));
         if q.phase != Phase::Working {
             return;
         }
@@ -377,7 +377,7 @@ impl Service {
     pub(crate) fn free_core<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) {
         let p = &mut self.pods[pod as usize];
         p.busy_cores -= 1;
-        if let Some(next) = p.core_queue.pop(core_waiter_is_live(ctx.reqs)) {
+        if let Some(next) = p.core_queue.pop(core_waiter_is_live(&ctx.sh.reqs)) {
             self.start_work(next, ctx);
         }
     }
@@ -390,7 +390,7 @@ impl Service {
         if p.state != PodState::Up {
             return;
         }
-        let next = p.worker_queue.pop(worker_waiter_is_live(ctx.reqs));
+        let next = p.worker_queue.pop(worker_waiter_is_live(&ctx.sh.reqs));
         if let Some((next, _)) = next {
             self.pods[pod as usize].busy += 1;
             self.begin_request(next, ctx);
@@ -435,9 +435,9 @@ impl Service {
         if p.state != PodState::Up {
             return false;
         }
-        let links = ctx.links.pod(self.index, pod);
+        let links = ctx.sh.links.pod(self.index, pod);
         let epoch = links.epoch;
-        let reqs = &*ctx.reqs;
+        let reqs = &ctx.sh.reqs;
         let pool_wait = links
             .pools
             .iter_mut()
@@ -476,11 +476,11 @@ impl Service {
         self.lb.set_up(pod, ready);
         let d = if ready { 1 } else { -1 };
         if self.counted {
-            ctx.rec.level_add(Level::PodsUp, now, d);
-            ctx.rec.level_add(Level::PodsUnready, now, -d);
+            ctx.sh.rec.level_add(Level::PodsUp, now, d);
+            ctx.sh.rec.level_add(Level::PodsUnready, now, -d);
         }
         let detail = ctx.pod_name(self.index, pod);
-        ctx.rec.sink_mut().event(WorldEvent {
+        ctx.sh.rec.sink_mut().event(WorldEvent {
             at: now,
             kind: if ready { "pod_ready" } else { "pod_unready" },
             detail,
@@ -501,10 +501,10 @@ impl Service {
         let p = &mut self.pods[pod as usize];
         let was_up = p.state == PodState::Up;
         let was_ready = p.ready;
-        let old_epoch = ctx.links.epoch(self.index, pod);
+        let old_epoch = ctx.sh.links.epoch(self.index, pod);
         // A new life first, so nothing failed below touches the old pools
         // or lands back on this pod.
-        ctx.links.restart(self.index, pod);
+        ctx.sh.links.restart(self.index, pod);
         p.state = state;
         p.busy = 0;
         p.busy_cores = 0;
@@ -521,16 +521,17 @@ impl Service {
                 } else {
                     Level::PodsUnready
                 };
-                ctx.rec.level_add(from, now, -1);
-                ctx.rec.level_add(Level::PodsDown, now, 1);
+                ctx.sh.rec.level_add(from, now, -1);
+                ctx.sh.rec.level_add(Level::PodsDown, now, 1);
             }
         }
         let service = self.index;
-        ctx.reqs
+        ctx.sh
+            .reqs
             .refs()
             .into_iter()
             .filter(|&r| {
-                ctx.reqs.get(r).is_some_and(|q| {
+                ctx.sh.reqs.get(r).is_some_and(|q| {
                     q.service == service
                         && q.pod == pod
                         && q.pod_epoch == old_epoch
@@ -549,20 +550,20 @@ impl Service {
         ctx: &mut Ctx<'_, S>,
     ) {
         let now = ctx.now();
-        ctx.rec.count(Count::PodRestarts, 1);
+        ctx.sh.rec.count(Count::PodRestarts, 1);
         let why = match state {
             PodState::Killed => "killed",
             _ => "restarting",
         };
         let name = ctx.pod_name(self.index, pod);
-        ctx.rec.sink_mut().event(WorldEvent {
+        ctx.sh.rec.sink_mut().event(WorldEvent {
             at: now,
             kind: "pod_down",
             detail: format!("{name} {why}"),
         });
         if state == PodState::Restarting {
             let t = self.restart_time();
-            let epoch = ctx.links.epoch(self.index, pod);
+            let epoch = ctx.sh.links.epoch(self.index, pod);
             ctx.sched.schedule_in(
                 t,
                 ServiceEvent::PodCameBack {
@@ -586,18 +587,18 @@ impl Service {
     /// A restarted pod is back in rotation, empty.
     fn on_pod_came_back<S: RowSink>(&mut self, pod: u32, epoch: u32, ctx: &mut Ctx<'_, S>) {
         let p = &mut self.pods[pod as usize];
-        if ctx.links.epoch(self.index, pod) != epoch || p.state != PodState::Restarting {
+        if ctx.sh.links.epoch(self.index, pod) != epoch || p.state != PodState::Restarting {
             return;
         }
         p.state = PodState::Up;
         self.lb.set_up(pod, true);
         let now = ctx.now();
         if self.counted {
-            ctx.rec.level_add(Level::PodsUp, now, 1);
-            ctx.rec.level_add(Level::PodsDown, now, -1);
+            ctx.sh.rec.level_add(Level::PodsUp, now, 1);
+            ctx.sh.rec.level_add(Level::PodsDown, now, -1);
         }
         let name = ctx.pod_name(self.index, pod);
-        ctx.rec.sink_mut().event(WorldEvent {
+        ctx.sh.rec.sink_mut().event(WorldEvent {
             at: now,
             kind: "pod_up",
             detail: format!("{name} back in rotation"),
@@ -614,8 +615,8 @@ impl Service {
         self.lb.set_up(pod, true);
         if self.counted {
             let now = ctx.now();
-            ctx.rec.level_add(Level::PodsUp, now, 1);
-            ctx.rec.level_add(Level::PodsDown, now, -1);
+            ctx.sh.rec.level_add(Level::PodsUp, now, 1);
+            ctx.sh.rec.level_add(Level::PodsDown, now, -1);
         }
     }
 
@@ -624,10 +625,10 @@ impl Service {
     pub(crate) fn add_pod<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
         let pod = self.pods.len() as u32;
         self.pods.push(Pod::new(&self.cfg));
-        ctx.links.add_pod(self.index, ctx.env);
+        ctx.sh.links.add_pod(self.index, &ctx.sh.env);
         self.lb.add_pod(pod);
         if self.counted {
-            ctx.rec.level_add(Level::PodsUp, ctx.now(), 1);
+            ctx.sh.rec.level_add(Level::PodsUp, ctx.now(), 1);
         }
         self.schedule_first_probe(pod, ctx);
     }

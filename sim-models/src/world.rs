@@ -219,11 +219,17 @@ pub(crate) struct Parts {
 /// What the world hands every part when it acts (borrowed into a
 /// [`Ctx`]), and the asks the parts leave for it.
 pub(crate) struct Shared<S> {
+    /// Requests, calls and attempts in flight.
     pub(crate) reqs: Requests,
+    /// The pods' connections.
     pub(crate) links: Links,
+    /// The network's legs and their draws.
     pub(crate) net: Network,
+    /// Rows, totals, levels.
     pub(crate) rec: Recorder<S>,
+    /// The world's fixed facts.
     pub(crate) env: Env,
+    /// What the parts ask of others, routed when each returns.
     pub(crate) out: Vec<Ask>,
     /// The first broken invariant, if any: stops the run.
     pub(crate) violation: Option<Violation>,
@@ -233,16 +239,7 @@ impl<S> Shared<S> {
     /// The context for a call into a part.
     #[inline]
     pub(crate) fn ctx<'a>(&'a mut self, sched: &'a mut Scheduler<Event>) -> Ctx<'a, S> {
-        Ctx {
-            sched,
-            reqs: &mut self.reqs,
-            links: &mut self.links,
-            net: &mut self.net,
-            rec: &mut self.rec,
-            env: &self.env,
-            out: &mut self.out,
-            violation: &mut self.violation,
-        }
+        Ctx { sched, sh: self }
     }
 }
 
@@ -352,9 +349,9 @@ impl<S: RowSink> World<S> {
         }
         parts.with(cx, |p, cx| p.load.start_closed_loop(cx));
         let now = cx.now();
-        let entry = cx.env.topo.entry as usize;
+        let entry = cx.sh.env.topo.entry as usize;
         let pods = parts.services[entry].pod_count();
-        cx.rec.level(Level::PodsUp, now, i64::from(pods));
+        cx.sh.rec.level(Level::PodsUp, now, i64::from(pods));
         for s in 0..parts.services.len() {
             for pod in 0..parts.services[s].pod_count() {
                 parts.with(cx, |p, cx| p.services[s].schedule_first_probe(pod, cx));
@@ -535,9 +532,9 @@ impl Parts {
         cx: &mut Ctx<'_, S>,
         f: impl FnOnce(&mut Parts, &mut Ctx<'_, S>) -> R,
     ) -> R {
-        let start = cx.out.len();
+        let start = cx.sh.out.len();
         let r = f(self, cx);
-        if cx.out.len() > start {
+        if cx.sh.out.len() > start {
             self.route_asks(start, cx);
         }
         r
@@ -547,12 +544,12 @@ impl Parts {
     /// each in turn, before the next ask), then forgets them.
     fn route_asks<S: RowSink>(&mut self, start: usize, cx: &mut Ctx<'_, S>) {
         let mut i = start;
-        while i < cx.out.len() {
-            let ask = cx.out[i];
+        while i < cx.sh.out.len() {
+            let ask = cx.sh.out[i];
             i += 1;
             self.route(ask, cx);
         }
-        cx.out.truncate(start);
+        cx.sh.out.truncate(start);
     }
 
     /// Hands an ask to the part that must act on it.
@@ -562,10 +559,10 @@ impl Parts {
             Ask::Dispatch { req } => self.dispatch(req, cx),
             Ask::BeginCall { call } => {
                 // A call ended by a sibling before its turn is not begun.
-                let live = cx
-                    .reqs
-                    .call(call)
-                    .filter(|c| c.phase == crate::request::CallPhase::Calling && c.attempts == 0);
+                let live =
+                    cx.sh.reqs.call(call).filter(|c| {
+                        c.phase == crate::request::CallPhase::Calling && c.attempts == 0
+                    });
                 let edge = stale!(live).edge as usize;
                 self.with(cx, |p, cx| p.clients[edge].begin_call(call, cx));
             }
@@ -576,18 +573,18 @@ impl Parts {
                 edge,
                 reason,
             } => {
-                let service = cx.env.caller(edge).0 as usize;
+                let service = cx.sh.env.caller(edge).0 as usize;
                 self.with(cx, |p, cx| {
                     p.services[service].call_ended(req, call, edge, reason, cx)
                 });
             }
             Ask::Complete { req, reason } => self.complete_request(req, reason, cx),
             Ask::SendToService { att, edge, delay } => {
-                let Target::Service(to) = cx.env.topo.edges[edge as usize].to else {
+                let Target::Service(to) = cx.sh.env.topo.edges[edge as usize].to else {
                     debug_assert!(false, "an attempt to a dependency sent to a service");
                     return;
                 };
-                let deadline = self.clients[edge as usize].propagated_deadline(att, cx.reqs);
+                let deadline = self.clients[edge as usize].propagated_deadline(att, &cx.sh.reqs);
                 self.with(cx, |p, cx| {
                     p.services[to as usize].receive(att, edge, delay, deadline, cx)
                 });
@@ -596,7 +593,7 @@ impl Parts {
                 self.with(cx, |p, cx| p.dependencies[dep as usize].abandon(job, cx));
             }
             Ask::CallerLeft { req } => {
-                if let Some(q) = cx.reqs.get_mut(req) {
+                if let Some(q) = cx.sh.reqs.get_mut(req) {
                     q.caller_gone = true;
                 }
                 self.complete_request(req, Reason::Abandoned, cx);
@@ -609,11 +606,11 @@ impl Parts {
     /// `unavailable`.
     #[inline]
     pub(crate) fn dispatch<S: RowSink>(&mut self, req: ReqRef, cx: &mut Ctx<'_, S>) {
-        let entry = cx.env.topo.entry as usize;
+        let entry = cx.sh.env.topo.entry as usize;
         if self.with(cx, |p, cx| p.services[entry].place(req, cx)) {
             return;
         }
-        if let Some(q) = cx.reqs.get_mut(req) {
+        if let Some(q) = cx.sh.reqs.get_mut(req) {
             q.service_done = true;
             q.phase = crate::request::Phase::Finished;
         }
@@ -626,7 +623,7 @@ impl Parts {
     /// neither answered nor failed).
     #[inline]
     fn cut_call<S: RowSink>(&mut self, call: CallRef, reason: Reason, cx: &mut Ctx<'_, S>) {
-        let edge = stale!(cx.reqs.call(call)).edge as usize;
+        let edge = stale!(cx.sh.reqs.call(call)).edge as usize;
         self.with(cx, |p, cx| {
             p.clients[edge].close_call(call, reason, true, cx)
         });
@@ -643,7 +640,7 @@ impl Parts {
         reason: Reason,
         cx: &mut Ctx<'_, S>,
     ) {
-        let q = stale!(cx.reqs.get_mut(req));
+        let q = stale!(cx.sh.reqs.get_mut(req));
         if q.service_done {
             return;
         }
@@ -659,7 +656,7 @@ impl Parts {
             s.released(&r, reason, cx);
             match r.caller {
                 Caller::Attempt { att, edge } => s.answer_caller(req, att, edge, reason, cx),
-                Caller::User if r.user_done => cx.reqs.release_if_done(req),
+                Caller::User if r.user_done => cx.sh.reqs.release_if_done(req),
                 Caller::User if p.load.retries(r.dispatches, reason) => return true,
                 Caller::User => s.answer_user(req, reason, cx),
             }
@@ -707,7 +704,7 @@ impl Parts {
     fn on_service_event<S: RowSink>(&mut self, e: ServiceEvent, cx: &mut Ctx<'_, S>) {
         match e {
             ServiceEvent::RequestDeadlinePassed { req } => {
-                if let Some(q) = cx.reqs.get_mut(req) {
+                if let Some(q) = cx.sh.reqs.get_mut(req) {
                     q.deadline_timer = None;
                 }
                 self.complete_request(req, Reason::DeadlineExceeded, cx);
@@ -769,11 +766,11 @@ impl Parts {
     fn on_dependency_event<S: RowSink>(&mut self, e: DependencyEvent, cx: &mut Ctx<'_, S>) {
         match e {
             DependencyEvent::Received { att, edge } => {
-                let Target::Dependency(d) = cx.env.topo.edges[edge as usize].to else {
+                let Target::Dependency(d) = cx.sh.env.topo.edges[edge as usize].to else {
                     debug_assert!(false, "an attempt to a service reached a dependency");
                     return;
                 };
-                let deadline = self.clients[edge as usize].propagated_deadline(att, cx.reqs);
+                let deadline = self.clients[edge as usize].propagated_deadline(att, &cx.sh.reqs);
                 self.with(cx, |p, cx| {
                     p.dependencies[d as usize].on_received(att, edge, deadline, cx)
                 });
