@@ -462,8 +462,18 @@ impl Client {
         self.schedule_hedge(call, ctx);
     }
 
-    /// Schedules the next hedge of `call`, if hedging and attempts are left.
+    /// Schedules the next hedge of `call`, if hedging and attempts are
+    /// left. Inlined where called, so that a client that does not hedge
+    /// pays one test per call, not a call.
+    #[inline]
     fn schedule_hedge<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
+        if self.cfg.hedging.is_some() {
+            self.schedule_next_hedge(call, ctx);
+        }
+    }
+
+    /// [`Client::schedule_hedge`] for a client that hedges.
+    fn schedule_next_hedge<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
         let Some(h) = self.cfg.hedging.as_ref() else {
             return; // not hedging
         };
