@@ -84,8 +84,11 @@ impl<T> Slab<T> {
         Self::default()
     }
 
-    /// Stores `value`, reusing a free slot when there is one.
-    #[inline]
+    /// Stores `value`, reusing a free slot when there is one. Always
+    /// inlined: records are inserted on every request's path, and the
+    /// compiler left this out of line for the large ones, a call and an
+    /// extra copy of the record each time.
+    #[inline(always)]
     pub fn insert(&mut self, value: T) -> Ref<T> {
         let slot = match self.free.pop() {
             Some(slot) => slot,
