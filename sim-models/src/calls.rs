@@ -120,7 +120,7 @@ impl Service {
         reason: Reason,
         ctx: &mut Ctx<'_, S>,
     ) {
-        let optional = ctx.sh.env.topo.edges[edge as usize].optional;
+        let optional = ctx.env.topo.edges[edge as usize].optional;
         let q = stale!(ctx.sh.reqs.get_mut(req));
         if q.service_done {
             return;
@@ -221,7 +221,7 @@ impl Service {
     ) {
         let now = ctx.now();
         self.lb.outstanding_changed(r.pod, -1);
-        if self.index == ctx.sh.env.topo.entry && r.caller == Caller::User {
+        if self.index == ctx.env.topo.entry && r.caller == Caller::User {
             ctx.sh.rec.level_add(Level::ServiceInFlight, now, -1);
         }
         ctx.sh.rec.node_service_done(
@@ -247,8 +247,8 @@ impl Service {
         let now = ctx.now();
         let a = stale!(ctx.sh.reqs.att(att));
         let idempotent = ctx.sh.reqs.get(a.req).is_none_or(|q| q.idempotent);
-        if ctx.sh.reqs.live() as u64 >= ctx.sh.env.limits.max_in_flight {
-            let limit = ctx.sh.env.limits.max_in_flight;
+        if ctx.sh.reqs.live() as u64 >= ctx.env.limits.max_in_flight {
+            let limit = ctx.env.limits.max_in_flight;
             ctx.violated(|| {
                 format!("{limit} requests in flight across the services: the limit limits.max_in_flight was reached")
             });

@@ -661,11 +661,8 @@ impl Client {
             Scope::Global => "global breaker".to_string(),
             Scope::Pod => format!("pod {pod} breaker"),
         };
-        if ctx.sh.env.graph {
-            whose = format!(
-                "{} {whose}",
-                ctx.sh.env.topo.edges[self.index as usize].name
-            );
+        if ctx.env.graph {
+            whose = format!("{} {whose}", ctx.env.topo.edges[self.index as usize].name);
         }
         ctx.sh.rec.sink_mut().event(WorldEvent {
             at: now,
@@ -1108,7 +1105,7 @@ impl Client {
             .node_attempt_ended(self.index, outcome, now - closed.started);
         let sample = ctx.sh.rec.sink().attempt_sample();
         let id = |reqs: &Requests| reqs.get(req).map_or(u64::MAX, |q| q.id);
-        if sample > 0.0 && sampled(id(&ctx.sh.reqs), ctx.sh.env.seed, sample) {
+        if sample > 0.0 && sampled(id(&ctx.sh.reqs), ctx.env.seed, sample) {
             ctx.sh.rec.sink_mut().attempt(AttemptRecord {
                 request: id(&ctx.sh.reqs),
                 attempt: closed.number,

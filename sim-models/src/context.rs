@@ -97,17 +97,19 @@ pub(crate) enum Ask {
     },
 }
 
-/// What a part is handed when it acts: the clock and what the parts
-/// share. Built by the world for each event, as two pointers; the shared
+/// What a part is handed when it acts: the clock, what the parts share
+/// and the world's fixed facts. Built by the world for each event, as
+/// three pointers; the shared
 /// state's fields are separate borrows, so a part may hold a request
 /// record and count at the recorder at once (`ctx.sh.reqs`, `ctx.sh.rec`).
 pub(crate) struct Ctx<'a, S> {
     /// The clock and the pending events.
     pub(crate) sched: &'a mut Scheduler<Event>,
     /// Requests in flight, the pods' connections, the network, the
-    /// recorder, the world's fixed facts, the asks and the first broken
-    /// invariant.
+    /// recorder, the asks and the first broken invariant.
     pub(crate) sh: &'a mut crate::world::Shared<S>,
+    /// The world's fixed facts (topology, seed, limits, streams).
+    pub(crate) env: &'a Env,
 }
 
 impl<S: RowSink> Ctx<'_, S> {
@@ -165,7 +167,7 @@ impl<S: RowSink> Ctx<'_, S> {
         if current == last {
             return;
         }
-        let group = (service == self.sh.env.topo.entry).then_some(pod);
+        let group = (service == self.env.topo.entry).then_some(pod);
         self.sh
             .rec
             .pool_changed(group, edge, now, current.0 - last.0, current.1 - last.1);
@@ -179,16 +181,15 @@ impl<S: RowSink> Ctx<'_, S> {
     /// Brings the pool levels up to date with every pool of `service`'s
     /// pod `pod`.
     pub(crate) fn sync_pools(&mut self, service: u32, pod: u32) {
-        let edges = self.sh.env.topo.services[service as usize].edges.len();
-        for local in 0..edges {
-            let edge = self.sh.env.topo.services[service as usize].edges[local];
+        let edges = &self.env.topo.services[service as usize].edges;
+        for (local, &edge) in edges.iter().enumerate() {
             self.sync_pool(service, pod, local as u32, edge);
         }
     }
 
     /// `pod`'s name in events: `pod 3`, or `orders pod 3` in a graph.
     pub(crate) fn pod_name(&self, service: u32, pod: u32) -> String {
-        self.sh.env.pod_name(service, pod)
+        self.env.pod_name(service, pod)
     }
 }
 

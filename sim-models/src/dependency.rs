@@ -183,8 +183,8 @@ impl Dependency {
         self.background_timer = None;
         self.schedule_next_background(ctx);
         let now = ctx.now();
-        if self.upstream.jobs_held() as u64 >= ctx.sh.env.limits.max_in_flight {
-            let limit = ctx.sh.env.limits.max_in_flight;
+        if self.upstream.jobs_held() as u64 >= ctx.env.limits.max_in_flight {
+            let limit = ctx.env.limits.max_in_flight;
             let name = &self.path;
             ctx.violated(|| {
                 format!("{name} holds {limit} jobs, most of them other tenants' ({name}.background_rps): the limit limits.max_in_flight was reached")

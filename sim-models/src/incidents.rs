@@ -24,7 +24,7 @@ impl<S: RowSink> World<S> {
             kind: "timeline",
             detail: format!("[{}] {detail}", step.entry),
         });
-        let cx = &mut self.sh.ctx(sched);
+        let cx = &mut self.sh.ctx(sched, &self.env);
         let parts = &mut self.parts;
         match step.action {
             StepAction::Set(param, node, v) => parts.set_param(param, node, v, cx),
@@ -58,14 +58,14 @@ impl<S: RowSink> World<S> {
 
     /// What a step does, in the events table's words.
     fn describe(&self, action: StepAction) -> String {
-        let topo = &self.sh.env.topo;
+        let topo = &self.env.topo;
         match action {
             StepAction::Set(param, node, v) => format!("{} = {v}", self.param_name(param, node)),
             StepAction::KillPod(service, pod) => {
-                format!("kill {}", self.sh.env.pod_name(service, pod))
+                format!("kill {}", self.env.pod_name(service, pod))
             }
             StepAction::RestartPod(service, pod) => {
-                format!("restart {}", self.sh.env.pod_name(service, pod))
+                format!("restart {}", self.env.pod_name(service, pod))
             }
             StepAction::Deploy(entry) => {
                 let d = self
@@ -95,10 +95,10 @@ impl<S: RowSink> World<S> {
 
     /// A parameter's name as the timeline writes it.
     fn param_name(&self, param: Param, node: u32) -> String {
-        if !self.sh.env.graph {
+        if !self.env.graph {
             return param.path().to_string();
         }
-        let topo = &self.sh.env.topo;
+        let topo = &self.env.topo;
         match param.owner() {
             Owner::Service => format!(
                 "services.{}.{}",
@@ -122,7 +122,7 @@ impl Parts {
     /// its dependency: the single tier's one).
     fn deploy<S: RowSink>(&mut self, d: Deploy, cx: &mut Ctx<'_, S>) {
         // The ones the deploy names (checked when the timeline was).
-        let topo = &cx.sh.env.topo;
+        let topo = &cx.env.topo;
         let edge = match &d.call {
             Some(path) => topo.edges.iter().position(|e| &e.path == path),
             None => Some(0),

@@ -184,8 +184,8 @@ impl Load {
     /// it to be dispatched (or answers 429 at the service's door).
     fn new_request<S: RowSink>(&mut self, user: Option<u32>, ctx: &mut Ctx<'_, S>) {
         let now = ctx.now();
-        if ctx.sh.reqs.live() as u64 >= ctx.sh.env.limits.max_in_flight {
-            let limit = ctx.sh.env.limits.max_in_flight;
+        if ctx.sh.reqs.live() as u64 >= ctx.env.limits.max_in_flight {
+            let limit = ctx.env.limits.max_in_flight;
             ctx.violated(|| {
                 format!("{limit} requests in flight: the limit limits.max_in_flight was reached")
             });

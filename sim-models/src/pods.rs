@@ -625,7 +625,7 @@ impl Service {
     pub(crate) fn add_pod<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
         let pod = self.pods.len() as u32;
         self.pods.push(Pod::new(&self.cfg));
-        ctx.sh.links.add_pod(self.index, &ctx.sh.env);
+        ctx.sh.links.add_pod(self.index, ctx.env);
         self.lb.add_pod(pod);
         if self.counted {
             ctx.sh.rec.level_add(Level::PodsUp, ctx.now(), 1);

@@ -227,8 +227,6 @@ pub(crate) struct Shared<S> {
     pub(crate) net: Network,
     /// Rows, totals, levels.
     pub(crate) rec: Recorder<S>,
-    /// The world's fixed facts.
-    pub(crate) env: Env,
     /// What the parts ask of others, routed when each returns.
     pub(crate) out: Vec<Ask>,
     /// The first broken invariant, if any: stops the run.
@@ -238,8 +236,16 @@ pub(crate) struct Shared<S> {
 impl<S> Shared<S> {
     /// The context for a call into a part.
     #[inline]
-    pub(crate) fn ctx<'a>(&'a mut self, sched: &'a mut Scheduler<Event>) -> Ctx<'a, S> {
-        Ctx { sched, sh: self }
+    pub(crate) fn ctx<'a>(
+        &'a mut self,
+        sched: &'a mut Scheduler<Event>,
+        env: &'a Env,
+    ) -> Ctx<'a, S> {
+        Ctx {
+            sched,
+            sh: self,
+            env,
+        }
     }
 }
 
@@ -250,6 +256,8 @@ pub struct World<S> {
     pub(crate) cfg: WorldConfig,
     pub(crate) parts: Parts,
     pub(crate) sh: Shared<S>,
+    /// The world's fixed facts, lent to the parts immutably.
+    pub(crate) env: Env,
     pub(crate) steps: Vec<Step>,
     pub(crate) end: SimTime,
     /// Events handled, by kind, one in [`KIND_SAMPLE`]: when a run hits
@@ -319,10 +327,10 @@ impl<S: RowSink> World<S> {
                 links: Links::new(cfg, &env),
                 net,
                 rec,
-                env,
                 out: Vec::new(),
                 violation: None,
             },
+            env,
             steps: timeline::resolve(cfg),
             end: SimTime::ZERO.saturating_add(cfg.clock.duration),
             events_by_kind: [0; Event::KINDS],
@@ -341,7 +349,7 @@ impl<S: RowSink> World<S> {
             .saturating_add(self.cfg.clock.bucket)
             .min(self.end);
         let _ = sched.schedule_at(first, Event::BucketEnded);
-        let cx = &mut self.sh.ctx(sched);
+        let cx = &mut self.sh.ctx(sched, &self.env);
         let parts = &mut self.parts;
         parts.with(cx, |p, cx| p.load.schedule_next_arrival(cx));
         for d in 0..parts.dependencies.len() {
@@ -349,7 +357,7 @@ impl<S: RowSink> World<S> {
         }
         parts.with(cx, |p, cx| p.load.start_closed_loop(cx));
         let now = cx.now();
-        let entry = cx.sh.env.topo.entry as usize;
+        let entry = cx.env.topo.entry as usize;
         let pods = parts.services[entry].pod_count();
         cx.sh.rec.level(Level::PodsUp, now, i64::from(pods));
         for s in 0..parts.services.len() {
@@ -366,7 +374,7 @@ impl<S: RowSink> World<S> {
 
     /// The world's shape.
     pub fn topology(&self) -> &Topology {
-        &self.sh.env.topo
+        &self.env.topo
     }
 
     /// The kinds of event that made up most of the run so far, for the
@@ -475,11 +483,11 @@ impl<S: RowSink> World<S> {
         if let Some(v) = &self.sh.violation {
             return Err(v.to_string());
         }
-        let topo = &self.sh.env.topo;
+        let topo = &self.env.topo;
         for (s, pods) in self.sh.links.all().iter().enumerate() {
             for (i, p) in pods.iter().enumerate() {
                 for (e, pool) in p.pools.iter().enumerate() {
-                    pool.check().map_err(|m| match self.sh.env.graph {
+                    pool.check().map_err(|m| match self.env.graph {
                         false => format!("pod {i}: {m}"),
                         true => format!(
                             "{} pod {i}, pool of {}: {m}",
@@ -573,14 +581,14 @@ impl Parts {
                 edge,
                 reason,
             } => {
-                let service = cx.sh.env.caller(edge).0 as usize;
+                let service = cx.env.caller(edge).0 as usize;
                 self.with(cx, |p, cx| {
                     p.services[service].call_ended(req, call, edge, reason, cx)
                 });
             }
             Ask::Complete { req, reason } => self.complete_request(req, reason, cx),
             Ask::SendToService { att, edge, delay } => {
-                let Target::Service(to) = cx.sh.env.topo.edges[edge as usize].to else {
+                let Target::Service(to) = cx.env.topo.edges[edge as usize].to else {
                     debug_assert!(false, "an attempt to a dependency sent to a service");
                     return;
                 };
@@ -606,7 +614,7 @@ impl Parts {
     /// `unavailable`.
     #[inline]
     pub(crate) fn dispatch<S: RowSink>(&mut self, req: ReqRef, cx: &mut Ctx<'_, S>) {
-        let entry = cx.sh.env.topo.entry as usize;
+        let entry = cx.env.topo.entry as usize;
         if self.with(cx, |p, cx| p.services[entry].place(req, cx)) {
             return;
         }
@@ -766,7 +774,7 @@ impl Parts {
     fn on_dependency_event<S: RowSink>(&mut self, e: DependencyEvent, cx: &mut Ctx<'_, S>) {
         match e {
             DependencyEvent::Received { att, edge } => {
-                let Target::Dependency(d) = cx.sh.env.topo.edges[edge as usize].to else {
+                let Target::Dependency(d) = cx.env.topo.edges[edge as usize].to else {
                     debug_assert!(false, "an attempt to a service reached a dependency");
                     return;
                 };
@@ -806,10 +814,18 @@ impl<S: RowSink> Model for World<S> {
         match event {
             Event::BucketEnded => self.on_bucket_ended(sched),
             Event::TimelineStepDue { index } => self.on_timeline_step(index, sched),
-            Event::Load(e) => self.parts.on_load_event(e, &mut self.sh.ctx(sched)),
-            Event::Service(e) => self.parts.on_service_event(e, &mut self.sh.ctx(sched)),
-            Event::Client(e) => self.parts.on_client_event(e, &mut self.sh.ctx(sched)),
-            Event::Dependency(e) => self.parts.on_dependency_event(e, &mut self.sh.ctx(sched)),
+            Event::Load(e) => self
+                .parts
+                .on_load_event(e, &mut self.sh.ctx(sched, &self.env)),
+            Event::Service(e) => self
+                .parts
+                .on_service_event(e, &mut self.sh.ctx(sched, &self.env)),
+            Event::Client(e) => self
+                .parts
+                .on_client_event(e, &mut self.sh.ctx(sched, &self.env)),
+            Event::Dependency(e) => self
+                .parts
+                .on_dependency_event(e, &mut self.sh.ctx(sched, &self.env)),
         }
     }
 
