@@ -216,8 +216,9 @@ pub(crate) struct Parts {
     pub(crate) dependencies: Vec<Dependency>,
 }
 
-/// What the world hands every part when it acts (borrowed into a
-/// [`Ctx`]), and the asks the parts leave for it.
+/// What the parts share and change when they act (borrowed into a
+/// [`Ctx`], beside the fixed facts, which the world lends apart and
+/// read-only), and the asks the parts leave for it.
 pub(crate) struct Shared<S> {
     /// Requests, calls and attempts in flight.
     pub(crate) reqs: Requests,
