@@ -6,7 +6,6 @@
 //! enabled) runs [`Model::check_invariants`]. Everything a model does to the
 //! future goes through the [`Scheduler`] it is handed.
 
-use std::collections::VecDeque;
 use std::fmt;
 
 use crate::queue::{EventId, EventKey, EventQueue, LazyHeap};
@@ -57,7 +56,7 @@ pub struct Scheduler<E> {
     /// Events for now that are never cancelled ([`Scheduler::schedule_now`]),
     /// with their sequence numbers: all due at `now` (the clock cannot
     /// pass them), in FIFO order.
-    now_lane: VecDeque<(u64, E)>,
+    now_lane: NowLane<E>,
 }
 
 impl<E> Default for Scheduler<E> {
@@ -66,7 +65,7 @@ impl<E> Default for Scheduler<E> {
             now: SimTime::ZERO,
             next_seq: 0,
             queue: LazyHeap::new(),
-            now_lane: VecDeque::new(),
+            now_lane: NowLane::default(),
         }
     }
 }
@@ -123,7 +122,7 @@ impl<E> Scheduler<E> {
     /// delay). O(1), no slot, no heap.
     #[inline]
     pub fn schedule_now(&mut self, event: E) {
-        self.now_lane.push_back((self.next_seq, event));
+        self.now_lane.push(self.next_seq, event);
         self.next_seq += 1;
     }
 
@@ -165,7 +164,7 @@ impl<E> Scheduler<E> {
     /// Takes the next event due at or before `end`, advancing the clock.
     #[inline(always)]
     fn pop_due(&mut self, end: SimTime) -> Option<E> {
-        if let Some(&(seq, _)) = self.now_lane.front() {
+        if let Some(seq) = self.now_lane.front_seq() {
             // The heap may hold events for now scheduled earlier. Its top
             // bounds its least live key, so only a top for now needs the
             // liveness check.
@@ -173,13 +172,78 @@ impl<E> Scheduler<E> {
             let heap_first = self.queue.peek_bound().is_some_and(before)
                 && self.queue.peek().is_some_and(before);
             if !heap_first {
-                return self.now_lane.pop_front().map(|(_, e)| e);
+                return self.now_lane.pop();
             }
         }
         let (key, event) = self.queue.pop_at_or_before(end)?;
         debug_assert!(key.time >= self.now, "time went backwards");
         self.now = key.time;
         Some(event)
+    }
+}
+
+/// The events for now, in FIFO order: a list read from a cursor and
+/// emptied whenever the cursor reaches its end. The lane empties before
+/// the clock moves on (its events are all due now), so that is usually
+/// after a few events; a long run of events at one instant is compacted
+/// as it goes, so the list holds about what is pending, never more than
+/// twice that plus [`NowLane::COMPACT_FLOOR`].
+struct NowLane<E> {
+    /// Each event with its sequence number; `None` once taken.
+    items: Vec<(u64, Option<E>)>,
+    /// The first event not yet taken.
+    head: usize,
+}
+
+impl<E> Default for NowLane<E> {
+    fn default() -> Self {
+        NowLane {
+            items: Vec::new(),
+            head: 0,
+        }
+    }
+}
+
+impl<E> NowLane<E> {
+    /// Taken entries are dropped from the front once they are this many
+    /// and outnumber the pending ones.
+    const COMPACT_FLOOR: usize = 1024;
+
+    #[inline]
+    fn push(&mut self, seq: u64, event: E) {
+        self.items.push((seq, Some(event)));
+    }
+
+    /// The sequence number of the first pending event.
+    #[inline]
+    fn front_seq(&self) -> Option<u64> {
+        self.items.get(self.head).map(|&(seq, _)| seq)
+    }
+
+    /// Takes the first pending event.
+    #[inline]
+    fn pop(&mut self) -> Option<E> {
+        let event = self.items.get_mut(self.head)?.1.take();
+        self.head += 1;
+        if self.head == self.items.len() {
+            self.items.clear();
+            self.head = 0;
+        } else if self.head >= Self::COMPACT_FLOOR && self.head * 2 >= self.items.len() {
+            self.items.drain(..self.head);
+            self.head = 0;
+        }
+        event
+    }
+
+    /// Pending events.
+    #[inline]
+    fn len(&self) -> usize {
+        self.items.len() - self.head
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -489,6 +553,49 @@ mod tests {
             ]
         );
         assert!(seen[..6].iter().all(|(t, _)| *t == 7));
+    }
+
+    #[test]
+    fn the_lane_for_now_keeps_fifo_order_and_its_memory_bounded_in_a_long_instant() {
+        // One instant that never lets the lane empty: each event taken
+        // adds two while the first 1,000 are taken, then one until the
+        // 6,000th, then none (the rest drain).
+        let mut lane = NowLane::default();
+        let mut next = 0u64;
+        for _ in 0..3 {
+            lane.push(next, next);
+            next += 1;
+        }
+        let mut expected = 0u64;
+        let mut most_held = 0;
+        while let Some(seq) = lane.front_seq() {
+            assert_eq!(seq, expected);
+            assert_eq!(lane.pop(), Some(expected), "FIFO order");
+            expected += 1;
+            let adds = match expected {
+                0..=1_000 => 2,
+                1_001..=6_000 => 1,
+                _ => 0,
+            };
+            for _ in 0..adds {
+                lane.push(next, next);
+                next += 1;
+            }
+            assert_eq!(lane.len() as u64, next - expected);
+            most_held = most_held.max(lane.items.len());
+            assert!(
+                lane.items.len() <= 2 * lane.len() + NowLane::<u64>::COMPACT_FLOOR + 1,
+                "{} entries held for {} pending",
+                lane.items.len(),
+                lane.len()
+            );
+        }
+        assert_eq!(expected, next, "every event taken once");
+        assert!(lane.is_empty() && lane.items.is_empty());
+        assert!(
+            most_held < 3_000 && next > 7_000,
+            "the taken front was dropped: at most {most_held} held of {next}"
+        );
     }
 
     #[test]
