@@ -19,7 +19,6 @@
 
 use dary_heap::QuaternaryHeap;
 use std::cmp::Ordering;
-use std::collections::VecDeque;
 
 use super::slots::Slots;
 use super::{EventId, EventKey, EventQueue};
@@ -89,16 +88,72 @@ impl Ord for Entry {
     }
 }
 
+/// A stream's entries in key order: a list read from a cursor, emptied
+/// whenever the cursor reaches its end (a stream of one source's
+/// arrivals holds one entry at a time) and compacted once the entries
+/// read outnumber the others and [`COMPACT_FLOOR`].
+#[derive(Default)]
+struct Fifo {
+    items: Vec<Entry>,
+    head: usize,
+}
+
+impl Fifo {
+    #[inline]
+    fn front(&self) -> Option<&Entry> {
+        self.items.get(self.head)
+    }
+
+    #[inline]
+    fn back(&self) -> Option<&Entry> {
+        self.items[self.head..].last()
+    }
+
+    #[inline]
+    fn push_back(&mut self, e: Entry) {
+        self.items.push(e);
+    }
+
+    #[inline]
+    fn pop_front(&mut self) {
+        self.head += 1;
+        if self.head >= self.items.len() {
+            self.items.clear();
+            self.head = 0;
+        } else if self.head >= COMPACT_FLOOR && self.head * 2 >= self.items.len() {
+            self.items.drain(..self.head);
+            self.head = 0;
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.items.len() - self.head
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn retain(&mut self, keep: impl FnMut(&Entry) -> bool) {
+        self.items.drain(..self.head);
+        self.head = 0;
+        self.items.retain(keep);
+    }
+}
+
 /// A four-ary heap of small keys, and up to [`MAX_STREAMS`] FIFO streams
 /// beside it, whose cancelled entries stay behind as tombstones until
 /// they surface or until a sweep: O(1) cancel, O(log n) push and pop in
-/// the heap, O(1) in a stream, and at most `2 × live + 1024` entries in
-/// memory. Events live in a slab indexed by slot; slots are recycled, so
+/// the heap, O(1) in a stream, and at most `2 × live + 1024` entries
+/// held, plus, in each stream, entries already read, no more than the
+/// stream holds and 1,024 ([`Fifo`]). Events live in a slab indexed by slot; slots are recycled, so
 /// the slab is as large as the most events ever pending at once.
 pub struct LazyHeap<E> {
     heap: QuaternaryHeap<Entry>,
     /// Each stream's entries, in ascending key order.
-    streams: Vec<VecDeque<Entry>>,
+    streams: Vec<Fifo>,
     /// The least of the streams' fronts: its rank ([`NONE`] when every
     /// stream is empty) and its stream. Kept up to date as streams change,
     /// so that finding the least entry is one comparison with the heap's
@@ -200,7 +255,7 @@ impl<E> LazyHeap<E> {
 
     /// Entries held, tombstones included.
     fn held(&self) -> usize {
-        self.heap.len() + self.streams.iter().map(VecDeque::len).sum::<usize>()
+        self.heap.len() + self.streams.iter().map(Fifo::len).sum::<usize>()
     }
 
     fn maybe_compact(&mut self) {
@@ -242,7 +297,7 @@ impl<E> LazyHeap<E> {
         let entry = self.store(key, event);
         if stream < MAX_STREAMS {
             if self.streams.len() <= stream {
-                self.streams.resize_with(stream + 1, VecDeque::new);
+                self.streams.resize_with(stream + 1, Fifo::default);
             }
             let fifo = &mut self.streams[stream];
             if fifo.back().is_none_or(|b| b.rank() < entry.rank()) {
@@ -316,5 +371,44 @@ impl<E> EventQueue<E> for LazyHeap<E> {
 
     fn stored(&self) -> usize {
         self.held()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::SimTime;
+
+    fn key(time: u64, seq: u64) -> EventKey {
+        EventKey {
+            time: SimTime::from_nanos(time),
+            seq,
+        }
+    }
+
+    #[test]
+    fn a_stream_that_never_empties_keeps_its_order_and_drops_what_was_read() {
+        // A fixed delay's timers: five always pending, 10,000 in all.
+        let mut q = LazyHeap::new();
+        let mut seq = 0;
+        for _ in 0..5 {
+            q.push_in_stream(0, key(seq * 10, seq), seq);
+            seq += 1;
+        }
+        let mut most_read_held = 0;
+        for expected in 0..10_000u64 {
+            let (k, e) = q.pop().expect("pending");
+            assert_eq!((k, e), (key(expected * 10, expected), expected));
+            q.push_in_stream(0, key(seq * 10, seq), seq);
+            seq += 1;
+            let fifo = &q.streams[0];
+            assert_eq!(fifo.len(), 5, "all in the stream, none in the heap");
+            most_read_held = most_read_held.max(fifo.head);
+        }
+        assert!(q.heap.is_empty());
+        assert!(
+            most_read_held <= COMPACT_FLOOR,
+            "{most_read_held} read entries held"
+        );
     }
 }
