@@ -577,11 +577,11 @@ impl Client {
         if let Some(b) = self.policy(pod).and_then(|set| set.budget.as_mut()) {
             b.on_attempt_start(now, cost);
         }
-        stale!(ctx.sh.reqs.att_mut(att)).retry_cost = cost;
         if arm_now && let Some(t) = timeout {
             self.arm_timeout(att, t, ctx);
         }
         let a = stale!(ctx.sh.reqs.att_mut(att));
+        a.retry_cost = cost;
         if !wait.is_zero() {
             a.phase = AttemptPhase::RateLimited;
             a.aux_timer = Some(
