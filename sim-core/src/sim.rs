@@ -140,7 +140,7 @@ impl<E> Scheduler<E> {
 
     /// Entries held in memory, cancelled ones not yet swept included.
     pub fn stored(&self) -> usize {
-        self.queue.stored() + self.now_lane.len()
+        self.queue.stored() + self.now_lane.items.len()
     }
 
     /// Time of the next pending event.

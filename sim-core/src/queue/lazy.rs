@@ -147,9 +147,10 @@ impl Fifo {
 /// beside it, whose cancelled entries stay behind as tombstones until
 /// they surface or until a sweep: O(1) cancel, O(log n) push and pop in
 /// the heap, O(1) in a stream, and at most `2 × live + 1024` entries
-/// held, plus, in each stream, entries already read, no more than the
-/// stream holds and 1,024 ([`Fifo`]). Events live in a slab indexed by slot; slots are recycled, so
-/// the slab is as large as the most events ever pending at once.
+/// held, plus, in each stream, entries already read (no more than the
+/// stream holds and 1,024: [`Fifo`]). Events live in a slab indexed by
+/// slot; slots are recycled, so the slab is as large as the most events
+/// ever pending at once.
 pub struct LazyHeap<E> {
     heap: QuaternaryHeap<Entry>,
     /// Each stream's entries, in ascending key order.
@@ -370,7 +371,7 @@ impl<E> EventQueue<E> for LazyHeap<E> {
     }
 
     fn stored(&self) -> usize {
-        self.held()
+        self.heap.len() + self.streams.iter().map(|f| f.items.len()).sum::<usize>()
     }
 }
 
