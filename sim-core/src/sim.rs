@@ -138,7 +138,8 @@ impl<E> Scheduler<E> {
         self.queue.len() + self.now_lane.len()
     }
 
-    /// Entries held in memory, cancelled ones not yet swept included.
+    /// Entries held in memory: cancelled ones not yet swept and read
+    /// ones not yet dropped included.
     pub fn stored(&self) -> usize {
         self.queue.stored() + self.now_lane.items.len()
     }
