@@ -20,6 +20,7 @@
 use dary_heap::QuaternaryHeap;
 use std::cmp::Ordering;
 
+use super::fifo::Fifo;
 use super::slots::Slots;
 use super::{EventId, EventKey, EventQueue};
 use crate::time::SimDuration;
@@ -88,73 +89,18 @@ impl Ord for Entry {
     }
 }
 
-/// A stream's entries in key order: a list read from a cursor, emptied
-/// whenever the cursor reaches its end (a stream of one source's
-/// arrivals holds one entry at a time) and compacted once the entries
-/// read outnumber the others and [`COMPACT_FLOOR`].
-#[derive(Default)]
-struct Fifo {
-    items: Vec<Entry>,
-    head: usize,
-}
-
-impl Fifo {
-    #[inline]
-    fn front(&self) -> Option<&Entry> {
-        self.items.get(self.head)
-    }
-
-    #[inline]
-    fn back(&self) -> Option<&Entry> {
-        self.items[self.head..].last()
-    }
-
-    #[inline]
-    fn push_back(&mut self, e: Entry) {
-        self.items.push(e);
-    }
-
-    #[inline]
-    fn pop_front(&mut self) {
-        self.head += 1;
-        if self.head >= self.items.len() {
-            self.items.clear();
-            self.head = 0;
-        } else if self.head >= COMPACT_FLOOR && self.head * 2 >= self.items.len() {
-            self.items.drain(..self.head);
-            self.head = 0;
-        }
-    }
-
-    #[inline]
-    fn len(&self) -> usize {
-        self.items.len() - self.head
-    }
-
-    #[inline]
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn retain(&mut self, keep: impl FnMut(&Entry) -> bool) {
-        self.items.drain(..self.head);
-        self.head = 0;
-        self.items.retain(keep);
-    }
-}
-
 /// A four-ary heap of small keys, and up to [`MAX_STREAMS`] FIFO streams
 /// beside it, whose cancelled entries stay behind as tombstones until
 /// they surface or until a sweep: O(1) cancel, O(log n) push and pop in
 /// the heap, O(1) in a stream, and at most `2 × live + 1024` entries
 /// held, plus, in each stream, entries already read (no more than the
-/// stream holds and 1,024: [`Fifo`]). Events live in a slab indexed by
+/// stream holds and 1,024: `Fifo`). Events live in a slab indexed by
 /// slot; slots are recycled, so the slab is as large as the most events
 /// ever pending at once.
 pub struct LazyHeap<E> {
     heap: QuaternaryHeap<Entry>,
     /// Each stream's entries, in ascending key order.
-    streams: Vec<Fifo>,
+    streams: Vec<Fifo<Entry>>,
     /// The least of the streams' fronts: its rank ([`NONE`] when every
     /// stream is empty) and its stream. Kept up to date as streams change,
     /// so that finding the least entry is one comparison with the heap's
@@ -227,7 +173,7 @@ impl<E> LazyHeap<E> {
                 self.heap.pop();
             }
             Place::Stream(i) => {
-                self.streams[i].pop_front();
+                self.streams[i].advance();
                 self.refresh_front();
             }
         }
@@ -371,13 +317,14 @@ impl<E> EventQueue<E> for LazyHeap<E> {
     }
 
     fn stored(&self) -> usize {
-        self.heap.len() + self.streams.iter().map(|f| f.items.len()).sum::<usize>()
+        self.heap.len() + self.streams.iter().map(Fifo::held).sum::<usize>()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::fifo;
     use crate::time::SimTime;
 
     fn key(time: u64, seq: u64) -> EventKey {
@@ -404,11 +351,11 @@ mod tests {
             seq += 1;
             let fifo = &q.streams[0];
             assert_eq!(fifo.len(), 5, "all in the stream, none in the heap");
-            most_read_held = most_read_held.max(fifo.head);
+            most_read_held = most_read_held.max(fifo.held() - fifo.len());
         }
         assert!(q.heap.is_empty());
         assert!(
-            most_read_held <= COMPACT_FLOOR,
+            most_read_held <= fifo::COMPACT_FLOOR,
             "{most_read_held} read entries held"
         );
     }

@@ -32,6 +32,7 @@
 
 // The measured alternatives are not part of the library: only the crate's
 // own tests and, with the `queue-variants` feature, its benchmarks see them.
+pub(crate) mod fifo;
 #[cfg(any(test, feature = "queue-variants"))]
 mod indexed;
 #[cfg(any(test, feature = "queue-variants"))]
