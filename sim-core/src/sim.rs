@@ -188,10 +188,10 @@ impl<E> Scheduler<E> {
 /// the clock moves on (its events are all due now), so that is usually
 /// after a few events; a long run of events at one instant is compacted
 /// as it goes, so the list holds about what is pending, never more than
-/// twice that plus [`NowLane::COMPACT_FLOOR`]. The streams beside the heap
-/// are lists of the same kind (`queue/lazy.rs`); one generic list for
-/// both was measured at +0.2–0.4 % of a world's instructions (different
-/// inlining), so each keeps its own few lines.
+/// twice that plus [`NowLane::COMPACT_FLOOR`]. The streams and the
+/// deadline lines use a generic list of the same kind (`queue/fifo.rs`);
+/// the lane on it was measured at +0.2–0.4 % of a world's instructions
+/// (its read inlined differently), so the lane keeps its own few lines.
 struct NowLane<E> {
     /// Each event with its sequence number; `None` once taken.
     items: Vec<(u64, Option<E>)>,
