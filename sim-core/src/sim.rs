@@ -561,9 +561,7 @@ mod tests {
 
     #[test]
     fn the_lane_for_now_keeps_fifo_order_and_its_memory_bounded_in_a_long_instant() {
-        // One instant that never lets the lane empty: each event taken
-        // adds two while the first 1,000 are taken, then one until the
-        // 6,000th, then none (the rest drain).
+        // One instant that never lets the lane empty.
         let mut lane = NowLane::default();
         let mut next = 0u64;
         for _ in 0..3 {
@@ -576,12 +574,7 @@ mod tests {
             assert_eq!(seq, expected);
             assert_eq!(lane.pop(), Some(expected), "FIFO order");
             expected += 1;
-            let adds = match expected {
-                0..=1_000 => 2,
-                1_001..=6_000 => 1,
-                _ => 0,
-            };
-            for _ in 0..adds {
+            for _ in 0..crate::queue::fifo::long_instant_adds(expected) {
                 lane.push(next, next);
                 next += 1;
             }

@@ -121,14 +121,25 @@ impl<T: Copy> Fifo<T> {
     }
 }
 
+/// How many entries the tests' long instant adds after its `read`-th
+/// read: two per read for the first 1,000, one per read until the
+/// 6,000th, then none (the rest drain). The list never empties until
+/// then, first growing, then steady.
+#[cfg(test)]
+pub(crate) fn long_instant_adds(read: u64) -> usize {
+    match read {
+        0..=1_000 => 2,
+        1_001..=6_000 => 1,
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_list_that_never_empties_keeps_its_order_and_drops_what_was_read() {
-        // Two entries added per read for the first 1,000 reads, one per
-        // read until the 6,000th, then none: the rest drain.
         let mut fifo = Fifo::default();
         let mut next = 0u64;
         for _ in 0..3 {
@@ -140,12 +151,7 @@ mod tests {
         while let Some(x) = fifo.pop_front() {
             assert_eq!(x, expected, "FIFO order");
             expected += 1;
-            let adds = match expected {
-                0..=1_000 => 2,
-                1_001..=6_000 => 1,
-                _ => 0,
-            };
-            for _ in 0..adds {
+            for _ in 0..long_instant_adds(expected) {
                 fifo.push_back(next);
                 next += 1;
             }
