@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use crate::queue::fifo::COMPACT_FLOOR;
 use crate::queue::{EventId, EventKey, EventQueue, LazyHeap};
 use crate::time::{SimDuration, SimTime};
 
@@ -188,7 +189,7 @@ impl<E> Scheduler<E> {
 /// the clock moves on (its events are all due now), so that is usually
 /// after a few events; a long run of events at one instant is compacted
 /// as it goes, so the list holds about what is pending, never more than
-/// twice that plus [`NowLane::COMPACT_FLOOR`]. The streams and the
+/// twice that plus `COMPACT_FLOOR`. The streams and the
 /// deadline lines use a generic list of the same kind (`queue/fifo.rs`);
 /// the lane on it was measured at +0.2–0.4 % of a world's instructions
 /// (its read inlined differently), so the lane keeps its own few lines.
@@ -209,10 +210,6 @@ impl<E> Default for NowLane<E> {
 }
 
 impl<E> NowLane<E> {
-    /// Taken entries are dropped from the front once they are this many
-    /// and outnumber the pending ones.
-    const COMPACT_FLOOR: usize = 1024;
-
     #[inline]
     fn push(&mut self, seq: u64, event: E) {
         self.items.push((seq, Some(event)));
@@ -232,7 +229,7 @@ impl<E> NowLane<E> {
         if self.head == self.items.len() {
             self.items.clear();
             self.head = 0;
-        } else if self.head >= Self::COMPACT_FLOOR && self.head * 2 >= self.items.len() {
+        } else if self.head >= COMPACT_FLOOR && self.head * 2 >= self.items.len() {
             self.items.drain(..self.head);
             self.head = 0;
         }
@@ -581,7 +578,7 @@ mod tests {
             assert_eq!(lane.len() as u64, next - expected);
             most_held = most_held.max(lane.items.len());
             assert!(
-                lane.items.len() <= 2 * lane.len() + NowLane::<u64>::COMPACT_FLOOR + 1,
+                lane.items.len() <= 2 * lane.len() + COMPACT_FLOOR + 1,
                 "{} entries held for {} pending",
                 lane.items.len(),
                 lane.len()
