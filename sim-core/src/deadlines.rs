@@ -66,6 +66,30 @@ impl<T> Default for DeadlineLine<T> {
     }
 }
 
+/// What a deadline line asks of its caller about the subjects it holds:
+/// whether each is still wanted and, optionally, a hint that one will be
+/// asked about soon. A closure `FnMut(SimTime, &T) -> bool` answers the
+/// first and ignores the hint.
+pub trait Subjects<T> {
+    /// Whether `subject`'s deadline `at` is still wanted.
+    fn is_live(&mut self, at: SimTime, subject: &T) -> bool;
+
+    /// `subject` will be asked about a few entries from now: a caller
+    /// whose subjects live in memory long out of cache starts loading it.
+    #[inline]
+    fn prefetch(&self, _subject: &T) {}
+}
+
+impl<T, F: FnMut(SimTime, &T) -> bool> Subjects<T> for F {
+    #[inline]
+    fn is_live(&mut self, at: SimTime, subject: &T) -> bool {
+        self(at, subject)
+    }
+}
+
+/// How many entries ahead of the one read a line hints at.
+const AHEAD: usize = 8;
+
 impl<T: Copy> DeadlineLine<T> {
     /// An empty line.
     pub fn new() -> Self {
@@ -140,13 +164,13 @@ impl<T: Copy> DeadlineLine<T> {
         at: SimTime,
         subject: T,
         live: usize,
-        mut is_live: impl FnMut(SimTime, &T) -> bool,
+        mut is_live: impl Subjects<T>,
         sched: &mut Scheduler<E>,
         wake: E,
     ) {
         let behind = self.push_in_order(at, subject);
         if self.wants_sweep(live) {
-            self.retain(&mut is_live);
+            self.sweep(&mut is_live);
         }
         if behind && self.wake.is_some() {
             return;
@@ -160,7 +184,7 @@ impl<T: Copy> DeadlineLine<T> {
     pub fn schedule_wake<E>(
         &mut self,
         sched: &mut Scheduler<E>,
-        is_live: impl FnMut(SimTime, &T) -> bool,
+        is_live: impl Subjects<T>,
         wake: E,
     ) {
         if self.delivering {
@@ -191,12 +215,7 @@ impl<T: Copy> DeadlineLine<T> {
 
     /// The delivery is over: `wake` is scheduled at the earliest live
     /// deadline left (see [`DeadlineLine::schedule_wake`]).
-    pub fn delivered<E>(
-        &mut self,
-        sched: &mut Scheduler<E>,
-        is_live: impl FnMut(SimTime, &T) -> bool,
-        wake: E,
-    ) {
+    pub fn delivered<E>(&mut self, sched: &mut Scheduler<E>, is_live: impl Subjects<T>, wake: E) {
         self.delivering = false;
         self.schedule_wake(sched, is_live, wake);
     }
@@ -215,6 +234,12 @@ impl<T: Copy> DeadlineLine<T> {
             .map(|(_, i)| i)
     }
 
+    /// The subject `k` places behind the first run's front.
+    #[inline]
+    pub fn ahead(&self, k: usize) -> Option<&T> {
+        self.runs.first().and_then(|r| r.get(k)).map(|e| &e.2)
+    }
+
     /// The earliest deadline, stale ones included.
     #[inline]
     pub fn next(&self) -> Option<SimTime> {
@@ -229,10 +254,10 @@ impl<T: Copy> DeadlineLine<T> {
     pub fn pop_live_due(
         &mut self,
         now: SimTime,
-        mut is_live: impl FnMut(SimTime, &T) -> bool,
+        mut is_live: impl Subjects<T>,
     ) -> Option<(SimTime, T)> {
         while let Some((at, subject)) = self.pop_due(now) {
-            if is_live(at, &subject) {
+            if is_live.is_live(at, &subject) {
                 return Some((at, subject));
             }
         }
@@ -262,10 +287,13 @@ impl<T: Copy> DeadlineLine<T> {
     /// Drops deadlines at the fronts that are no longer wanted, so that the
     /// next wake-up is for a live one.
     #[inline]
-    pub fn drop_stale(&mut self, mut is_live: impl FnMut(SimTime, &T) -> bool) {
+    pub fn drop_stale(&mut self, mut is_live: impl Subjects<T>) {
         if let [run] = &mut self.runs[..] {
             while let Some((t, _, s)) = run.front() {
-                if is_live(*t, s) {
+                if let Some(next) = run.get(AHEAD) {
+                    is_live.prefetch(&next.2);
+                }
+                if is_live.is_live(*t, s) {
                     return;
                 }
                 run.advance();
@@ -274,7 +302,10 @@ impl<T: Copy> DeadlineLine<T> {
         }
         for run in &mut self.runs {
             while let Some((t, _, s)) = run.front() {
-                if is_live(*t, s) {
+                if let Some(next) = run.get(AHEAD) {
+                    is_live.prefetch(&next.2);
+                }
+                if is_live.is_live(*t, s) {
                     break;
                 }
                 run.advance();
@@ -288,9 +319,18 @@ impl<T: Copy> DeadlineLine<T> {
     /// Keeps only the deadlines still wanted, wherever they are in the
     /// line: for a caller whose stale deadlines pile up behind a live one
     /// (most are never due), so that memory follows the live ones.
-    pub fn retain(&mut self, mut is_live: impl FnMut(SimTime, &T) -> bool) {
+    pub fn retain(&mut self, mut is_live: impl Subjects<T>) {
+        self.sweep(&mut is_live);
+    }
+
+    fn sweep(&mut self, is_live: &mut impl Subjects<T>) {
         for run in &mut self.runs {
-            run.retain(|(t, _, s)| is_live(*t, s));
+            run.retain_ahead(AHEAD, |e, next| {
+                if let Some(n) = next {
+                    is_live.prefetch(&n.2);
+                }
+                is_live.is_live(e.0, &e.2)
+            });
         }
         if self.runs.len() > 1 {
             self.runs.retain(|r| !r.is_empty());
@@ -325,6 +365,7 @@ impl<T: Copy> DeadlineLine<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
 
     fn t(n: u64) -> SimTime {
         SimTime::from_nanos(n)
@@ -405,7 +446,7 @@ mod tests {
         for i in 0..5 {
             line.push(t(i), i);
         }
-        line.drop_stale(|_, &s| s >= 3);
+        line.drop_stale(|_: SimTime, s: &u64| *s >= 3);
         assert_eq!(line.next(), Some(t(3)));
         assert_eq!(line.len(), 2);
     }
@@ -418,7 +459,7 @@ mod tests {
         }
         // One in ten is still wanted: 300 live, 3000 held.
         assert!(line.wants_sweep(300));
-        line.retain(|_, &s| s % 10 == 0);
+        line.retain(|_: SimTime, s: &u64| s.is_multiple_of(10));
         assert_eq!(line.len(), 300);
         assert!(!line.wants_sweep(300));
         let mut out = Vec::new();
@@ -426,5 +467,50 @@ mod tests {
             out.push(s);
         }
         assert_eq!(out, (0..=100).step_by(10).collect::<Vec<_>>());
+    }
+
+    /// Subjects that are live from `from` on, noting what the line asks
+    /// and hints.
+    struct Noted<'a> {
+        from: u64,
+        asked: &'a RefCell<Vec<u64>>,
+        hinted: &'a RefCell<Vec<u64>>,
+    }
+
+    impl Subjects<u64> for Noted<'_> {
+        fn is_live(&mut self, _at: SimTime, s: &u64) -> bool {
+            self.asked.borrow_mut().push(*s);
+            *s >= self.from
+        }
+        fn prefetch(&self, s: &u64) {
+            self.hinted.borrow_mut().push(*s);
+        }
+    }
+
+    #[test]
+    fn the_line_hints_at_the_subject_it_will_ask_about_a_few_entries_on() {
+        let mut line = DeadlineLine::new();
+        for i in 0..100u64 {
+            line.push(t(i), i);
+        }
+        let (asked, hinted) = (RefCell::new(Vec::new()), RefCell::new(Vec::new()));
+        let noted = |from| Noted {
+            from,
+            asked: &asked,
+            hinted: &hinted,
+        };
+        let ahead = AHEAD as u64;
+        line.drop_stale(noted(20));
+        // Each subject asked about was hinted at AHEAD entries before.
+        assert_eq!(asked.take(), (0..=20).collect::<Vec<_>>());
+        assert_eq!(hinted.take(), (ahead..=20 + ahead).collect::<Vec<_>>());
+        assert_eq!(line.next(), Some(t(20)));
+
+        // A sweep hints the same way, and keeps what a closure would.
+        line.retain(noted(50));
+        assert_eq!(asked.take(), (20..100).collect::<Vec<_>>());
+        assert_eq!(hinted.take(), (20 + ahead..100).collect::<Vec<_>>());
+        assert_eq!(line.len(), 50);
+        assert_eq!(line.next(), Some(t(50)));
     }
 }

@@ -99,6 +99,7 @@
 pub mod deadlines;
 pub mod dist;
 pub mod metrics;
+pub mod prefetch;
 pub mod queue;
 pub mod rng;
 pub mod sim;

@@ -135,6 +135,16 @@ impl<T> Slab<T> {
         }
     }
 
+    /// Starts loading the slot of `r` into cache, for a caller that will
+    /// read it soon (see `prefetch.rs`); a reference past the slab is
+    /// ignored. Only a hint: nothing is read.
+    #[inline(always)]
+    pub fn prefetch(&self, r: Ref<T>) {
+        if let Some(s) = self.slots.get(r.slot as usize) {
+            crate::prefetch::prefetch(s);
+        }
+    }
+
     /// Whether `r` still refers to a value.
     #[inline]
     pub fn contains(&self, r: Ref<T>) -> bool {

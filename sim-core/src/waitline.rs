@@ -75,6 +75,11 @@ impl<T> WaitLine<T> {
         self.entries.front()
     }
 
+    /// The entry `k` places behind the front, stale or not.
+    pub fn ahead(&self, k: usize) -> Option<&T> {
+        self.entries.get(k)
+    }
+
     /// Live waiters.
     pub fn len(&self) -> usize {
         self.live

@@ -30,7 +30,7 @@ use crate::policy::throttle::ThrottleSpec;
 use crate::world::{compile, stream};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
-use sim_core::deadlines::DeadlineLine;
+use sim_core::deadlines::{DeadlineLine, Subjects};
 use sim_core::dist::Dist;
 use sim_core::rng::{RngStreams, SimRng};
 use sim_core::time::{SimDuration, SimTime};
@@ -156,6 +156,28 @@ fn is_active(phase: AttemptPhase) -> bool {
 #[inline]
 fn timeout_is_live(reqs: &Requests, at: SimTime, att: AttRef) -> bool {
     reqs.att(att).is_some_and(|a| a.timeout_at == Some(at))
+}
+
+/// How far ahead in a line (the pool's waiters, the timeouts) the records
+/// its next entries read are loaded: enough entries' work to cover a load
+/// from memory (see `sim_core::prefetch`).
+const LOAD_AHEAD: usize = 8;
+
+/// The attempts in a timeout line, as the line sees them: live while
+/// their armed deadline is the one held, and loaded ahead of their turn
+/// (in a storm they were last touched a timeout ago, long out of cache).
+struct TimedAttempts<'a>(&'a Requests);
+
+impl Subjects<AttRef> for TimedAttempts<'_> {
+    #[inline]
+    fn is_live(&mut self, at: SimTime, att: &AttRef) -> bool {
+        timeout_is_live(self.0, at, *att)
+    }
+
+    #[inline]
+    fn prefetch(&self, att: &AttRef) {
+        self.0.prefetch_att(*att);
+    }
 }
 
 /// Whether `att` lives and stands at `phase`.
@@ -864,6 +886,9 @@ impl Client {
         let p = ctx.sh.links.pod(self.from, pod);
         let epoch = p.epoch;
         let reqs = &ctx.sh.reqs;
+        if let Some(w) = p.pools[self.local as usize].waiter_ahead(LOAD_AHEAD) {
+            reqs.prefetch_att(w.att);
+        }
         let w =
             p.pools[self.local as usize].next_waiter(|w| waiter_is_live(reqs, pod, epoch, w))?;
         if let Some(a) = ctx.sh.reqs.att_mut(w.att) {
@@ -946,7 +971,7 @@ impl Client {
             at,
             att,
             live,
-            |at, &att| timeout_is_live(reqs, at, att),
+            TimedAttempts(reqs),
             ctx.sched,
             ClientEvent::TimeoutsDue { edge: self.index }.into(),
         );
@@ -963,9 +988,21 @@ impl Client {
     /// deadlines were armed; false when none is left.
     pub(crate) fn deliver_timeout<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) -> bool {
         let reqs = &ctx.sh.reqs;
-        let due = self
+        // Load ahead in two steps: the attempt of the deadline
+        // `LOAD_AHEAD` behind, then, once it has arrived, the call and
+        // request of one nearer, which a timeout reads next.
+        if let Some(&far) = self.timeouts.ahead(LOAD_AHEAD) {
+            reqs.prefetch_att(far);
+        }
+        if let Some(near) = self
             .timeouts
-            .pop_live_due(ctx.now(), |at, &att| timeout_is_live(reqs, at, att));
+            .ahead(LOAD_AHEAD / 2)
+            .and_then(|&a| reqs.att(a))
+        {
+            reqs.prefetch_call(near.call);
+            reqs.prefetch_req(near.req);
+        }
+        let due = self.timeouts.pop_live_due(ctx.now(), TimedAttempts(reqs));
         let Some((_, att)) = due else {
             return false;
         };
@@ -979,7 +1016,7 @@ impl Client {
         let reqs = &ctx.sh.reqs;
         self.timeouts.delivered(
             ctx.sched,
-            |at, &att| timeout_is_live(reqs, at, att),
+            TimedAttempts(reqs),
             ClientEvent::TimeoutsDue { edge: self.index }.into(),
         );
     }

@@ -260,7 +260,7 @@ impl Load {
             at,
             req,
             waiting,
-            |_, &r| user_waits(reqs, r),
+            |_: SimTime, r: &ReqRef| user_waits(reqs, *r),
             ctx.sched,
             LoadEvent::UserDeadlinesDue.into(),
         );
@@ -281,7 +281,7 @@ impl Load {
         let reqs = &ctx.sh.reqs;
         let due = self
             .deadlines
-            .pop_live_due(ctx.now(), |_, &r| user_waits(reqs, r));
+            .pop_live_due(ctx.now(), |_: SimTime, r: &ReqRef| user_waits(reqs, *r));
         let Some((_, req)) = due else {
             return false;
         };
@@ -302,7 +302,7 @@ impl Load {
         let reqs = &ctx.sh.reqs;
         self.deadlines.delivered(
             ctx.sched,
-            |_, &r| user_waits(reqs, r),
+            |_: SimTime, r: &ReqRef| user_waits(reqs, *r),
             LoadEvent::UserDeadlinesDue.into(),
         );
     }

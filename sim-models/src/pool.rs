@@ -204,6 +204,13 @@ impl Pool {
         self.waiters.left();
     }
 
+    /// The waiter `k` places behind the front of the line, stale or not
+    /// (to load its attempt ahead of its turn).
+    #[inline]
+    pub fn waiter_ahead(&self, k: usize) -> Option<&Waiter> {
+        self.waiters.ahead(k)
+    }
+
     /// The next waiter still waiting, per `is_live`; stale entries in front
     /// of it are dropped.
     #[inline]

@@ -475,6 +475,25 @@ impl Requests {
         })
     }
 
+    /// Starts loading attempt `a`'s record, to be read soon (a hint:
+    /// nothing is read; see `sim_core::prefetch`).
+    #[inline]
+    pub fn prefetch_att(&self, a: AttRef) {
+        self.atts.prefetch(a)
+    }
+
+    /// Starts loading call `c`'s record, to be read soon.
+    #[inline]
+    pub fn prefetch_call(&self, c: CallRef) {
+        self.calls.prefetch(c)
+    }
+
+    /// Starts loading request `r`'s record, to be read soon.
+    #[inline]
+    pub fn prefetch_req(&self, r: ReqRef) {
+        self.reqs.prefetch(r)
+    }
+
     /// The attempt, if `a` still refers to it.
     #[inline]
     pub fn att(&self, a: AttRef) -> Option<&Attempt> {

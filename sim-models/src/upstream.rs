@@ -46,6 +46,11 @@ crate::part_events! {
     }
 }
 
+/// How far behind the front of the queue a job's record is loaded ahead
+/// of its turn: in a storm the queue holds up to its limit of jobs, each
+/// last touched when it arrived, seconds before (see `sim_core::prefetch`).
+const LOAD_AHEAD: usize = 8;
+
 /// A reference to an upstream job: stale once the job is gone.
 pub type JobRef = Ref<Job>;
 
@@ -489,6 +494,9 @@ impl Upstream {
     pub fn fill_slots(&mut self, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         while self.in_service < self.params.capacity {
+            if let Some(&ahead) = self.queue.ahead(LOAD_AHEAD) {
+                self.jobs.prefetch(ahead);
+            }
             let Some(j) = self.queue.pop(Self::queued_is_live(&self.jobs)) else {
                 return; // nobody waiting
             };

@@ -49,6 +49,11 @@ impl<T> Fifo<T> {
 
     /// The last entry, if any is unread.
     #[inline]
+    pub(crate) fn get(&self, k: usize) -> Option<&T> {
+        self.items.get(self.head + k)
+    }
+
+    #[inline]
     pub(crate) fn back(&self) -> Option<&T> {
         self.items[self.head..].last()
     }
@@ -96,6 +101,25 @@ impl<T> Fifo<T> {
         self.items.drain(..self.head);
         self.head = 0;
         self.items.retain(keep);
+    }
+
+    /// [`Fifo::retain`], `keep` shown each entry with the one `k` places
+    /// behind it (to start loading what it will read).
+    pub(crate) fn retain_ahead(&mut self, k: usize, mut keep: impl FnMut(&T, Option<&T>) -> bool)
+    where
+        T: Copy,
+    {
+        self.items.drain(..self.head);
+        self.head = 0;
+        let mut kept = 0;
+        for i in 0..self.items.len() {
+            let e = self.items[i];
+            if keep(&e, self.items.get(i + k)) {
+                self.items[kept] = e;
+                kept += 1;
+            }
+        }
+        self.items.truncate(kept);
     }
 
     /// How many unread entries, from the front, `pred` holds for (the
