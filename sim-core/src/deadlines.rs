@@ -24,6 +24,7 @@
 //! (−0.6 % of the steady world's instructions), and it holds at most
 //! twice its unread deadlines plus 1,024.
 
+use crate::prefetch::LOAD_AHEAD;
 use crate::queue::EventId;
 use crate::queue::fifo::Fifo;
 use crate::sim::Scheduler;
@@ -86,9 +87,6 @@ impl<T, F: FnMut(SimTime, &T) -> bool> Subjects<T> for F {
         self(at, subject)
     }
 }
-
-/// How many entries ahead of the one read a line hints at.
-const AHEAD: usize = 8;
 
 impl<T: Copy> DeadlineLine<T> {
     /// An empty line.
@@ -290,7 +288,7 @@ impl<T: Copy> DeadlineLine<T> {
     pub fn drop_stale(&mut self, mut is_live: impl Subjects<T>) {
         if let [run] = &mut self.runs[..] {
             while let Some((t, _, s)) = run.front() {
-                if let Some(next) = run.get(AHEAD) {
+                if let Some(next) = run.get(LOAD_AHEAD) {
                     is_live.prefetch(&next.2);
                 }
                 if is_live.is_live(*t, s) {
@@ -302,7 +300,7 @@ impl<T: Copy> DeadlineLine<T> {
         }
         for run in &mut self.runs {
             while let Some((t, _, s)) = run.front() {
-                if let Some(next) = run.get(AHEAD) {
+                if let Some(next) = run.get(LOAD_AHEAD) {
                     is_live.prefetch(&next.2);
                 }
                 if is_live.is_live(*t, s) {
@@ -325,7 +323,7 @@ impl<T: Copy> DeadlineLine<T> {
 
     fn sweep(&mut self, is_live: &mut impl Subjects<T>) {
         for run in &mut self.runs {
-            run.retain_ahead(AHEAD, |e, next| {
+            run.retain_ahead(LOAD_AHEAD, |e, next| {
                 if let Some(n) = next {
                     is_live.prefetch(&n.2);
                 }
@@ -499,9 +497,9 @@ mod tests {
             asked: &asked,
             hinted: &hinted,
         };
-        let ahead = AHEAD as u64;
+        let ahead = LOAD_AHEAD as u64;
         line.drop_stale(noted(20));
-        // Each subject asked about was hinted at AHEAD entries before.
+        // Each subject asked about was hinted at LOAD_AHEAD entries before.
         assert_eq!(asked.take(), (0..=20).collect::<Vec<_>>());
         assert_eq!(hinted.take(), (ahead..=20 + ahead).collect::<Vec<_>>());
         assert_eq!(line.next(), Some(t(20)));

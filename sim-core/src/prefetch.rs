@@ -17,6 +17,12 @@
 //! matter (the storm 1.08× slower with only the first and last). On
 //! other architectures the hint does nothing.
 
+/// How many entries ahead of the one read a line hints at the record its
+/// caller will read: enough entries' work (a few hundred instructions
+/// each) to cover a load from memory, few enough that what is loaded is
+/// still in cache when its turn comes.
+pub const LOAD_AHEAD: usize = 8;
+
 /// Cache line size assumed for the hint: 64 bytes on every current
 /// x86-64 processor.
 const LINE: usize = 64;

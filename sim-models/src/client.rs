@@ -32,11 +32,12 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use sim_core::deadlines::{DeadlineLine, Subjects};
 use sim_core::dist::Dist;
+use sim_core::prefetch::LOAD_AHEAD;
 use sim_core::rng::{RngStreams, SimRng};
 use sim_core::time::{SimDuration, SimTime};
 
 use crate::outcome::{AttemptOutcome, Pushback, Reason};
-use crate::pods::waiter_is_live;
+use crate::pods::PoolWaiters;
 use crate::policy::breaker::BreakerState;
 use crate::policy::budget::{AttemptReport, RetryCause};
 use crate::policy::gate::{Admit, AttemptEnd};
@@ -157,11 +158,6 @@ fn is_active(phase: AttemptPhase) -> bool {
 fn timeout_is_live(reqs: &Requests, at: SimTime, att: AttRef) -> bool {
     reqs.att(att).is_some_and(|a| a.timeout_at == Some(at))
 }
-
-/// How far ahead in a line (the pool's waiters, the timeouts) the records
-/// its next entries read are loaded: enough entries' work to cover a load
-/// from memory (see `sim_core::prefetch`).
-const LOAD_AHEAD: usize = 8;
 
 /// The attempts in a timeout line, as the line sees them: live while
 /// their armed deadline is the one held, and loaded ahead of their turn
@@ -729,9 +725,8 @@ impl Client {
                 let p = ctx.sh.links.pod(self.from, pod);
                 let epoch = p.epoch;
                 let reqs = &ctx.sh.reqs;
-                p.pools[self.local as usize].wait(Waiter { att, since: now }, |w| {
-                    waiter_is_live(reqs, pod, epoch, w)
-                });
+                p.pools[self.local as usize]
+                    .wait(Waiter { att, since: now }, PoolWaiters { reqs, pod, epoch });
                 if let Some(t) = self.pool.acquire_timeout {
                     let timer = ctx.sched.schedule_in(
                         t,
@@ -886,11 +881,7 @@ impl Client {
         let p = ctx.sh.links.pod(self.from, pod);
         let epoch = p.epoch;
         let reqs = &ctx.sh.reqs;
-        if let Some(w) = p.pools[self.local as usize].waiter_ahead(LOAD_AHEAD) {
-            reqs.prefetch_att(w.att);
-        }
-        let w =
-            p.pools[self.local as usize].next_waiter(|w| waiter_is_live(reqs, pod, epoch, w))?;
+        let w = p.pools[self.local as usize].next_waiter(PoolWaiters { reqs, pod, epoch })?;
         if let Some(a) = ctx.sh.reqs.att_mut(w.att) {
             if let Some(t) = a.aux_timer.take() {
                 ctx.sched.cancel(t);
@@ -988,9 +979,12 @@ impl Client {
     /// deadlines were armed; false when none is left.
     pub(crate) fn deliver_timeout<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) -> bool {
         let reqs = &ctx.sh.reqs;
-        // Load ahead in two steps: the attempt of the deadline
-        // `LOAD_AHEAD` behind, then, once it has arrived, the call and
-        // request of one nearer, which a timeout reads next.
+        // Loads ahead in two steps: the attempt of the timeout
+        // `LOAD_AHEAD` places on; then, for one half as far (whose attempt
+        // has arrived by now), its call and its request. In a storm all
+        // were last touched a timeout ago, long out of cache; loaded
+        // ahead, their loads overlap the timeouts before them instead of
+        // stalling each in turn.
         if let Some(&far) = self.timeouts.ahead(LOAD_AHEAD) {
             reqs.prefetch_att(far);
         }

@@ -20,7 +20,7 @@ use crate::world::compile_opt;
 use serde::{Deserialize, Serialize};
 use sim_core::dist::Dist;
 use sim_core::dist::DistSpec;
-use sim_core::waitline::WaitLine;
+use sim_core::waitline::{WaitLine, Waiting};
 
 use sim_core::rng::{RngStreams, SimRng};
 use sim_core::time::{SimDuration, SimTime};
@@ -148,12 +148,27 @@ pub(crate) fn core_waiter_is_live(reqs: &Requests) -> impl Fn(&ReqRef) -> bool +
     }
 }
 
-/// A pool waiter is live while its attempt still waits, on that
-/// incarnation of the pod.
-pub(crate) fn waiter_is_live(reqs: &Requests, pod: u32, epoch: u32, w: &Waiter) -> bool {
-    reqs.att(w.att).is_some_and(|a| {
-        a.phase == AttemptPhase::WaitingPool && a.pod == pod && a.pod_epoch == epoch
-    })
+/// A pool's waiters as its line sees them: live while the attempt still
+/// waits, on that incarnation of the pod; loaded ahead of their turn (in
+/// a storm an attempt waits up to its timeout, long out of cache).
+pub(crate) struct PoolWaiters<'a> {
+    pub(crate) reqs: &'a Requests,
+    pub(crate) pod: u32,
+    pub(crate) epoch: u32,
+}
+
+impl Waiting<Waiter> for PoolWaiters<'_> {
+    #[inline]
+    fn is_live(&mut self, w: &Waiter) -> bool {
+        self.reqs.att(w.att).is_some_and(|a| {
+            a.phase == AttemptPhase::WaitingPool && a.pod == self.pod && a.pod_epoch == self.epoch
+        })
+    }
+
+    #[inline]
+    fn prefetch(&self, w: &Waiter) {
+        self.reqs.prefetch_att(w.att);
+    }
 }
 
 /// A service: its pods and the balancer in front of them.
@@ -441,7 +456,7 @@ impl Service {
         let pool_wait = links
             .pools
             .iter_mut()
-            .filter_map(|pool| pool.oldest_wait(now, |w| waiter_is_live(reqs, pod, epoch, w)))
+            .filter_map(|pool| pool.oldest_wait(now, PoolWaiters { reqs, pod, epoch }))
             .max();
         let worker_wait = p
             .worker_queue

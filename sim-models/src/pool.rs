@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 
 use sim_core::time::{SimDuration, SimTime};
-use sim_core::waitline::WaitLine;
+use sim_core::waitline::{WaitLine, Waiting};
 
 use crate::config::{Problems, millis, secs};
 use crate::request::AttRef;
@@ -193,7 +193,7 @@ impl Pool {
     /// Puts an attempt in line (`is_live` tells the waiters still waiting,
     /// for the sweep of stale entries).
     #[inline]
-    pub fn wait(&mut self, w: Waiter, is_live: impl FnMut(&Waiter) -> bool) {
+    pub fn wait(&mut self, w: Waiter, is_live: impl Waiting<Waiter>) {
         self.waiters.push(w, is_live);
     }
 
@@ -204,17 +204,10 @@ impl Pool {
         self.waiters.left();
     }
 
-    /// The waiter `k` places behind the front of the line, stale or not
-    /// (to load its attempt ahead of its turn).
-    #[inline]
-    pub fn waiter_ahead(&self, k: usize) -> Option<&Waiter> {
-        self.waiters.ahead(k)
-    }
-
     /// The next waiter still waiting, per `is_live`; stale entries in front
     /// of it are dropped.
     #[inline]
-    pub fn next_waiter(&mut self, is_live: impl FnMut(&Waiter) -> bool) -> Option<Waiter> {
+    pub fn next_waiter(&mut self, is_live: impl Waiting<Waiter>) -> Option<Waiter> {
         self.waiters.pop(is_live)
     }
 
@@ -222,7 +215,7 @@ impl Pool {
     pub fn oldest_wait(
         &mut self,
         now: SimTime,
-        is_live: impl FnMut(&Waiter) -> bool,
+        is_live: impl Waiting<Waiter>,
     ) -> Option<SimDuration> {
         self.waiters
             .front(is_live)

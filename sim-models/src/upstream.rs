@@ -11,7 +11,7 @@ use sim_core::rng::SimRng;
 use sim_core::sim::Scheduler;
 use sim_core::slab::{Ref, Slab};
 use sim_core::time::{SimDuration, SimTime};
-use sim_core::waitline::WaitLine;
+use sim_core::waitline::{WaitLine, Waiting};
 
 use crate::config::{AppliesAt, LoadLaw, OverflowAction, PushbackConfig, Shedding, UpstreamConfig};
 use crate::outcome::Pushback;
@@ -46,10 +46,22 @@ crate::part_events! {
     }
 }
 
-/// How far behind the front of the queue a job's record is loaded ahead
-/// of its turn: in a storm the queue holds up to its limit of jobs, each
-/// last touched when it arrived, seconds before (see `sim_core::prefetch`).
-const LOAD_AHEAD: usize = 8;
+/// The queue's jobs as its line sees them: live while held and still
+/// queued; loaded ahead of their turn (in a storm the queue holds up to
+/// its limit of jobs, each last touched when it arrived, seconds before).
+struct QueuedJobs<'a>(&'a Slab<Job>);
+
+impl Waiting<JobRef> for QueuedJobs<'_> {
+    #[inline]
+    fn is_live(&mut self, j: &JobRef) -> bool {
+        self.0.get(*j).is_some_and(|job| job.queued)
+    }
+
+    #[inline]
+    fn prefetch(&self, j: &JobRef) {
+        self.0.prefetch(*j);
+    }
+}
 
 /// A reference to an upstream job: stale once the job is gone.
 pub type JobRef = Ref<Job>;
@@ -281,8 +293,8 @@ impl Upstream {
     }
 
     /// A queued job is live while it is held and still queued.
-    fn queued_is_live(jobs: &Slab<Job>) -> impl Fn(&JobRef) -> bool + '_ {
-        |j| jobs.get(*j).is_some_and(|job| job.queued)
+    fn queued_is_live(jobs: &Slab<Job>) -> QueuedJobs<'_> {
+        QueuedJobs(jobs)
     }
 
     /// The service time of a request starting now, with `n` in service
@@ -494,9 +506,6 @@ impl Upstream {
     pub fn fill_slots(&mut self, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         while self.in_service < self.params.capacity {
-            if let Some(&ahead) = self.queue.ahead(LOAD_AHEAD) {
-                self.jobs.prefetch(ahead);
-            }
             let Some(j) = self.queue.pop(Self::queued_is_live(&self.jobs)) else {
                 return; // nobody waiting
             };
@@ -518,7 +527,7 @@ impl Upstream {
 
     /// A job's service time is up: frees its slot, starts the next queued
     /// job, and says who gets which answer.
-    #[inline]
+    #[inline(always)]
     pub fn complete(&mut self, j: JobRef, sched: &mut Scheduler<Event>) -> Option<Completion> {
         let job = self.free_job(j)?;
         self.in_service -= 1;
