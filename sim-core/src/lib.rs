@@ -18,6 +18,8 @@
 //! * [`deadlines`]: timers of a fixed delay as a FIFO with one wake-up
 //!   (no heap entry, no cancellation per timer).
 //! * [`metrics`]: log-linear histograms and time-bucketed series.
+//! * [`prefetch`]: the hint that starts loading a record its line will
+//!   read soon (the workspace's one `unsafe` block).
 //! * [`theory`]: Erlang B/C, to check models against.
 //!
 //! ## The ordering guarantee
