@@ -526,7 +526,9 @@ impl Upstream {
     }
 
     /// A job's service time is up: frees its slot, starts the next queued
-    /// job, and says who gets which answer.
+    /// job, and says who gets which answer. Always inlined: with the
+    /// queue's hint in it the compiler left it out of line, a call per
+    /// completion (+0.7 % of M/M/8's instructions).
     #[inline(always)]
     pub fn complete(&mut self, j: JobRef, sched: &mut Scheduler<Event>) -> Option<Completion> {
         let job = self.free_job(j)?;

@@ -47,12 +47,13 @@ impl<T> Fifo<T> {
         self.items.get(self.head)
     }
 
-    /// The last entry, if any is unread.
+    /// The unread entry `k` places behind the front, if any.
     #[inline]
     pub(crate) fn get(&self, k: usize) -> Option<&T> {
         self.items.get(self.head + k)
     }
 
+    /// The last entry, if any is unread.
     #[inline]
     pub(crate) fn back(&self) -> Option<&T> {
         self.items[self.head..].last()
