@@ -63,8 +63,11 @@ fn line(_p: *const i8) {}
 mod tests {
     use super::*;
 
+    /// The last line's offset is `size - 1`: a zero-sized value must not
+    /// underflow it (a panic in the dev profile, where overflow checks
+    /// are on), and a value spanning many lines is hinted line by line.
     #[test]
-    fn a_hint_on_values_of_any_size_changes_nothing() {
+    fn a_hint_on_a_value_of_any_size_even_none_neither_panics_nor_changes_it() {
         let small = 7u8;
         let large = [3u64; 40];
         let empty = ();
