@@ -292,11 +292,6 @@ impl Upstream {
         self.jobs.remove(j)
     }
 
-    /// A queued job is live while it is held and still queued.
-    fn queued_is_live(jobs: &Slab<Job>) -> QueuedJobs<'_> {
-        QueuedJobs(jobs)
-    }
-
     /// The service time of a request starting now, with `n` in service
     /// (itself included).
     /// The work of a request as the latency law and scale say now.
@@ -399,7 +394,7 @@ impl Upstream {
             if let Some(job) = self.job_mut(j) {
                 job.queued = true;
             }
-            self.queue.push(j, Self::queued_is_live(&self.jobs));
+            self.queue.push(j, QueuedJobs(&self.jobs));
             return (Some(j), Admission::Queued);
         }
         self.overflow_answer()
@@ -506,7 +501,7 @@ impl Upstream {
     pub fn fill_slots(&mut self, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         while self.in_service < self.params.capacity {
-            let Some(j) = self.queue.pop(Self::queued_is_live(&self.jobs)) else {
+            let Some(j) = self.queue.pop(QueuedJobs(&self.jobs)) else {
                 return; // nobody waiting
             };
             let honor = self.honor_deadlines;
