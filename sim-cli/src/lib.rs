@@ -8,6 +8,7 @@
 pub mod boundary;
 pub mod calibrate;
 pub mod charts;
+pub mod columns;
 pub mod commands;
 pub mod dataset;
 pub mod error;

@@ -1,0 +1,309 @@
+//! Row groups written from columns whose Parquet encoding is chosen by
+//! what they hold, for the tables of a million rows and more (attempts).
+//!
+//! Polars' writer does not know what a column holds, so for every row
+//! group it estimates each text and float column's distinct values and,
+//! for text, builds a dictionary by hashing every row. On the attempts
+//! table that guessing cost more than the compression and the simulation
+//! of the attempts themselves. Here the table says what each column is:
+//! text from a handful of known values (the run's names, an outcome, an
+//! edge) arrives as its dictionary's keys, already built; a float that is
+//! a time is written plain; integers keep the writer's cheap range test.
+//! The Arrow schema written is the table's own, so a text column reads
+//! back as `String`, whatever its encoding.
+
+use std::io::Write;
+
+use polars::io::parquet::write::{BatchedWriter, RowGroupIterColumns};
+use polars::prelude::{DataType, Field, PlSmallStr, PolarsError, PolarsResult, Schema};
+use polars_arrow::array::{Array, BooleanArray, DictionaryArray, PrimitiveArray, Utf8ViewArray};
+use polars_arrow::types::NativeType;
+use polars_parquet::read::ParquetError;
+use polars_parquet::write::{
+    Compressor, DynIter, DynStreamingIterator, Encoding, FallibleStreamingIterator,
+    array_to_columns,
+};
+
+/// One column of a row group: its name and type in the table's schema,
+/// its values, and the encoding they are written with.
+pub struct Encoded {
+    name: PlSmallStr,
+    dtype: DataType,
+    array: Box<dyn Array>,
+    encoding: Encoding,
+}
+
+impl Encoded {
+    /// Text as keys into `values` (a [`Dictionary`]'s): written as a
+    /// Parquet dictionary, read back as `String`.
+    pub fn text(name: &str, dictionary: Dictionary<'_>) -> Self {
+        let values = Utf8ViewArray::from_slice_values(&dictionary.values);
+        let keys = PrimitiveArray::from_vec(dictionary.keys);
+        let array = DictionaryArray::<u32>::try_from_keys(keys, values.boxed(), false)
+            .expect("every key was pushed with its value");
+        Self::new(
+            name,
+            DataType::String,
+            array.boxed(),
+            Encoding::RleDictionary,
+        )
+    }
+
+    /// The same text on each of `rows` rows: a dictionary of one value.
+    pub fn constant_text(name: &str, value: &str, rows: usize) -> Self {
+        let dictionary = Dictionary {
+            values: if rows == 0 { Vec::new() } else { vec![value] },
+            keys: vec![0; rows],
+        };
+        Self::text(name, dictionary)
+    }
+
+    /// Floats with as many distinct values as rows (times, durations):
+    /// written plain, no dictionary tried.
+    pub fn floats(name: &str, values: Vec<f64>) -> Self {
+        let array = PrimitiveArray::from_vec(values);
+        Self::new(name, DataType::Float64, array.boxed(), Encoding::Plain)
+    }
+
+    /// Floats, some missing: written plain.
+    pub fn optional_floats(name: &str, values: &[Option<f64>]) -> Self {
+        let array: PrimitiveArray<f64> = values.iter().collect();
+        Self::new(name, DataType::Float64, array.boxed(), Encoding::Plain)
+    }
+
+    /// The same integer on each of `rows` rows: a dictionary of one value.
+    pub fn constant<T: NativeType>(name: &str, dtype: DataType, value: T, rows: usize) -> Self {
+        let values = PrimitiveArray::from_vec(if rows == 0 { Vec::new() } else { vec![value] });
+        let keys = PrimitiveArray::from_vec(vec![0u32; rows]);
+        let array = DictionaryArray::<u32>::try_from_keys(keys, values.boxed(), false)
+            .expect("one value, every key 0");
+        Self::new(name, dtype, array.boxed(), Encoding::RleDictionary)
+    }
+
+    /// Integers that mostly rise by little from row to row (ids given in
+    /// order): written as their differences, packed.
+    pub fn rising<T: NativeType>(name: &str, dtype: DataType, values: Vec<T>) -> Self {
+        let array = PrimitiveArray::from_vec(values);
+        Self::new(name, dtype, array.boxed(), Encoding::DeltaBinaryPacked)
+    }
+
+    /// Integers: a dictionary when their range is small (the writer
+    /// decides from their least and greatest value alone), else plain.
+    pub fn ints<T: NativeType>(name: &str, dtype: DataType, values: Vec<T>) -> Self {
+        let array = PrimitiveArray::from_vec(values);
+        Self::new(name, dtype, array.boxed(), Encoding::RleDictionary)
+    }
+
+    /// Booleans: a bit each, written plain.
+    pub fn bools(name: &str, values: &[bool]) -> Self {
+        let array = BooleanArray::from_slice(values);
+        Self::new(name, DataType::Boolean, array.boxed(), Encoding::Plain)
+    }
+
+    fn new(name: &str, dtype: DataType, array: Box<dyn Array>, encoding: Encoding) -> Self {
+        Encoded {
+            name: name.into(),
+            dtype,
+            array,
+            encoding,
+        }
+    }
+}
+
+/// The table's schema, from its columns.
+pub fn schema(columns: &[Encoded]) -> Schema {
+    columns
+        .iter()
+        .map(|c| Field::new(c.name.clone(), c.dtype.clone()))
+        .collect()
+}
+
+/// A text column built as its dictionary: the distinct values in the order
+/// first seen, and each row's key. For columns of a few values (outcomes,
+/// edges), found by a short scan rather than a hash.
+#[derive(Default)]
+pub struct Dictionary<'a> {
+    values: Vec<&'a str>,
+    keys: Vec<u32>,
+}
+
+impl<'a> Dictionary<'a> {
+    /// An empty column with room for `rows` rows.
+    pub fn with_capacity(rows: usize) -> Self {
+        Dictionary {
+            values: Vec::new(),
+            keys: Vec::with_capacity(rows),
+        }
+    }
+
+    /// Appends a row holding `value`.
+    pub fn push(&mut self, value: &'a str) {
+        let key = match self.values.iter().position(|v| *v == value) {
+            Some(k) => k,
+            None => {
+                self.values.push(value);
+                self.values.len() - 1
+            }
+        };
+        self.keys.push(key as u32);
+    }
+}
+
+/// Writes `columns` (`rows` rows each, in the order of the schema `writer`
+/// was made with) as one row group: each encoded as it says, compressed
+/// as the writer's options say.
+pub fn write_row_group<W: Write>(
+    writer: &mut BatchedWriter<W>,
+    rows: usize,
+    columns: Vec<Encoded>,
+) -> PolarsResult<()> {
+    if rows == 0 {
+        return Ok(());
+    }
+    let types = writer.parquet_schema().fields().to_vec();
+    let file = writer.get_writer();
+    let mut file = file
+        .lock()
+        .map_err(|_| PolarsError::ComputeError("a previous write panicked".into()))?;
+    let options = file.options();
+    let mut pages = Vec::with_capacity(columns.len());
+    for (column, type_) in columns.into_iter().zip(types) {
+        debug_assert_eq!(column.array.len(), rows, "{}", column.name);
+        for encoded in array_to_columns(column.array, type_, options, &[column.encoding])? {
+            let compressed = Compressor::new_from_vec(
+                encoded
+                    .map(|page| page.map_err(|e| ParquetError::FeatureNotSupported(e.to_string()))),
+                options.compression,
+                Vec::new(),
+            )
+            .map_err(PolarsError::from);
+            pages.push(Ok(DynStreamingIterator::new(compressed)));
+        }
+    }
+    let group: RowGroupIterColumns<'static, PolarsError> = DynIter::new(pages.into_iter());
+    file.write(rows as u64, group)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::path::PathBuf;
+
+    use polars::prelude::*;
+
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!(
+            "stormsim-columns-{name}-{}.parquet",
+            std::process::id()
+        ))
+    }
+
+    /// One row group of every kind of column; `base` moves the values so
+    /// that two groups differ.
+    fn group(base: u64) -> (usize, Vec<Encoded>) {
+        let mut outcome = Dictionary::with_capacity(5);
+        for v in ["timeout", "success", "timeout", "cancelled", "success"] {
+            outcome.push(v);
+        }
+        let columns = vec![
+            Encoded::constant_text("run_id", "c0ffee", 5),
+            Encoded::constant("seed", DataType::UInt64, 42u64, 5),
+            // Falling, extremes: differences that wrap.
+            Encoded::rising(
+                "request",
+                DataType::UInt64,
+                vec![base + 3, base + 1, u64::MAX, 0, base],
+            ),
+            Encoded::ints("attempt", DataType::UInt32, vec![1u32, 2, 1, 3, 1]),
+            Encoded::bools("hedge", &[false, true, false, false, true]),
+            Encoded::floats("start_s", vec![0.5, 1e-9, -0.0, base as f64, f64::MAX]),
+            Encoded::optional_floats("cost", &[Some(1.5), None, Some(0.0), None, None]),
+            Encoded::text("outcome", outcome),
+        ];
+        (5, columns)
+    }
+
+    fn write(path: &PathBuf, groups: Vec<(usize, Vec<Encoded>)>) {
+        let schema = schema(&group(0).1);
+        let file = fs::File::create(path).unwrap();
+        let mut w = ParquetWriter::new(file).batched(&schema).unwrap();
+        for (rows, columns) in groups {
+            write_row_group(&mut w, rows, columns).unwrap();
+        }
+        w.finish().unwrap();
+    }
+
+    fn read(path: &PathBuf) -> DataFrame {
+        ParquetReader::new(fs::File::open(path).unwrap())
+            .finish()
+            .unwrap()
+    }
+
+    /// What is written with chosen encodings reads back as the values
+    /// and types the table declares: text as `String`, however encoded;
+    /// nulls, extremes and wrapping differences kept; row groups in order.
+    #[test]
+    fn every_kind_of_column_reads_back_as_written() {
+        let path = scratch("kinds");
+        write(&path, vec![group(10), group(20)]);
+        let df = read(&path);
+        fs::remove_file(&path).unwrap();
+        let expected = df!(
+            "run_id" => vec!["c0ffee"; 10],
+            "seed" => vec![42u64; 10],
+            "request" => [13u64, 11, u64::MAX, 0, 10, 23, 21, u64::MAX, 0, 20],
+            "attempt" => [1u32, 2, 1, 3, 1, 1, 2, 1, 3, 1],
+            "hedge" => [false, true, false, false, true, false, true, false, false, true],
+            "start_s" => [0.5, 1e-9, -0.0, 10.0, f64::MAX, 0.5, 1e-9, -0.0, 20.0, f64::MAX],
+            "cost" => [Some(1.5), None, Some(0.0), None, None, Some(1.5), None, Some(0.0), None, None],
+            "outcome" => ["timeout", "success", "timeout", "cancelled", "success",
+                          "timeout", "success", "timeout", "cancelled", "success"],
+        )
+        .unwrap();
+        assert_eq!(df.schema(), expected.schema());
+        assert!(df.equals_missing(&expected), "{df}\n{expected}");
+        // -0.0 equals 0.0: its sign must survive too.
+        let start = df.column("start_s").unwrap().f64().unwrap().get(2).unwrap();
+        assert!(start.is_sign_negative());
+    }
+
+    /// The text and constant columns are written as dictionaries (no
+    /// string per row), the floats plain: the choice is the column's, not
+    /// a guess.
+    #[test]
+    fn text_is_a_dictionary_and_floats_are_plain() {
+        let path = scratch("encodings");
+        write(&path, vec![group(0)]);
+        let meta =
+            polars_parquet::read::read_metadata(&mut fs::File::open(&path).unwrap()).unwrap();
+        fs::remove_file(&path).unwrap();
+        let dictionary: Vec<(String, bool)> = meta.row_groups[0]
+            .parquet_columns()
+            .iter()
+            .map(|c| {
+                let name = c.descriptor().path_in_schema[0].to_string();
+                (name, c.dictionary_page_offset().is_some())
+            })
+            .collect();
+        let with = |n: &str| dictionary.iter().find(|(c, _)| c == n).unwrap().1;
+        for n in ["run_id", "seed", "outcome", "attempt"] {
+            assert!(with(n), "{n}: {dictionary:?}");
+        }
+        for n in ["request", "start_s", "cost", "hedge"] {
+            assert!(!with(n), "{n}: {dictionary:?}");
+        }
+    }
+
+    /// A table with no row at all still has its columns and types.
+    #[test]
+    fn an_empty_table_keeps_its_schema() {
+        let path = scratch("empty");
+        write(&path, vec![]);
+        let df = read(&path);
+        fs::remove_file(&path).unwrap();
+        assert_eq!(df.height(), 0);
+        assert_eq!(df.schema().as_ref(), &schema(&group(0).1));
+    }
+}
