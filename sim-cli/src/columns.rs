@@ -4,13 +4,14 @@
 //! Polars' writer does not know what a column holds, so for every row
 //! group it estimates each text and float column's distinct values and,
 //! for text, builds a dictionary by hashing every row. On the attempts
-//! table that guessing cost more than the compression and the simulation
-//! of the attempts themselves. Here the table says what each column is:
-//! text from a handful of known values (the run's names, an outcome, an
-//! edge) arrives as its dictionary's keys, already built; a float that is
-//! a time is written plain; integers keep the writer's cheap range test.
-//! The Arrow schema written is the table's own, so a text column reads
-//! back as `String`, whatever its encoding.
+//! table that guessing cost more than the compression. Here the table
+//! says what each column is: text from a handful of known values (the
+//! run's names, an outcome, an edge) arrives as its dictionary's keys,
+//! already built; a value the same on every row is a dictionary of one;
+//! a float that is a time is written plain; ids given in order are
+//! written as their differences; other integers keep the writer's cheap
+//! range test. The Arrow schema written is the table's own, so a text
+//! column reads back as `String`, whatever its encoding.
 
 use std::io::Write;
 
@@ -121,7 +122,6 @@ pub fn schema(columns: &[Encoded]) -> Schema {
 /// A text column built as its dictionary: the distinct values in the order
 /// first seen, and each row's key. For columns of a few values (outcomes,
 /// edges), found by a short scan rather than a hash.
-#[derive(Default)]
 pub struct Dictionary<'a> {
     values: Vec<&'a str>,
     keys: Vec<u32>,
@@ -170,6 +170,8 @@ pub fn write_row_group<W: Write>(
     for (column, type_) in columns.into_iter().zip(types) {
         debug_assert_eq!(column.array.len(), rows, "{}", column.name);
         for encoded in array_to_columns(column.array, type_, options, &[column.encoding])? {
+            // The compressor takes Parquet's error type; polars' own
+            // writer re-raises an encoding error the same way.
             let compressed = Compressor::new_from_vec(
                 encoded
                     .map(|page| page.map_err(|e| ParquetError::FeatureNotSupported(e.to_string()))),
