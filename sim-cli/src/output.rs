@@ -1042,7 +1042,8 @@ pub fn table_path(out: &Path, table: &str, id: &str) -> PathBuf {
 /// run's key-value metadata.
 fn parquet_writer(file: fs::File, meta: &[(String, String)]) -> ParquetWriter<fs::File> {
     // Level 1 rather than zstd's default 3: on the attempts table it
-    // compresses within 1.3 % of the size for two thirds of the CPU.
+    // compresses within 1.3 % of the size in two thirds of zstd's
+    // instructions.
     let zstd = ZstdLevel::try_new(1).expect("1 is a zstd level");
     ParquetWriter::new(file)
         // One thread per write: parallelism comes from running cells side

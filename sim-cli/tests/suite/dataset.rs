@@ -849,3 +849,87 @@ dependencies:
     let sum: f64 = (0..col.len()).filter_map(|i| col.get(i)).sum();
     assert_eq!(sum, wasted);
 }
+
+/// The attempts table, written column by column with its own encodings,
+/// names its run as the summary does (the same id columns, types and
+/// values: the tables join), holds every attempt across row groups, and
+/// keeps each attempt's request, number and times.
+#[test]
+fn the_attempts_table_spans_row_groups_and_names_its_run_as_the_summary_does() {
+    use polars::prelude::*;
+    let dir = scratch("attempts-row-groups");
+    let file = dir.join("attempts.yaml");
+    // 180,000 requests, 10 % failing once or twice: more attempts than
+    // one row group (131,072) holds.
+    std::fs::write(
+        &file,
+        "name: attempts-row-groups
+clock: { duration: 60s, bucket: 10s }
+load: { rate: 3000 }
+service: { pods: 4, pool: { max_connections: 200 } }
+upstream: { errors: { http_503: 0.1 }, latency: { constant: 5ms } }
+client: { retry: { max_retries: 2, backoff: { fixed: { delay: 1ms } } } }
+outputs: { attempts: 1.0 }
+",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    run_into(&file, &out);
+    let summary = read_one(&out, "summary");
+    let attempts = read_one(&out, "attempts");
+    for id in ["run_id", "variant", "experiment", "seed", "replication"] {
+        let (s, a) = (summary.column(id).unwrap(), attempts.column(id).unwrap());
+        assert_eq!(s.dtype(), a.dtype(), "{id}");
+        let first = s.get(0).unwrap();
+        assert_eq!(a.n_unique().unwrap(), 1, "{id}");
+        assert_eq!(a.get(0).unwrap(), first, "{id}");
+    }
+    // Every attempt that ended, by outcome, as the timeseries counts them.
+    let ts = read_one(&out, "timeseries");
+    let outcomes = attempts.column("outcome").unwrap().str().unwrap().clone();
+    let mut rows = BTreeMap::<String, u64>::new();
+    for i in 0..outcomes.len() {
+        *rows
+            .entry(outcomes.get(i).unwrap().to_string())
+            .or_default() += 1;
+    }
+    let mut ended = BTreeMap::<String, u64>::new();
+    for c in ts.get_column_names() {
+        if let Some(o) = c.strip_prefix("attempts_ended_") {
+            let col = ts.column(c).unwrap().cast(&DataType::UInt64).unwrap();
+            let col = col.u64().unwrap();
+            let n: u64 = (0..col.len()).filter_map(|i| col.get(i)).sum();
+            if n > 0 {
+                ended.insert(o.to_string(), n);
+            }
+        }
+    }
+    assert_eq!(rows, ended);
+    assert!(attempts.height() > 131_072, "{}", attempts.height());
+    assert!(rows.contains_key("server_error"), "{rows:?}");
+    // Each request's attempts are numbered 1, 2, ... and follow in time.
+    let sorted = attempts
+        .sort(["request", "attempt"], Default::default())
+        .unwrap();
+    let request = sorted.column("request").unwrap().u64().unwrap().clone();
+    let number = sorted.column("attempt").unwrap().u32().unwrap().clone();
+    let start = sorted.column("start_s").unwrap().f64().unwrap().clone();
+    let end = sorted.column("end_s").unwrap().f64().unwrap().clone();
+    let outcome = sorted.column("outcome").unwrap().str().unwrap().clone();
+    let mut retried = 0;
+    for i in 0..sorted.height() {
+        let (s, e) = (start.get(i).unwrap(), end.get(i).unwrap());
+        assert!(s <= e && e <= 60.0, "row {i}: {s} {e}");
+        if i > 0 && request.get(i) == request.get(i - 1) {
+            assert_eq!(number.get(i), number.get(i - 1).map(|n| n + 1), "row {i}");
+            assert!(s >= end.get(i - 1).unwrap(), "row {i}");
+            assert_ne!(outcome.get(i - 1), Some("success"), "row {i}");
+            retried += 1;
+        } else {
+            assert_eq!(number.get(i), Some(1), "row {i}");
+        }
+    }
+    // About 10 % of the first attempts fail and are retried.
+    let share = retried as f64 / 180_000.0;
+    assert!((share - 0.111).abs() < 0.01, "{share}");
+}
