@@ -136,18 +136,46 @@ impl<'a> Dictionary<'a> {
         }
     }
 
-    /// Appends a row holding `value`.
+    /// Appends a row holding `value`, found by a scan of the values seen:
+    /// for columns of a handful of values.
     pub fn push(&mut self, value: &'a str) {
         let key = match self.values.iter().position(|v| *v == value) {
+            Some(k) => k as u32,
+            None => self.add(value),
+        };
+        self.keys.push(key);
+    }
+
+    /// Appends a row holding `names[index]` (`""` past its end), its key
+    /// found through `keys`, one slot per name: for columns whose values
+    /// the caller numbers (a graph's edges, up to thousands), where a
+    /// scan per row would grow with the graph.
+    pub fn push_indexed(&mut self, index: usize, names: &'a [String], keys: &mut IndexedKeys) {
+        let slot = index.min(names.len());
+        if keys.0.len() <= slot {
+            keys.0.resize(slot + 1, None);
+        }
+        let key = match keys.0[slot] {
             Some(k) => k,
             None => {
-                self.values.push(value);
-                self.values.len() - 1
+                let k = self.add(names.get(index).map_or("", String::as_str));
+                keys.0[slot] = Some(k);
+                k
             }
         };
-        self.keys.push(key as u32);
+        self.keys.push(key);
+    }
+
+    fn add(&mut self, value: &'a str) -> u32 {
+        self.values.push(value);
+        (self.values.len() - 1) as u32
     }
 }
+
+/// The keys a [`Dictionary`] gave to numbered names so far (see
+/// [`Dictionary::push_indexed`]).
+#[derive(Default)]
+pub struct IndexedKeys(Vec<Option<u32>>);
 
 /// Writes `columns` (`rows` rows each, in the order of the schema `writer`
 /// was made with) as one row group: each encoded as it says, compressed
@@ -296,6 +324,20 @@ mod tests {
         for n in ["request", "start_s", "cost", "hedge"] {
             assert!(!with(n), "{n}: {dictionary:?}");
         }
+    }
+
+    /// Numbered names get their keys in the order first seen, one value
+    /// each, whatever their number; a number past the names is `""`.
+    #[test]
+    fn numbered_names_are_keyed_by_their_number_in_the_order_seen() {
+        let names: Vec<String> = (0..1000).map(|i| format!("a->n{i}")).collect();
+        let mut keys = IndexedKeys::default();
+        let mut edge = Dictionary::with_capacity(6);
+        for i in [999, 3, 999, 5000, 3, 0] {
+            edge.push_indexed(i, &names, &mut keys);
+        }
+        assert_eq!(edge.values, ["a->n999", "a->n3", "", "a->n0"]);
+        assert_eq!(edge.keys, [0, 1, 0, 2, 1, 3]);
     }
 
     /// A table with no row at all still has its columns and types.

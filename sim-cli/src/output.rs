@@ -34,7 +34,7 @@ use sim_models::recorder::{
 };
 use yaml_serde::Value;
 
-use crate::columns::{self, Dictionary, Encoded};
+use crate::columns::{self, Dictionary, Encoded, IndexedKeys};
 use crate::dataset::{Writer, create_dir, io_error};
 use crate::sweep::{Cell, canonical};
 
@@ -991,9 +991,10 @@ pub fn attempt_columns(
     let n = attempts.len();
     let (mut outcomes, mut edge_names) =
         (Dictionary::with_capacity(n), Dictionary::with_capacity(n));
+    let mut edge_keys = IndexedKeys::default();
     for a in attempts {
         outcomes.push(a.outcome);
-        edge_names.push(edges.get(a.edge as usize).map_or("", String::as_str));
+        edge_names.push_indexed(a.edge as usize, edges, &mut edge_keys);
     }
     let secs = |f: fn(&AttemptRecord) -> f64| attempts.iter().map(f).collect::<Vec<_>>();
     vec![
