@@ -15,8 +15,10 @@
 //! - `storm`: `worlds/storm-10k.yaml` (3 M requests, a metastable retry
 //!   storm): requests and events per CPU-second, events per request. With
 //!   `STORMSIM_BASELINE_BIN=<an older stormsim>` it also runs that binary
-//!   in turn and prints new ÷ old. Goal: 2× the requests per CPU-second of
-//!   the build the goal was set against.
+//!   in turn and prints new ÷ old, and the events per request each build
+//!   says it ran. Goal: 2× the requests per CPU-second of the build the
+//!   goal was set against, commit 70e2913 (see the bench README for how
+//!   to build it).
 //! - `attempts`: the same storm with the attempts table on
 //!   (`worlds/storm-10k-attempts.yaml`) ÷ off. Goal: ≤ 1.3×.
 //! - `steady`: `worlds/steady-10k-60m.yaml`, 10,000 requests/s for 60
@@ -147,6 +149,13 @@ fn children_cpu() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// The event count in a `stormsim run --quiet` summary line
+/// (`…; 14640858 events; dataset in …`).
+fn events_said(line: &str) -> Option<u64> {
+    line.split(';')
+        .find_map(|part| part.trim().strip_suffix(" events")?.parse().ok())
+}
+
 /// Median, min and max.
 fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
     xs.sort_by(f64::total_cmp);
@@ -248,6 +257,18 @@ fn storm(pairs: usize) {
             "  this build ÷ {old}, whole process: {r:.2}× ({lo:.2}–{hi:.2}); goal ≤ 0.5×: {}",
             verdict(r <= 0.5)
         );
+        // The events each build ran, as its own summary line says, over
+        // this run's requests (the builds since 70e2913 draw the same
+        // arrivals from the seed).
+        let said = run_child(&old, "storm-10k.yaml").1;
+        match events_said(&said) {
+            Some(then) => println!(
+                "  events per request: {:.2} in {old}, {:.2} in this build",
+                then as f64 / requests,
+                events / requests
+            ),
+            None => println!("  {old} did not say its events: {said}"),
+        }
     }
     println!();
 }
@@ -302,18 +323,7 @@ fn readme(pairs: usize) {
 
 /// `a ÷ b` on `stormsim run WORLD --quiet`, whole processes run in turn.
 fn whole_process_pairs(a: &str, b: &str, name: &str, pairs: usize) -> (f64, f64, f64) {
-    let out = std::env::temp_dir().join(format!("stormsim-speed-child-{}", std::process::id()));
-    let once = |bin: &str| {
-        let _ = std::fs::remove_dir_all(&out);
-        let (cpu, _) = child_cpu(
-            Command::new(bin)
-                .args(["run", "--quiet", "--out"])
-                .arg(&out)
-                .arg(world(name)),
-        );
-        let _ = std::fs::remove_dir_all(&out);
-        secs(cpu)
-    };
+    let once = |bin: &str| secs(run_child(bin, name).0);
     spread(
         (0..pairs)
             .map(|_| {
@@ -322,4 +332,19 @@ fn whole_process_pairs(a: &str, b: &str, name: &str, pairs: usize) -> (f64, f64,
             })
             .collect(),
     )
+}
+
+/// `bin run --quiet` on the world `name` into a fresh folder, removed
+/// after: its CPU time and the line it printed.
+fn run_child(bin: &str, name: &str) -> (Duration, String) {
+    let out = std::env::temp_dir().join(format!("stormsim-speed-child-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let said = child_cpu(
+        Command::new(bin)
+            .args(["run", "--quiet", "--out"])
+            .arg(&out)
+            .arg(world(name)),
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    said
 }
