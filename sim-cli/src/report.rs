@@ -612,48 +612,51 @@ fn run_sections(
         charts_out.push((file.to_string(), svg?));
         Ok(())
     };
+    // A chart of timeseries columns, each `(column, legend)`.
+    let columns = |cols: &[(&str, &str)]| -> Result<Vec<Series>, String> {
+        cols.iter()
+            .map(|(col, name)| series(ts, &x, col, name))
+            .collect()
+    };
+    let lines = |title: &str, unit: &str, cols: &[(&str, &str)]| {
+        charts::lines(title, unit, &columns(cols)?, &marks, label)
+    };
     chart(
         "load.svg",
-        charts::lines(
+        lines(
             "Offered, attempted and successful requests per second",
             "per second",
             &[
-                series(ts, &x, "offered", "offered")?,
-                series(ts, &x, "attempts", "attempts")?,
-                series(ts, &x, "goodput_per_s", "successful")?,
+                ("offered", "offered"),
+                ("attempts", "attempts"),
+                ("goodput_per_s", "successful"),
             ],
-            &marks,
-            label,
         ),
     )?;
     chart(
         "attempts.svg",
-        charts::lines(
+        lines(
             "First attempts and retries per second",
             "per second",
             &[
-                series(ts, &x, "attempts_first", "first attempts")?,
-                series(ts, &x, "attempts_retry", "retries")?,
-                series(ts, &x, "attempts_hedge", "hedges")?,
+                ("attempts_first", "first attempts"),
+                ("attempts_retry", "retries"),
+                ("attempts_hedge", "hedges"),
             ],
-            &marks,
-            label,
         ),
     )?;
     chart(
         "latency.svg",
-        charts::lines(
+        lines(
             "Latency: end to end and per attempt",
             "seconds",
             &[
-                series(ts, &x, "e2e_p50_s", "end-to-end p50")?,
-                series(ts, &x, "e2e_p99_s", "end-to-end p99")?,
-                series(ts, &x, "first_attempt_p50_s", "first attempt p50")?,
-                series(ts, &x, "first_attempt_p99_s", "first attempt p99")?,
-                series(ts, &x, "retry_p99_s", "retry p99")?,
+                ("e2e_p50_s", "end-to-end p50"),
+                ("e2e_p99_s", "end-to-end p99"),
+                ("first_attempt_p50_s", "first attempt p50"),
+                ("first_attempt_p99_s", "first attempt p99"),
+                ("retry_p99_s", "retry p99"),
             ],
-            &marks,
-            label,
         ),
     )?;
     let mut outcomes = Vec::new();
@@ -674,26 +677,22 @@ fn run_sections(
     )?;
     chart(
         "pool.svg",
-        charts::lines(
+        lines(
             "Connection pools: in use, waiting and calls in flight (all pods)",
             "connections / attempts",
             &[
-                series(ts, &x, "pool_in_use_max", "in use")?,
-                series(ts, &x, "pool_waiters_max", "waiting")?,
-                series(ts, &x, "calls_in_flight_max", "calls in flight")?,
+                ("pool_in_use_max", "in use"),
+                ("pool_waiters_max", "waiting"),
+                ("calls_in_flight_max", "calls in flight"),
             ],
-            &marks,
-            label,
         ),
     )?;
     chart(
         "pool_wait.svg",
-        charts::lines(
+        lines(
             "Pool wait p99",
             "seconds",
-            &[series(ts, &x, "pool_wait_p99_s", "pool wait p99")?],
-            &marks,
-            label,
+            &[("pool_wait_p99_s", "pool wait p99")],
         ),
     )?;
     if let Some(pg) = groups {
@@ -725,17 +724,15 @@ fn run_sections(
     }
     chart(
         "upstream.svg",
-        charts::lines(
+        lines(
             "Upstream: in service, queued, goodput and wasted work",
             "requests",
             &[
-                series(ts, &x, "upstream_in_service_max", "in service")?,
-                series(ts, &x, "upstream_queued_max", "queued")?,
-                series(ts, &x, "upstream_goodput", "goodput/s")?,
-                series(ts, &x, "upstream_wasted", "wasted/s")?,
+                ("upstream_in_service_max", "in service"),
+                ("upstream_queued_max", "queued"),
+                ("upstream_goodput", "goodput/s"),
+                ("upstream_wasted", "wasted/s"),
             ],
-            &marks,
-            label,
         ),
     )?;
     if floats(ts, "breakers_open_max")?
@@ -750,26 +747,24 @@ fn run_sections(
             charts::stacked(
                 "Circuit breaker state (open and half-open breakers)",
                 "breakers",
-                &[
-                    series(ts, &x, "breakers_open_mean", "open")?,
-                    series(ts, &x, "breakers_half_open_mean", "half-open")?,
-                ],
+                &columns(&[
+                    ("breakers_open_mean", "open"),
+                    ("breakers_half_open_mean", "half-open"),
+                ])?,
                 label,
             ),
         )?;
     }
     chart(
         "pods.svg",
-        charts::lines(
+        lines(
             "Pods in rotation, out of rotation (unready) and restarting",
             "pods",
             &[
-                series(ts, &x, "pods_up_min", "up")?,
-                series(ts, &x, "pods_unready_max", "unready")?,
-                series(ts, &x, "pods_down_max", "down")?,
+                ("pods_up_min", "up"),
+                ("pods_unready_max", "unready"),
+                ("pods_down_max", "down"),
             ],
-            &marks,
-            label,
         ),
     )?;
     let kpis = [
