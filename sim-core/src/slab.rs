@@ -160,10 +160,14 @@ impl<T> Slab<T> {
 
     /// Starts loading the slot of `r` into cache, for a caller that will
     /// read it soon (see `prefetch.rs`); a reference past the slab is
-    /// ignored. Only a hint: nothing is read.
+    /// ignored, and so is every reference while the slab is below
+    /// `PREFETCH_FROM` slots (it stays in cache: the hint would be work
+    /// for nothing). Only a hint: nothing is read.
     #[inline(always)]
     pub fn prefetch(&self, r: Ref<T>) {
-        if let Some(s) = self.slots.get(r.slot as usize) {
+        if self.slots.len() >= PREFETCH_FROM
+            && let Some(s) = self.slots.get(r.slot as usize)
+        {
             crate::prefetch::prefetch(s);
         }
     }

@@ -44,7 +44,7 @@ use crate::policy::gate::{Admit, AttemptEnd};
 use crate::pool::{Acquire, Pool, Waiter};
 use crate::recorder::{AttemptRecord, Count, Latency, Level, RowSink, WorldEvent};
 use crate::request::{AttRef, AttemptPhase, CallPhase, CallRef, Requests};
-use crate::upstream::{DependencyEvent, Status};
+use crate::upstream::{DependencyEvent, JobRef, Status};
 
 crate::part_events! {
     /// What happens to a client's calls and attempts.
@@ -932,7 +932,13 @@ impl Client {
         }
         a.job = None;
         a.child = None;
-        let pod = a.pod;
+        let (pod, call, req) = (a.pod, a.call, a.req);
+        // The call and the request are read next (closing the attempt,
+        // then the call's end); in a storm both were last touched when
+        // the attempt was sent, seconds before. Loaded now, their loads
+        // overlap each other and the connection's release.
+        ctx.sh.reqs.prefetch_call(call);
+        ctx.sh.reqs.prefetch_req(req);
         let leak_fraction = self.pool.leak_fraction;
         let p = ctx.sh.links.pod(self.from, pod);
         let leak = leak_fraction > 0.0 && p.leak_rng.random::<f64>() < leak_fraction;
@@ -977,14 +983,20 @@ impl Client {
 
     /// Times out the next attempt whose deadline is now, in the order the
     /// deadlines were armed; false when none is left.
-    pub(crate) fn deliver_timeout<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) -> bool {
+    /// `load_job` starts loading a job at a dependency (the far end of
+    /// this edge), which the timeout of an attempt sent there abandons.
+    pub(crate) fn deliver_timeout<S: RowSink>(
+        &mut self,
+        ctx: &mut Ctx<'_, S>,
+        load_job: impl Fn(u32, JobRef),
+    ) -> bool {
         let reqs = &ctx.sh.reqs;
         // Loads ahead in two steps: the attempt of the timeout
         // `LOAD_AHEAD` places on; then, for one half as far (whose attempt
-        // has arrived by now), its call and its request. In a storm all
-        // were last touched a timeout ago, long out of cache; loaded
-        // ahead, their loads overlap the timeouts before them instead of
-        // stalling each in turn.
+        // has arrived by now), its call, its request and its job at the
+        // far end. In a storm all were last touched a timeout ago, long
+        // out of cache; loaded ahead, their loads overlap the timeouts
+        // before them instead of stalling each in turn.
         if let Some(&far) = self.timeouts.ahead(LOAD_AHEAD) {
             reqs.prefetch_att(far);
         }
@@ -995,6 +1007,9 @@ impl Client {
         {
             reqs.prefetch_call(near.call);
             reqs.prefetch_req(near.req);
+            if let (Some(job), Target::Dependency(dep)) = (near.job, self.to) {
+                load_job(dep, job);
+            }
         }
         let due = self.timeouts.pop_live_due(ctx.now(), TimedAttempts(reqs));
         let Some((_, att)) = due else {

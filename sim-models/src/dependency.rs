@@ -120,6 +120,12 @@ impl Dependency {
         self.sync_levels(ctx);
     }
 
+    /// Starts loading `job`'s record, to be read soon (a hint).
+    #[inline]
+    pub(crate) fn prefetch_job(&self, job: JobRef) {
+        self.upstream.prefetch_job(job);
+    }
+
     fn on_completed<S: RowSink>(&mut self, job: JobRef, ctx: &mut Ctx<'_, S>) {
         let up = &mut self.upstream;
         let done = stale!(up.complete(job, ctx.sched));
@@ -276,6 +282,10 @@ fn respond_after<S: RowSink>(
     after: SimDuration,
     ctx: &mut Ctx<'_, S>,
 ) {
+    // The attempt is read when the answer reaches its pod: loaded now,
+    // from a record last touched when it was sent (in a storm, seconds
+    // before), while the events due before that one run.
+    ctx.sh.reqs.prefetch_att(att);
     let d = ctx.sh.net.back(edge).saturating_add(after);
     ctx.cross(
         d,

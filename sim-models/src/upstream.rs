@@ -282,6 +282,13 @@ impl Upstream {
         })
     }
 
+    /// Starts loading job `j`'s record, to be read soon (a hint: see
+    /// `sim_core::prefetch`).
+    #[inline]
+    pub fn prefetch_job(&self, j: JobRef) {
+        self.jobs.prefetch(j);
+    }
+
     #[inline]
     fn job_mut(&mut self, j: JobRef) -> Option<&mut Job> {
         self.jobs.get_mut(j)

@@ -742,7 +742,11 @@ impl Parts {
         match e {
             ClientEvent::TimeoutsDue { .. } => {
                 self.clients[edge].timeouts_woken();
-                while self.with(cx, |p, cx| p.clients[edge].deliver_timeout(cx)) {}
+                while self.with(cx, |p, cx| {
+                    let deps = &p.dependencies;
+                    p.clients[edge]
+                        .deliver_timeout(cx, |dep, job| deps[dep as usize].prefetch_job(job))
+                }) {}
                 self.with(cx, |p, cx| p.clients[edge].timeouts_delivered(cx));
             }
             ClientEvent::ConnectionFailed {

@@ -39,6 +39,14 @@ impl Slots {
         self.owner.get(id.slot as usize) == Some(&id.seq)
     }
 
+    /// Starts loading `slot`'s owner, to be read soon (a hint).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, slot: u32) {
+        if let Some(owner) = self.owner.get(slot as usize) {
+            crate::prefetch::prefetch(owner);
+        }
+    }
+
     /// Frees the slot if `id` still owns it; `true` if it did.
     #[inline]
     pub(crate) fn release(&mut self, id: EventId) -> bool {
