@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use crate::prefetch::LOAD_AHEAD;
+use crate::prefetch::{LOAD_AHEAD, prefetch_storage};
 
 /// Stale entries tolerated before a sweep, whatever the live count.
 const SWEEP_FLOOR: usize = 64;
@@ -58,7 +58,11 @@ impl<T> WaitLine<T> {
     }
 
     /// Puts `waiter` at the back. `is_live` says which entries are still
-    /// waiting, for the sweep of stale ones.
+    /// waiting, for the sweep of stale ones. Always inlined: called out of
+    /// line, the waiter went through memory, written as its fields and read
+    /// back whole, and that read waited for every store before it to
+    /// reach the cache (4 % of a storm's samples).
+    #[inline(always)]
     pub fn push(&mut self, waiter: T, mut is_live: impl Waiting<T>) {
         if self.entries.len() >= 2 * self.live + SWEEP_FLOOR {
             self.sweep(&mut is_live);
@@ -83,6 +87,7 @@ impl<T> WaitLine<T> {
         while let Some(w) = self.entries.pop_front() {
             if let Some(next) = self.entries.get(LOAD_AHEAD - 1) {
                 is_live.prefetch(next);
+                prefetch_storage(next);
             }
             if is_live.is_live(&w) {
                 self.live -= 1;
@@ -105,6 +110,7 @@ impl<T> WaitLine<T> {
 
     /// Keeps the live entries, in order, hinting at each one
     /// [`LOAD_AHEAD`] entries before it is asked about.
+    #[inline(never)]
     fn sweep(&mut self, is_live: &mut impl Waiting<T>) {
         let mut kept = 0;
         for i in 0..self.entries.len() {
