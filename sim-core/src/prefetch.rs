@@ -54,8 +54,9 @@ pub const STORAGE_LINES_AHEAD: usize = 4;
 /// `value` starts in: for a buffer of entries walked in order (a pool's
 /// waiters, a client's timeouts), the buffer's own storage further on.
 /// Such a buffer is walked a few entries at a time, in turn with many
-/// others, and its next entries were found cold when reached: the
-/// hardware's prefetcher does not follow so many slow walks at once. The
+/// others, and its next entries were found cold when reached (the
+/// hardware's own prefetcher, it seems, does not follow so many slow
+/// walks at once). The
 /// address may lie past the buffer's end: a hint there is wasted, not
 /// wrong, since a prefetch never faults and reads nothing the program
 /// sees.
@@ -100,5 +101,19 @@ mod tests {
         prefetch(&empty);
         assert_eq!(small, 7);
         assert!(large.iter().all(|&x| x == 3));
+    }
+
+    /// A line's hint at its own storage may point past the buffer's end
+    /// (its last entry, a one-entry buffer): the address is only computed,
+    /// never read, so it neither faults nor trips the dev profile's checks.
+    #[test]
+    fn a_hint_past_the_end_of_a_buffer_neither_faults_nor_changes_it() {
+        let one = vec![5u16];
+        let many: Vec<u64> = (0..100).collect();
+        prefetch_storage(&one[0]);
+        prefetch_storage(&many[99]);
+        prefetch_storage(&());
+        assert_eq!(one, [5]);
+        assert_eq!(many.iter().sum::<u64>(), 4950);
     }
 }

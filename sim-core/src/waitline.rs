@@ -109,7 +109,8 @@ impl<T> WaitLine<T> {
     }
 
     /// Keeps the live entries, in order, hinting at each one
-    /// [`LOAD_AHEAD`] entries before it is asked about.
+    /// [`LOAD_AHEAD`] entries before it is asked about. Out of line: rare,
+    /// and kept out of the push that is always inlined.
     #[inline(never)]
     fn sweep(&mut self, is_live: &mut impl Waiting<T>) {
         let mut kept = 0;
