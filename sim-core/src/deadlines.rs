@@ -24,7 +24,7 @@
 //! (−0.6 % of the steady world's instructions), and it holds at most
 //! twice its unread deadlines plus 1,024.
 
-use crate::prefetch::{LOAD_AHEAD, prefetch_storage};
+use crate::prefetch::LOAD_AHEAD;
 use crate::queue::EventId;
 use crate::queue::fifo::Fifo;
 use crate::sim::Scheduler;
@@ -232,15 +232,10 @@ impl<T: Copy> DeadlineLine<T> {
             .map(|(_, i)| i)
     }
 
-    /// The subject `k` places behind the first run's front, for a caller
-    /// that loads it ahead of its turn; the line's own storage after it
-    /// is loaded ahead too (`prefetch_storage`: a storm's timeouts line
-    /// stalled on it).
+    /// The subject `k` places behind the first run's front.
     #[inline]
     pub fn ahead(&self, k: usize) -> Option<&T> {
-        let e = self.runs.first().and_then(|r| r.get(k))?;
-        prefetch_storage(e);
-        Some(&e.2)
+        self.runs.first().and_then(|r| r.get(k)).map(|e| &e.2)
     }
 
     /// The earliest deadline, stale ones included.

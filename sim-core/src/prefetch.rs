@@ -56,10 +56,9 @@ pub const STORAGE_LINES_AHEAD: usize = 4;
 /// Such a buffer is walked a few entries at a time, in turn with many
 /// others, and its next entries were found cold when reached (the
 /// hardware's own prefetcher, it seems, does not follow so many slow
-/// walks at once). The
-/// address may lie past the buffer's end: a hint there is wasted, not
-/// wrong, since a prefetch never faults and reads nothing the program
-/// sees.
+/// walks at once). The address may lie past the buffer's end: a hint
+/// there is wasted, not wrong, since a prefetch never faults and reads
+/// nothing the program sees.
 #[inline(always)]
 pub fn prefetch_storage<T>(value: &T) {
     line(

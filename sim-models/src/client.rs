@@ -32,7 +32,7 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use sim_core::deadlines::{DeadlineLine, Subjects};
 use sim_core::dist::Dist;
-use sim_core::prefetch::LOAD_AHEAD;
+use sim_core::prefetch::{LOAD_AHEAD, prefetch_storage};
 use sim_core::rng::{RngStreams, SimRng};
 use sim_core::time::{SimDuration, SimTime};
 
@@ -997,8 +997,11 @@ impl Client {
         // far end. In a storm all were last touched a timeout ago, long
         // out of cache; loaded ahead, their loads overlap the timeouts
         // before them instead of stalling each in turn.
-        if let Some(&far) = self.timeouts.ahead(LOAD_AHEAD) {
-            reqs.prefetch_att(far);
+        if let Some(far) = self.timeouts.ahead(LOAD_AHEAD) {
+            // The line's own buffer further on, too: a storm's timeouts
+            // line stalled on reading this entry (`prefetch_storage`).
+            prefetch_storage(far);
+            reqs.prefetch_att(*far);
         }
         if let Some(near) = self
             .timeouts
