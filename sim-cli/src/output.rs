@@ -89,6 +89,8 @@ struct TableStream {
     /// Rows gathered for the next row group.
     pending: Option<DataFrame>,
     row_group: usize,
+    /// Compresses the pages of the row groups written column by column.
+    compressor: columns::PageCompressor,
 }
 
 impl TableStream {
@@ -101,6 +103,7 @@ impl TableStream {
             writer: None,
             pending: None,
             row_group,
+            compressor: columns::PageCompressor::default(),
         }
     }
 
@@ -149,8 +152,10 @@ impl TableStream {
         meta: &[(String, String)],
     ) -> Result<(), String> {
         let tmp = self.tmp.display().to_string();
-        let w = self.open(&columns::schema(&columns), meta)?;
-        columns::write_row_group(w, rows, columns).map_err(|e| format!("cannot write {tmp}: {e}"))
+        self.open(&columns::schema(&columns), meta)?;
+        let w = self.writer.as_mut().expect("opened above");
+        columns::write_row_group(w, rows, columns, &mut self.compressor)
+            .map_err(|e| format!("cannot write {tmp}: {e}"))
     }
 
     /// The table's writer, its file created with `schema` if not yet.
