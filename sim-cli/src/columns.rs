@@ -54,13 +54,22 @@ impl Encoded {
         )
     }
 
-    /// The same text on each of `rows` rows: a dictionary of one value.
-    pub fn constant_text(name: &str, value: &str, rows: usize) -> Self {
-        let dictionary = Dictionary {
-            values: if rows == 0 { Vec::new() } else { vec![value] },
-            keys: vec![0; rows],
+    /// The same text on each of `rows`' rows: a dictionary of one value.
+    pub fn constant_text(name: &str, value: &str, rows: &SameOnEveryRow) -> Self {
+        let values = if rows.0.is_empty() {
+            vec![]
+        } else {
+            vec![value]
         };
-        Self::text(name, dictionary)
+        let values = Utf8ViewArray::from_slice_values(&values);
+        let array = DictionaryArray::<u32>::try_from_keys(rows.0.clone(), values.boxed(), false)
+            .expect("one value, every key 0");
+        Self::new(
+            name,
+            DataType::String,
+            array.boxed(),
+            Encoding::RleDictionary,
+        )
     }
 
     /// Floats with as many distinct values as rows (times, durations):
@@ -87,11 +96,20 @@ impl Encoded {
         Self::new(name, DataType::Float64, array.boxed(), Encoding::Plain)
     }
 
-    /// The same integer on each of `rows` rows: a dictionary of one value.
-    pub fn constant<T: NativeType>(name: &str, dtype: DataType, value: T, rows: usize) -> Self {
-        let values = PrimitiveArray::from_vec(if rows == 0 { Vec::new() } else { vec![value] });
-        let keys = PrimitiveArray::from_vec(vec![0u32; rows]);
-        let array = DictionaryArray::<u32>::try_from_keys(keys, values.boxed(), false)
+    /// The same integer on each of `rows`' rows: a dictionary of one value.
+    pub fn constant<T: NativeType>(
+        name: &str,
+        dtype: DataType,
+        value: T,
+        rows: &SameOnEveryRow,
+    ) -> Self {
+        let values = if rows.0.is_empty() {
+            vec![]
+        } else {
+            vec![value]
+        };
+        let values = PrimitiveArray::from_vec(values);
+        let array = DictionaryArray::<u32>::try_from_keys(rows.0.clone(), values.boxed(), false)
             .expect("one value, every key 0");
         Self::new(name, dtype, array.boxed(), Encoding::RleDictionary)
     }
@@ -123,6 +141,18 @@ impl Encoded {
             array,
             encoding,
         }
+    }
+}
+
+/// The keys of a row group's columns that hold one value: every row's
+/// key 0, made once and shared (an array's buffer is reference counted)
+/// rather than allocated and zeroed again for each such column.
+pub struct SameOnEveryRow(PrimitiveArray<u32>);
+
+impl SameOnEveryRow {
+    /// The keys of `rows` rows.
+    pub fn new(rows: usize) -> Self {
+        SameOnEveryRow(PrimitiveArray::from_vec(vec![0; rows]))
     }
 }
 
@@ -414,9 +444,10 @@ mod tests {
         for v in ["timeout", "success", "timeout", "cancelled", "success"] {
             outcome.push(v);
         }
+        let same = SameOnEveryRow::new(5);
         let columns = vec![
-            Encoded::constant_text("run_id", "c0ffee", 5),
-            Encoded::constant("seed", DataType::UInt64, 42u64, 5),
+            Encoded::constant_text("run_id", "c0ffee", &same),
+            Encoded::constant("seed", DataType::UInt64, 42u64, &same),
             // Falling, extremes: differences that wrap.
             Encoded::rising(
                 "request",
