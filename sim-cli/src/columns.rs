@@ -184,7 +184,10 @@ impl<'a> Dictionary<'a> {
     /// Appends a row holding `value`, found by a scan of the values seen:
     /// for columns of a handful of values.
     pub fn push(&mut self, value: &'a str) {
-        let key = match self.values.iter().position(|v| *v == value) {
+        // The values are mostly the same `&'static str`s: the same
+        // address and length is the same text, with no bytes compared.
+        let same = |v: &&str| std::ptr::eq(*v, value) || *v == value;
+        let key = match self.values.iter().position(same) {
             Some(k) => k as u32,
             None => self.add(value),
         };
@@ -402,13 +405,7 @@ fn split_streams(page: Page) -> PolarsResult<Page> {
         Some(v) if v.len() % WIDTH == 0 => v,
         _ => return Err(unexpected("not 8-byte values")),
     };
-    let n = values.len() / WIDTH;
-    let mut split = vec![0u8; values.len()];
-    for (i, value) in values.chunks_exact(WIDTH).enumerate() {
-        for (k, &byte) in value.iter().enumerate() {
-            split[k * n + i] = byte;
-        }
-    }
+    let split = split_bytes(values);
     buffer.truncate(levels);
     buffer.extend_from_slice(&split);
     header.encoding = Encoding::ByteStreamSplit.into();
@@ -419,6 +416,62 @@ fn split_streams(page: Page) -> PolarsResult<Page> {
         page.descriptor,
         rows,
     )))
+}
+
+/// `values` (8-byte values, little endian) as 8 streams, one after the
+/// other: stream `k` holds byte `k` of every value, in order.
+fn split_bytes(values: &[u8]) -> Vec<u8> {
+    const WIDTH: usize = 8;
+    let n = values.len() / WIDTH;
+    let mut split = vec![0u8; n * WIDTH];
+    // Eight values at a time: their 8 × 8 bytes transposed in registers,
+    // then one 8-byte write per stream (a byte at a time cost five
+    // instructions a byte).
+    let blocks = n / WIDTH;
+    for b in 0..blocks {
+        let mut rows = [0u64; WIDTH];
+        for (j, row) in rows.iter_mut().enumerate() {
+            let at = (b * WIDTH + j) * WIDTH;
+            *row = u64::from_le_bytes(values[at..at + WIDTH].try_into().expect("8 bytes"));
+        }
+        let streams = transpose(rows);
+        for (k, word) in streams.iter().enumerate() {
+            let at = k * n + b * WIDTH;
+            split[at..at + WIDTH].copy_from_slice(&word.to_le_bytes());
+        }
+    }
+    for i in blocks * WIDTH..n {
+        for k in 0..WIDTH {
+            split[k * n + i] = values[i * WIDTH + k];
+        }
+    }
+    split
+}
+
+/// The 8 × 8 byte matrix whose row `j` is `rows[j]`'s bytes (byte `k`
+/// the `k`-th least significant), transposed: row `k` of the result holds
+/// byte `k` of every input row, row `j`'s in its byte `j`. Three rounds of
+/// swapping blocks across the diagonal (4 bytes, then 2, then 1).
+fn transpose(mut r: [u64; 8]) -> [u64; 8] {
+    const LOW4: u64 = 0x0000_0000_ffff_ffff;
+    const LOW2: u64 = 0x0000_ffff_0000_ffff;
+    const LOW1: u64 = 0x00ff_00ff_00ff_00ff;
+    for j in 0..4 {
+        let (a, b) = (r[j], r[j + 4]);
+        r[j] = (a & LOW4) | (b << 32);
+        r[j + 4] = (a >> 32) | (b & !LOW4);
+    }
+    for j in [0, 1, 4, 5] {
+        let (a, b) = (r[j], r[j + 2]);
+        r[j] = (a & LOW2) | ((b & LOW2) << 16);
+        r[j + 2] = ((a >> 16) & LOW2) | (b & !LOW2);
+    }
+    for j in [0, 2, 4, 6] {
+        let (a, b) = (r[j], r[j + 1]);
+        r[j] = (a & LOW1) | ((b & LOW1) << 8);
+        r[j + 1] = ((a >> 8) & LOW1) | (b & !LOW1);
+    }
+    r
 }
 
 #[cfg(test)]
@@ -558,6 +611,26 @@ mod tests {
         for (i, v) in values.iter().enumerate() {
             for (k, byte) in v.to_le_bytes().iter().enumerate() {
                 assert_eq!(buffer[levels + k * n + i], *byte, "value {i}, byte {k}");
+            }
+        }
+    }
+
+    /// The streams are byte `k` of every value, in order, whatever the
+    /// count (whole blocks of eight values and the rest).
+    #[test]
+    fn bytes_split_into_streams_in_order() {
+        for n in [0usize, 1, 7, 8, 9, 16, 8 * 37 + 5] {
+            let values: Vec<u8> = (0..n * 8).map(|i| (i * 131 % 251) as u8).collect();
+            let split = split_bytes(&values);
+            assert_eq!(split.len(), values.len());
+            for i in 0..n {
+                for k in 0..8 {
+                    assert_eq!(
+                        split[k * n + i],
+                        values[i * 8 + k],
+                        "{n} values: value {i}, byte {k}"
+                    );
+                }
             }
         }
     }
