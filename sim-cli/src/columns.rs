@@ -20,13 +20,14 @@ use polars::prelude::{DataType, Field, PlSmallStr, PolarsError, PolarsResult, Sc
 use polars_arrow::array::{Array, BooleanArray, DictionaryArray, PrimitiveArray, Utf8ViewArray};
 use polars_arrow::types::NativeType;
 use polars_parquet::parquet::CowBuffer;
+use polars_parquet::parquet::encoding::hybrid_rle;
 use polars_parquet::parquet::page::{
     CompressedDataPage, CompressedDictPage, CompressedPage, DataPage, DataPageHeader,
 };
 use polars_parquet::parquet::schema::Repetition;
 use polars_parquet::write::{
     CompressionOptions, DynIter, DynStreamingIterator, Encoding, FallibleStreamingIterator, Page,
-    array_to_columns,
+    Version, array_to_columns, write_def_levels,
 };
 
 /// One column of a row group: its name and type in the table's schema,
@@ -36,6 +37,9 @@ pub struct Encoded {
     dtype: DataType,
     array: Box<dyn Array>,
     encoding: Encoding,
+    /// `Some(n)`: `array` holds one row, which the table holds `n` times
+    /// (a column with one value).
+    repeat: Option<usize>,
 }
 
 impl Encoded {
@@ -54,22 +58,10 @@ impl Encoded {
         )
     }
 
-    /// The same text on each of `rows`' rows: a dictionary of one value.
-    pub fn constant_text(name: &str, value: &str, rows: &SameOnEveryRow) -> Self {
-        let values = if rows.0.is_empty() {
-            vec![]
-        } else {
-            vec![value]
-        };
-        let values = Utf8ViewArray::from_slice_values(&values);
-        let array = DictionaryArray::<u32>::try_from_keys(rows.0.clone(), values.boxed(), false)
-            .expect("one value, every key 0");
-        Self::new(
-            name,
-            DataType::String,
-            array.boxed(),
-            Encoding::RleDictionary,
-        )
+    /// The same text on each of `rows` rows: a dictionary of one value.
+    pub fn constant_text(name: &str, value: &str, rows: usize) -> Self {
+        let values = Utf8ViewArray::from_slice_values([value]);
+        Self::repeated(name, DataType::String, values.boxed(), rows)
     }
 
     /// Floats with as many distinct values as rows (times, durations):
@@ -96,22 +88,22 @@ impl Encoded {
         Self::new(name, DataType::Float64, array.boxed(), Encoding::Plain)
     }
 
-    /// The same integer on each of `rows`' rows: a dictionary of one value.
-    pub fn constant<T: NativeType>(
-        name: &str,
-        dtype: DataType,
-        value: T,
-        rows: &SameOnEveryRow,
-    ) -> Self {
-        let values = if rows.0.is_empty() {
-            vec![]
-        } else {
-            vec![value]
-        };
-        let values = PrimitiveArray::from_vec(values);
-        let array = DictionaryArray::<u32>::try_from_keys(rows.0.clone(), values.boxed(), false)
-            .expect("one value, every key 0");
-        Self::new(name, dtype, array.boxed(), Encoding::RleDictionary)
+    /// The same integer on each of `rows` rows: a dictionary of one value.
+    pub fn constant<T: NativeType>(name: &str, dtype: DataType, value: T, rows: usize) -> Self {
+        let values = PrimitiveArray::from_vec(vec![value]);
+        Self::repeated(name, dtype, values.boxed(), rows)
+    }
+
+    /// `value` (one row) on each of `rows` rows: a dictionary of that one
+    /// value, whose pages are written once for the row group
+    /// ([`repeat_page`]) rather than encoded row by row.
+    fn repeated(name: &str, dtype: DataType, value: Box<dyn Array>, rows: usize) -> Self {
+        let keys = PrimitiveArray::from_vec(vec![0u32]);
+        let array = DictionaryArray::<u32>::try_from_keys(keys, value, false)
+            .expect("one value, its key 0");
+        let mut column = Self::new(name, dtype, array.boxed(), Encoding::RleDictionary);
+        column.repeat = Some(rows);
+        column
     }
 
     /// Integers that mostly rise by little from row to row (ids given in
@@ -140,19 +132,8 @@ impl Encoded {
             dtype,
             array,
             encoding,
+            repeat: None,
         }
-    }
-}
-
-/// The keys of a row group's columns that hold one value: every row's
-/// key 0, made once and shared (an array's buffer is reference counted)
-/// rather than allocated and zeroed again for each such column.
-pub struct SameOnEveryRow(PrimitiveArray<u32>);
-
-impl SameOnEveryRow {
-    /// The keys of `rows` rows.
-    pub fn new(rows: usize) -> Self {
-        SameOnEveryRow(PrimitiveArray::from_vec(vec![0; rows]))
     }
 }
 
@@ -245,7 +226,12 @@ pub fn write_row_group<W: Write>(
     let options = file.options();
     let mut chunks = Vec::with_capacity(columns.len());
     for (column, type_) in columns.into_iter().zip(types) {
-        debug_assert_eq!(column.array.len(), rows, "{}", column.name);
+        debug_assert_eq!(
+            column.repeat.unwrap_or(column.array.len()),
+            rows,
+            "{}",
+            column.name
+        );
         // polars writes no byte-stream split pages: such a column is
         // written plain and its pages split here.
         let split = column.encoding == Encoding::ByteStreamSplit;
@@ -257,7 +243,11 @@ pub fn write_row_group<W: Write>(
         for encoded in array_to_columns(column.array, type_, options, &[encoding])? {
             let mut pages = Vec::new();
             for page in encoded {
-                let page = if split { split_streams(page?)? } else { page? };
+                let page = match (split, column.repeat) {
+                    (true, _) => split_streams(page?)?,
+                    (false, Some(rows)) => repeat_page(page?, rows)?,
+                    (false, None) => page?,
+                };
                 pages.push(compressor.compress(page, options.compression)?);
             }
             chunks.push(Ok(DynStreamingIterator::new(Pages {
@@ -418,6 +408,40 @@ fn split_streams(page: Page) -> PolarsResult<Page> {
     )))
 }
 
+/// The data page of a one-row dictionary column made the page of `rows`
+/// rows of that value: all defined, every key 0 in one run (no key
+/// written per row). The dictionary page, and the statistics of the one
+/// value, hold for every row as they are.
+fn repeat_page(page: Page, rows: usize) -> PolarsResult<Page> {
+    let Page::Data(page) = page else {
+        return Ok(page);
+    };
+    let unexpected = |what: &str| {
+        PolarsError::ComputeError(format!("cannot repeat a column's value: {what}").into())
+    };
+    let DataPageHeader::V1(mut header) = page.header().clone() else {
+        return Err(unexpected("a version 2 page"));
+    };
+    if page.encoding() != Encoding::RleDictionary || page.num_values() != 1 {
+        return Err(unexpected("not one dictionary key"));
+    }
+    header.num_values = i32::try_from(rows).map_err(|_| unexpected("too many rows"))?;
+    let optional = page.descriptor.primitive_type.field_info.repetition == Repetition::Optional;
+    let mut buffer = Vec::with_capacity(16);
+    write_def_levels(&mut buffer, optional, None, rows, Version::V1)?;
+    // The keys' bit width (0: the dictionary's only key is 0), then one
+    // run of `rows` zeros.
+    buffer.push(0);
+    <u32 as hybrid_rle::Encoder<u32>>::run_length_encode(&mut buffer, rows, 0, 0)
+        .map_err(|e| unexpected(&e.to_string()))?;
+    Ok(Page::Data(DataPage::new(
+        DataPageHeader::V1(header),
+        CowBuffer::Owned(buffer),
+        page.descriptor,
+        rows,
+    )))
+}
+
 /// `values` (8-byte values, little endian) as 8 streams, one after the
 /// other: stream `k` holds byte `k` of every value, in order.
 fn split_bytes(values: &[u8]) -> Vec<u8> {
@@ -497,10 +521,9 @@ mod tests {
         for v in ["timeout", "success", "timeout", "cancelled", "success"] {
             outcome.push(v);
         }
-        let same = SameOnEveryRow::new(5);
         let columns = vec![
-            Encoded::constant_text("run_id", "c0ffee", &same),
-            Encoded::constant("seed", DataType::UInt64, 42u64, &same),
+            Encoded::constant_text("run_id", "c0ffee", 5),
+            Encoded::constant("seed", DataType::UInt64, 42u64, 5),
             // Falling, extremes: differences that wrap.
             Encoded::rising(
                 "request",

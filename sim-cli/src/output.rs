@@ -34,7 +34,7 @@ use sim_models::recorder::{
 };
 use yaml_serde::Value;
 
-use crate::columns::{self, Dictionary, Encoded, IndexedKeys, SameOnEveryRow};
+use crate::columns::{self, Dictionary, Encoded, IndexedKeys};
 use crate::dataset::{Writer, create_dir, io_error};
 use crate::sweep::{Cell, canonical};
 
@@ -1002,13 +1002,12 @@ pub fn attempt_columns(
         edge_names.push_indexed(a.edge as usize, edges, &mut edge_keys);
     }
     let secs = |f: fn(&AttemptRecord) -> f64| attempts.iter().map(f).collect::<Vec<_>>();
-    let same = SameOnEveryRow::new(n);
     vec![
-        Encoded::constant_text("run_id", &cell.id, &same),
-        Encoded::constant_text("variant", &cell.name(), &same),
-        Encoded::constant_text("experiment", experiment, &same),
-        Encoded::constant("seed", DataType::UInt64, cell.seed, &same),
-        Encoded::constant("replication", DataType::UInt32, cell.replication, &same),
+        Encoded::constant_text("run_id", &cell.id, n),
+        Encoded::constant_text("variant", &cell.name(), n),
+        Encoded::constant_text("experiment", experiment, n),
+        Encoded::constant("seed", DataType::UInt64, cell.seed, n),
+        Encoded::constant("replication", DataType::UInt32, cell.replication, n),
         Encoded::rising(
             "request",
             DataType::UInt64,
