@@ -7,11 +7,13 @@
 //! table that guessing cost more than the compression. Here the table
 //! says what each column is: text from a handful of known values (the
 //! run's names, an outcome, an edge) arrives as its dictionary's keys,
-//! already built; a value the same on every row is a dictionary of one;
-//! a float that is a time is written byte-stream split; ids given in order are
-//! written as their differences; other integers keep the writer's cheap
-//! range test. The Arrow schema written is the table's own, so a text
-//! column reads back as `String`, whatever its encoding.
+//! already built; a value the same on every row is a dictionary of one,
+//! its keys one run written once per row group; a float that is a time
+//! is written byte-stream split; ids given in order are written as
+//! their differences; other integers keep the writer's cheap range test.
+//! The Arrow schema written is the table's own, so a text column reads
+//! back as `String`, whatever its encoding. Pages are compressed here
+//! too ([`PageCompressor`]), with one zstd context per file.
 
 use std::io::Write;
 
