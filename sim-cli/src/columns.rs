@@ -315,7 +315,9 @@ impl PageCompressor {
                 // Version 1 pages, as polars writes them, are compressed
                 // whole, their levels with their values.
                 let DataPageHeader::V1(_) = page.header() else {
-                    return Err(unsupported());
+                    return Err(PolarsError::ComputeError(
+                        "cannot compress a version 2 page".into(),
+                    ));
                 };
                 let header = page.header().clone();
                 let rows = page.num_rows().unwrap_or(page.num_values());
