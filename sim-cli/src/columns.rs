@@ -25,6 +25,7 @@ use polars_parquet::parquet::CowBuffer;
 use polars_parquet::parquet::encoding::hybrid_rle;
 use polars_parquet::parquet::page::{
     CompressedDataPage, CompressedDictPage, CompressedPage, DataPage, DataPageHeader,
+    DataPageHeaderV1,
 };
 use polars_parquet::parquet::schema::Repetition;
 use polars_parquet::write::{
@@ -314,11 +315,11 @@ impl PageCompressor {
             Page::Data(mut page) => {
                 // Version 1 pages, as polars writes them, are compressed
                 // whole, their levels with their values.
-                let DataPageHeader::V1(_) = page.header() else {
+                if version_one(&page).is_none() {
                     return Err(PolarsError::ComputeError(
                         "cannot compress a version 2 page".into(),
                     ));
-                };
+                }
                 let header = page.header().clone();
                 let rows = page.num_rows().unwrap_or(page.num_values());
                 let bytes = CowBuffer::Owned(std::mem::take(page.buffer_mut()));
@@ -367,6 +368,17 @@ impl FallibleStreamingIterator for Pages {
     }
 }
 
+/// A version 1 page's header (the version polars writes, the only one
+/// rewritten or compressed here) and whether its column is optional (its
+/// page then starts with definition levels).
+fn version_one(page: &DataPage) -> Option<(DataPageHeaderV1, bool)> {
+    let DataPageHeader::V1(header) = page.header() else {
+        return None;
+    };
+    let optional = page.descriptor.primitive_type.field_info.repetition == Repetition::Optional;
+    Some((header.clone(), optional))
+}
+
 /// A plain page of 8-byte values rewritten byte-stream split: the same
 /// levels, statistics and values, each value's byte `k` moved to stream
 /// `k`. A dictionary page passes through.
@@ -377,31 +389,28 @@ fn split_streams(page: Page) -> PolarsResult<Page> {
             format!("cannot split a column's page into streams: {what}").into(),
         )
     };
-    let Page::Data(mut page) = page else {
+    let Page::Data(page) = page else {
         return Ok(page);
     };
-    // polars writes version 1 pages: the values follow the definition
-    // levels' 4-byte length and the levels (none for a required column).
-    let DataPageHeader::V1(mut header) = page.header().clone() else {
-        return Err(unexpected("a version 2 page"));
-    };
+    // In a version 1 page the values follow the definition levels'
+    // 4-byte length and the levels (none for a required column).
+    let (mut header, optional) = version_one(&page).ok_or_else(|| unexpected("version 2"))?;
     if page.encoding() != Encoding::Plain {
         return Err(unexpected("not plain"));
     }
-    let optional = page.descriptor.primitive_type.field_info.repetition == Repetition::Optional;
-    let mut buffer = std::mem::take(page.buffer_mut());
-    let levels = match buffer.get(..4) {
+    let plain = page.buffer();
+    let levels = match plain.get(..4) {
         _ if !optional => 0,
         Some(&[a, b, c, d]) => 4 + u32::from_le_bytes([a, b, c, d]) as usize,
         _ => return Err(unexpected("no levels")),
     };
-    let values = match buffer.get(levels..) {
+    let values = match plain.get(levels..) {
         Some(v) if v.len() % WIDTH == 0 => v,
         _ => return Err(unexpected("not 8-byte values")),
     };
-    let split = split_bytes(values);
-    buffer.truncate(levels);
-    buffer.extend_from_slice(&split);
+    let mut buffer = vec![0u8; plain.len()];
+    buffer[..levels].copy_from_slice(&plain[..levels]);
+    split_bytes(values, &mut buffer[levels..]);
     header.encoding = Encoding::ByteStreamSplit.into();
     let rows = page.num_rows().unwrap_or(page.num_values());
     Ok(Page::Data(DataPage::new(
@@ -423,14 +432,11 @@ fn repeat_page(page: Page, rows: usize) -> PolarsResult<Page> {
     let unexpected = |what: &str| {
         PolarsError::ComputeError(format!("cannot repeat a column's value: {what}").into())
     };
-    let DataPageHeader::V1(mut header) = page.header().clone() else {
-        return Err(unexpected("a version 2 page"));
-    };
+    let (mut header, optional) = version_one(&page).ok_or_else(|| unexpected("version 2"))?;
     if page.encoding() != Encoding::RleDictionary || page.num_values() != 1 {
         return Err(unexpected("not one dictionary key"));
     }
     header.num_values = i32::try_from(rows).map_err(|_| unexpected("too many rows"))?;
-    let optional = page.descriptor.primitive_type.field_info.repetition == Repetition::Optional;
     let mut buffer = Vec::with_capacity(16);
     write_def_levels(&mut buffer, optional, None, rows, Version::V1)?;
     // The keys' bit width (0: the dictionary's only key is 0), then one
@@ -446,12 +452,13 @@ fn repeat_page(page: Page, rows: usize) -> PolarsResult<Page> {
     )))
 }
 
-/// `values` (8-byte values, little endian) as 8 streams, one after the
-/// other: stream `k` holds byte `k` of every value, in order.
-fn split_bytes(values: &[u8]) -> Vec<u8> {
+/// `values` (8-byte values, little endian) written to `split` (as long)
+/// as 8 streams, one after the other: stream `k` holds byte `k` of every
+/// value, in order.
+fn split_bytes(values: &[u8], split: &mut [u8]) {
     const WIDTH: usize = 8;
     let n = values.len() / WIDTH;
-    let mut split = vec![0u8; n * WIDTH];
+    debug_assert_eq!(split.len(), n * WIDTH);
     // Eight values at a time: their 8 × 8 bytes transposed in registers,
     // then one 8-byte write per stream (a byte at a time cost five
     // instructions a byte).
@@ -473,7 +480,6 @@ fn split_bytes(values: &[u8]) -> Vec<u8> {
             split[k * n + i] = values[i * WIDTH + k];
         }
     }
-    split
 }
 
 /// The 8 × 8 byte matrix whose row `j` is `rows[j]`'s bytes (byte `k`
@@ -648,7 +654,8 @@ mod tests {
     fn bytes_split_into_streams_in_order() {
         for n in [0usize, 1, 7, 8, 9, 16, 8 * 37 + 5] {
             let values: Vec<u8> = (0..n * 8).map(|i| (i * 131 % 251) as u8).collect();
-            let split = split_bytes(&values);
+            let mut split = vec![0u8; values.len()];
+            split_bytes(&values, &mut split);
             assert_eq!(split.len(), values.len());
             for i in 0..n {
                 for k in 0..8 {
