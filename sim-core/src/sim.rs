@@ -96,7 +96,7 @@ impl<E> Scheduler<E> {
 
     /// Schedules `event` `delay` from now. A delay that would overflow the
     /// clock saturates at [`SimTime::MAX`], which no bounded run reaches.
-    #[inline]
+    #[inline(always)]
     pub fn schedule_in(&mut self, delay: SimDuration, event: E) -> EventId {
         self.push(self.now.saturating_add(delay), delay, event)
     }

@@ -851,6 +851,7 @@ impl Client {
 
     /// A connection is free on `pod`: the next live waiter gets it, or it
     /// goes idle.
+    #[inline(always)]
     fn connection_available<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) {
         let now = ctx.now();
         if let Some(w) = self.pop_waiter(pod, ctx) {
@@ -876,6 +877,7 @@ impl Client {
     }
 
     /// Takes the next live waiter out of `pod`'s line, ending its wait.
+    #[inline(always)]
     fn pop_waiter<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) -> Option<Waiter> {
         let now = ctx.now();
         let p = ctx.sh.links.pod(self.from, pod);
@@ -894,6 +896,7 @@ impl Client {
 
     /// The attempt holds a connection: send the request, to the
     /// dependency or (through the world) to the service called.
+    #[inline(always)]
     fn connection_in_hand<S: RowSink>(&mut self, att: AttRef, ctx: &mut Ctx<'_, S>) {
         let a = stale!(ctx.sh.reqs.att_mut(att));
         a.phase = AttemptPhase::InFlight;
@@ -1109,6 +1112,7 @@ impl Client {
     /// Ends an attempt's bookkeeping: timers, the active count, its latency
     /// when it ended with an outcome of its own (not `Cancelled`), its
     /// record for the attempts table; forgets it.
+    #[inline(always)]
     fn close_attempt<S: RowSink>(
         &mut self,
         att: AttRef,
@@ -1174,6 +1178,7 @@ impl Client {
 
     /// An attempt ended with `outcome`: tell the policies, then finish the
     /// call, retry, or hedge.
+    #[inline(always)]
     fn end_attempt<S: RowSink>(
         &mut self,
         att: AttRef,
@@ -1261,6 +1266,7 @@ impl Client {
 
     /// Retries: decide whether, when and at what cost the next attempt
     /// goes, or finish the call.
+    #[inline(always)]
     fn after_attempt<S: RowSink>(
         &mut self,
         call: CallRef,
@@ -1422,7 +1428,7 @@ impl Client {
 
     /// `call` is over with `reason`: the client closes it, and asks the
     /// world to tell its request.
-    #[inline]
+    #[inline(always)]
     fn finish_call<S: RowSink>(&mut self, call: CallRef, reason: Reason, ctx: &mut Ctx<'_, S>) {
         let req = stale!(ctx.sh.reqs.call(call)).req;
         self.close_call(call, reason, false, ctx);
@@ -1461,6 +1467,7 @@ impl Client {
     /// [`Client::finish_call`] tells it): what attempts are running are
     /// cut, its timers cancelled, its record forgotten. A `cut` call
     /// counts as neither answered nor failed.
+    #[inline(always)]
     pub(crate) fn close_call<S: RowSink>(
         &mut self,
         call: CallRef,

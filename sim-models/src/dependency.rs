@@ -274,7 +274,7 @@ fn count_admission<S: RowSink>(a: Admission, ctx: &mut Ctx<'_, S>) {
 
 /// Sends `status` back to the attempt's pod `after` from now, plus the
 /// leg's delay.
-#[inline]
+#[inline(always)]
 fn respond_after<S: RowSink>(
     att: AttRef,
     edge: u32,

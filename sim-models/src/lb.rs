@@ -79,7 +79,7 @@ impl Balancer {
     }
 
     /// The pod for the next request, or `None` when none is in rotation.
-    #[inline]
+    #[inline(always)]
     pub fn pick(&mut self) -> Option<u32> {
         let n = self.up.len();
         match self.kind {

@@ -314,6 +314,7 @@ impl Load {
     }
 
     /// The user sees `reason` now, unless it already saw an outcome.
+    #[inline(always)]
     pub(crate) fn user_outcome<S: RowSink>(
         &mut self,
         req: ReqRef,

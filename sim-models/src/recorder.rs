@@ -995,7 +995,7 @@ impl<S: RowSink> Recorder<S> {
 
     /// Dependency `dep` has `in_service` requests in a slot and `queued` in
     /// line: its own levels, and the sums over every dependency.
-    #[inline]
+    #[inline(always)]
     pub fn dependency_levels(&mut self, dep: u32, now: SimTime, in_service: i64, queued: i64) {
         if self.nodes.is_empty() && self.dependency_levels.len() == 1 {
             // The single tier's one dependency, its rows not kept.
@@ -1037,7 +1037,7 @@ impl<S: RowSink> Recorder<S> {
     /// A pool wait at pod `group_pod` when that pod is one the groups
     /// report (the entry service's): counted in the totals and in its
     /// group.
-    #[inline]
+    #[inline(always)]
     pub fn pool_wait(&mut self, group_pod: Option<u32>, d: SimDuration) {
         if self.mirrored.group {
             self.latency(Latency::PoolWait, d);
@@ -1055,6 +1055,7 @@ impl<S: RowSink> Recorder<S> {
 
     /// A pool of `edge` changed by `in_use` connections and `waiters`
     /// waiters, at pod `group_pod` when the groups report it.
+    #[inline(always)]
     pub fn pool_changed(
         &mut self,
         group_pod: Option<u32>,

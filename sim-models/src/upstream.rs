@@ -504,7 +504,7 @@ impl Upstream {
     /// Starts queued jobs while slots are free. With deadlines honoured, a
     /// queued job whose propagated deadline has passed is dropped instead
     /// (nobody waits for it any more).
-    #[inline]
+    #[inline(always)]
     pub fn fill_slots(&mut self, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         while self.in_service < self.params.capacity {
