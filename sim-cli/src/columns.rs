@@ -7,13 +7,18 @@
 //! table that guessing cost more than the compression. Here the table
 //! says what each column is: text from a handful of known values (the
 //! run's names, an outcome, an edge) arrives as its dictionary's keys,
-//! already built; a value the same on every row is a dictionary of one,
-//! its keys one run written once per row group; a float that is a time
-//! is written byte-stream split; ids given in order are written as
-//! their differences; other integers keep the writer's cheap range test.
-//! The Arrow schema written is the table's own, so a text column reads
-//! back as `String`, whatever its encoding. Pages are compressed here
-//! too ([`PageCompressor`]), with one zstd context per file.
+//! already built, and small integers (attempt numbers, pods) are made
+//! the dictionary polars would make of them; polars encodes each
+//! dictionary's values once, and the rows' keys are packed here, as
+//! polars packs them but from a slice ([`keys_page`]); a value the same
+//! on every row is a dictionary of one, its keys one run written once
+//! per row group; a float that is a time is written byte-stream split;
+//! ids given in order are written as their differences. The file is
+//! the one polars writes from the whole columns, but for the
+//! byte-stream split. The Arrow schema written is the table's own, so a
+//! text column reads back as `String`, whatever its encoding. Pages are
+//! compressed here too ([`PageCompressor`]), with one zstd context per
+//! file.
 
 use std::io::Write;
 
@@ -40,9 +45,22 @@ pub struct Encoded {
     dtype: DataType,
     array: Box<dyn Array>,
     encoding: Encoding,
-    /// `Some(n)`: `array` holds one row, which the table holds `n` times
-    /// (a column with one value).
-    repeat: Option<usize>,
+    /// How the table's rows come from `array`.
+    rows: Rows,
+}
+
+/// How a column's rows come from its array.
+enum Rows {
+    /// The array holds every row.
+    All,
+    /// The array is a dictionary of one value, which each of `n` rows
+    /// holds (a column with one value).
+    Repeat(usize),
+    /// The array is a dictionary holding each value once, its keys 0, 1,
+    /// ...; each row's key is here. polars encodes the values, and the
+    /// rows' keys are written here ([`keys_page`]): polars' encoder takes
+    /// them through generic iterators at about 26 instructions a key.
+    Keys(Vec<u32>),
 }
 
 impl Encoded {
@@ -50,15 +68,18 @@ impl Encoded {
     /// Parquet dictionary, read back as `String`.
     pub fn text(name: &str, dictionary: Dictionary<'_>) -> Self {
         let values = Utf8ViewArray::from_slice_values(&dictionary.values);
-        let keys = PrimitiveArray::from_vec(dictionary.keys);
-        let array = DictionaryArray::<u32>::try_from_keys(keys, values.boxed(), false)
-            .expect("every key was pushed with its value");
-        Self::new(
-            name,
-            DataType::String,
-            array.boxed(),
-            Encoding::RleDictionary,
-        )
+        Self::keyed(name, DataType::String, values.boxed(), dictionary.keys)
+    }
+
+    /// `values` (each once) and each row's key into them: a Parquet
+    /// dictionary whose keys are written here, not by polars.
+    fn keyed(name: &str, dtype: DataType, values: Box<dyn Array>, keys: Vec<u32>) -> Self {
+        let once = PrimitiveArray::from_vec((0..values.len() as u32).collect());
+        let array = DictionaryArray::<u32>::try_from_keys(once, values, false)
+            .expect("a key for each value");
+        let mut column = Self::new(name, dtype, array.boxed(), Encoding::RleDictionary);
+        column.rows = Rows::Keys(keys);
+        column
     }
 
     /// The same text on each of `rows` rows: a dictionary of one value.
@@ -99,13 +120,13 @@ impl Encoded {
 
     /// `value` (one row) on each of `rows` rows: a dictionary of that one
     /// value, whose pages are written once for the row group
-    /// ([`repeat_page`]) rather than encoded row by row.
+    /// ([`keys_page`]) rather than encoded row by row.
     fn repeated(name: &str, dtype: DataType, value: Box<dyn Array>, rows: usize) -> Self {
         let keys = PrimitiveArray::from_vec(vec![0u32]);
         let array = DictionaryArray::<u32>::try_from_keys(keys, value, false)
             .expect("one value, its key 0");
         let mut column = Self::new(name, dtype, array.boxed(), Encoding::RleDictionary);
-        column.repeat = Some(rows);
+        column.rows = Rows::Repeat(rows);
         column
     }
 
@@ -116,11 +137,25 @@ impl Encoded {
         Self::new(name, dtype, array.boxed(), Encoding::DeltaBinaryPacked)
     }
 
-    /// Integers: a dictionary when their range is small (the writer
-    /// decides from their least and greatest value alone), else plain.
-    pub fn ints<T: NativeType>(name: &str, dtype: DataType, values: Vec<T>) -> Self {
-        let array = PrimitiveArray::from_vec(values);
-        Self::new(name, dtype, array.boxed(), Encoding::RleDictionary)
+    /// Small integers (attempt numbers, pods): a dictionary of the
+    /// distinct values in ascending order, its keys written here, when
+    /// polars' writer would make that dictionary itself ([`by_range`]);
+    /// otherwise left to the writer.
+    pub fn ints(name: &str, values: Vec<u32>) -> Self {
+        match by_range(values) {
+            Ok((distinct, keys)) => Self::keyed(
+                name,
+                DataType::UInt32,
+                PrimitiveArray::from_vec(distinct).boxed(),
+                keys,
+            ),
+            Err(values) => Self::new(
+                name,
+                DataType::UInt32,
+                PrimitiveArray::from_vec(values).boxed(),
+                Encoding::RleDictionary,
+            ),
+        }
     }
 
     /// Booleans: a bit each, written plain.
@@ -135,9 +170,55 @@ impl Encoded {
             dtype,
             array,
             encoding,
-            repeat: None,
+            rows: Rows::All,
         }
     }
+
+    /// The rows the table holds of this column.
+    fn len(&self) -> usize {
+        match &self.rows {
+            Rows::All => self.array.len(),
+            Rows::Repeat(n) => *n,
+            Rows::Keys(keys) => keys.len(),
+        }
+    }
+}
+
+/// The dictionary polars' writer makes of unsigned integers whose range
+/// spans at most 2^16 values, when it holds at most 512 of them or fewer
+/// than three in four rows are distinct: the distinct values in ascending
+/// order and each row's key (made from `values` in place). The values
+/// back where the writer would decide otherwise (the same decision, so
+/// the file is the one polars writes).
+fn by_range(mut values: Vec<u32>) -> Result<(Vec<u32>, Vec<u32>), Vec<u32>> {
+    if values.is_empty() {
+        return Err(values);
+    }
+    // A fold rather than `min()` and `max()`: one pass, and vectorised.
+    let (min, max) = values
+        .iter()
+        .fold((u32::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    let span = (max - min) as usize;
+    if span > usize::from(u16::MAX) {
+        return Err(values);
+    }
+    let mut seen = vec![false; span + 1];
+    for &v in &values {
+        seen[(v - min) as usize] = true;
+    }
+    let distinct: Vec<u32> = (min..=max).filter(|&v| seen[(v - min) as usize]).collect();
+    let worth = distinct.len() <= 512 || (distinct.len() as f64) / (values.len() as f64) < 0.75;
+    if !worth {
+        return Err(values);
+    }
+    let mut key = vec![0u32; span + 1];
+    for (k, &v) in distinct.iter().enumerate() {
+        key[(v - min) as usize] = k as u32;
+    }
+    for v in &mut values {
+        *v = key[(*v - min) as usize];
+    }
+    Ok((distinct, values))
 }
 
 /// The table's schema, from its columns.
@@ -229,12 +310,7 @@ pub fn write_row_group<W: Write>(
     let options = file.options();
     let mut chunks = Vec::with_capacity(columns.len());
     for (column, type_) in columns.into_iter().zip(types) {
-        debug_assert_eq!(
-            column.repeat.unwrap_or(column.array.len()),
-            rows,
-            "{}",
-            column.name
-        );
+        debug_assert_eq!(column.len(), rows, "{}", column.name);
         // polars writes no byte-stream split pages: such a column is
         // written plain and its pages split here.
         let split = column.encoding == Encoding::ByteStreamSplit;
@@ -246,10 +322,11 @@ pub fn write_row_group<W: Write>(
         for encoded in array_to_columns(column.array, type_, options, &[encoding])? {
             let mut pages = Vec::new();
             for page in encoded {
-                let page = match (split, column.repeat) {
+                let page = match (split, &column.rows) {
                     (true, _) => split_streams(page?)?,
-                    (false, Some(rows)) => repeat_page(page?, rows)?,
-                    (false, None) => page?,
+                    (false, Rows::Repeat(rows)) => keys_page(page?, *rows, None)?,
+                    (false, Rows::Keys(keys)) => keys_page(page?, keys.len(), Some(keys))?,
+                    (false, Rows::All) => page?,
                 };
                 pages.push(compressor.compress(page, options.compression)?);
             }
@@ -421,35 +498,138 @@ fn split_streams(page: Page) -> PolarsResult<Page> {
     )))
 }
 
-/// The data page of a one-row dictionary column made the page of `rows`
-/// rows of that value: all defined, every key 0 in one run (no key
-/// written per row). The dictionary page, and the statistics of the one
-/// value, hold for every row as they are.
-fn repeat_page(page: Page, rows: usize) -> PolarsResult<Page> {
+/// The data page of a dictionary column for its `rows` rows, made from
+/// the page polars wrote for its values once each (keys 0, 1, ...): the
+/// same header and statistics (those of the dictionary's values, as
+/// polars gives every page of the column), every row defined, then each
+/// row's key from `keys`, packed as polars packs them
+/// ([`encode_keys`]). `None`: a dictionary of one value, every key 0,
+/// one run with no key written per row. The dictionary page passes
+/// through.
+fn keys_page(page: Page, rows: usize, keys: Option<&[u32]>) -> PolarsResult<Page> {
     let Page::Data(page) = page else {
         return Ok(page);
     };
     let unexpected = |what: &str| {
-        PolarsError::ComputeError(format!("cannot repeat a column's value: {what}").into())
+        PolarsError::ComputeError(format!("cannot write a column's keys: {what}").into())
     };
     let (mut header, optional) = version_one(&page).ok_or_else(|| unexpected("version 2"))?;
-    if page.encoding() != Encoding::RleDictionary || page.num_values() != 1 {
-        return Err(unexpected("not one dictionary key"));
+    if page.encoding() != Encoding::RleDictionary {
+        return Err(unexpected("not a dictionary"));
+    }
+    let values = page.num_values();
+    // A fold rather than `max()`: vectorised.
+    let most = keys.map_or(0, |k| k.iter().fold(0, |m, &k| m.max(k)));
+    if most as usize >= values || (keys.is_none() && values != 1) {
+        return Err(unexpected("a key past the dictionary"));
     }
     header.num_values = i32::try_from(rows).map_err(|_| unexpected("too many rows"))?;
-    let mut buffer = Vec::with_capacity(16);
+    let bits = 32 - most.leading_zeros();
+    let mut buffer = Vec::with_capacity(16 + rows * bits as usize / 8);
     write_def_levels(&mut buffer, optional, None, rows, Version::V1)?;
-    // The keys' bit width (0: the dictionary's only key is 0), then one
-    // run of `rows` zeros.
-    buffer.push(0);
-    <u32 as hybrid_rle::Encoder<u32>>::run_length_encode(&mut buffer, rows, 0, 0)
-        .map_err(|e| unexpected(&e.to_string()))?;
+    buffer.push(bits as u8);
+    match keys {
+        Some(keys) => encode_keys(&mut buffer, keys, bits),
+        None => <u32 as hybrid_rle::Encoder<u32>>::run_length_encode(&mut buffer, rows, 0, 0),
+    }
+    .map_err(|e| unexpected(&e.to_string()))?;
     Ok(Page::Data(DataPage::new(
         DataPageHeader::V1(header),
         CowBuffer::Owned(buffer),
         page.descriptor,
         rows,
     )))
+}
+
+/// `keys` written to `out` as Parquet's RLE/bit-packing hybrid of
+/// `bits`-bit values, run for run and byte for byte as polars'
+/// `hybrid_rle::encode` writes them (a repeat of more than eight values
+/// is a run, whatever comes between is packed eight values at a time, at
+/// most 8,192 in a packed run), read from the slice rather than through
+/// an iterator and a copy of every value: polars keeps a buffer of the
+/// values since its last run, which here is always the slice from
+/// `start`.
+fn encode_keys(out: &mut Vec<u8>, keys: &[u32], bits: u32) -> std::io::Result<()> {
+    use hybrid_rle::Encoder;
+    /// polars' longest packed run.
+    const MOST_PACKED: usize = 8 * 1024;
+    let pack = |out: &mut Vec<u8>, values: &[u32]| {
+        u32::bitpacked_encode(out, values.iter().copied(), bits as usize)
+    };
+    // The same state as polars' encoder: the values buffered are
+    // `keys[start..start + buffered]`, the first `packed` of them the
+    // ones to pack before the repeat that follows; `repeats` counts the
+    // run of `previous` so far.
+    let (mut repeats, mut previous) = (0usize, 0u32);
+    let (mut start, mut buffered, mut packed) = (0usize, 0usize, 0usize);
+    let mut i = 0;
+    while i < keys.len() {
+        let key = keys[i];
+        if key == previous {
+            repeats += 1;
+            if repeats > 8 {
+                // The rest of a run already long enough is counted, not
+                // buffered: found at once rather than key by key.
+                let rest = run_of(&keys[i + 1..], key);
+                repeats += rest;
+                i += 1 + rest;
+                continue;
+            }
+            if repeats == 8 {
+                // A run long enough to be one: what is packed before it
+                // takes enough of it to make whole groups of eight.
+                let padding = (8 - packed % 8) % 8;
+                repeats -= padding;
+                packed += padding;
+            }
+        } else if repeats > 8 {
+            if packed > 0 {
+                pack(out, &keys[start..start + packed])?;
+                packed = 0;
+            }
+            u32::run_length_encode(out, repeats, previous, bits)?;
+            repeats = 1;
+            buffered = 0;
+        } else {
+            packed = buffered;
+            repeats = 1;
+        }
+        if buffered == MOST_PACKED {
+            pack(out, &keys[start..start + MOST_PACKED])?;
+            repeats = 1;
+            buffered = 0;
+            packed = 0;
+        }
+        if buffered == 0 {
+            start = i;
+        }
+        previous = key;
+        buffered += 1;
+        i += 1;
+    }
+    if repeats <= 8 {
+        packed = buffered;
+    }
+    if packed > 0 {
+        pack(out, &keys[start..start + packed])?;
+    }
+    if repeats > 8 {
+        u32::run_length_encode(out, repeats, previous, bits)?;
+    }
+    Ok(())
+}
+
+/// How many of `keys`, from the first, are `key`: sixteen compared at a
+/// time (vectorised), then one by one.
+fn run_of(keys: &[u32], key: u32) -> usize {
+    let mut n = 0;
+    for chunk in keys.chunks_exact(16) {
+        if chunk.iter().any(|&k| k != key) {
+            break;
+        }
+        n += 16;
+    }
+    n + keys[n..].iter().take_while(|&&k| k == key).count()
 }
 
 /// `values` (8-byte values, little endian) written to `split` (as long)
@@ -540,7 +720,7 @@ mod tests {
                 DataType::UInt64,
                 vec![base + 3, base + 1, u64::MAX, 0, base],
             ),
-            Encoded::ints("attempt", DataType::UInt32, vec![1u32, 2, 1, 3, 1]),
+            Encoded::ints("attempt", vec![1u32, 2, 1, 3, 1]),
             Encoded::bools("hedge", &[false, true, false, false, true]),
             Encoded::floats("start_s", vec![0.5, 1e-9, -0.0, base as f64, f64::MAX]),
             Encoded::optional_floats("cost", &[Some(1.5), None, Some(0.0), None, None]),
@@ -771,6 +951,163 @@ mod tests {
         }
         assert_eq!(edge.values, ["a->n999", "a->n3", "", "a->n0"]);
         assert_eq!(edge.keys, [0, 1, 0, 2, 1, 3]);
+    }
+
+    /// Keys with runs of every length around the encoder's thresholds
+    /// (eight repeats, 8,192 packed values), from a fixed generator.
+    fn keys_with_runs(n: usize, values: u32, seed: u64) -> Vec<u32> {
+        let mut state = seed;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 33) as u32
+        };
+        let mut keys = Vec::with_capacity(n);
+        while keys.len() < n {
+            let run = match next() % 8 {
+                0..=3 => 1,
+                4 => 7 + next() % 4,
+                5 => 1 + next() % 30,
+                6 => 8_190 + next() % 10,
+                _ => 2,
+            } as usize;
+            let key = next() % values;
+            keys.extend(std::iter::repeat_n(key, run.min(n - keys.len())));
+        }
+        keys
+    }
+
+    /// The keys are packed byte for byte as polars' encoder packs them,
+    /// at every bit width, for runs long and short, leading zeros (the
+    /// encoder's first `previous`) and packed runs cut at 8,192.
+    #[test]
+    fn keys_pack_as_polars_packs_them() {
+        let mut cases: Vec<Vec<u32>> = vec![
+            vec![],
+            vec![0],
+            vec![3],
+            vec![0; 8],
+            vec![0; 9],
+            vec![1; 9],
+            [vec![2, 1, 2], vec![1; 8], vec![2]].concat(),
+            [vec![5; 3], vec![6; 9], vec![5; 17]].concat(),
+            (0..20_000).map(|i| i % 3).collect(),
+        ];
+        for (i, values) in [2u32, 3, 5, 16, 17, 300, 1 << 20].into_iter().enumerate() {
+            cases.push(keys_with_runs(50_000, values, i as u64));
+        }
+        for keys in &cases {
+            let most = keys.iter().max().copied().unwrap_or(0);
+            for bits in [32 - most.leading_zeros(), 32 - most.leading_zeros() + 1] {
+                let mut expected = Vec::new();
+                hybrid_rle::encode::<u32, _, _>(&mut expected, keys.iter().copied(), bits).unwrap();
+                let mut got = Vec::new();
+                encode_keys(&mut got, keys, bits).unwrap();
+                assert!(
+                    got == expected,
+                    "{} keys up to {most}, {bits} bits",
+                    keys.len()
+                );
+            }
+        }
+    }
+
+    /// Text and small integers whose keys are written here give the
+    /// file polars writes from the whole column, byte for byte; integers
+    /// polars would not make a dictionary of are left to it.
+    #[test]
+    fn keyed_columns_write_the_file_polars_writes() {
+        let rows = 30_000;
+        let names = [
+            "success",
+            "timeout",
+            "server_error",
+            "cancelled",
+            "unavailable",
+        ];
+        let outcome_keys = keys_with_runs(rows, names.len() as u32, 7);
+        let pods: Vec<u32> = keys_with_runs(rows, 40, 8).iter().map(|k| k + 3).collect();
+        let wide: Vec<u32> = (0..rows as u32).map(|i| i * 7).collect();
+        let ours = || {
+            let mut outcome = Dictionary::with_capacity(rows);
+            for &k in &outcome_keys {
+                outcome.push(names[k as usize]);
+            }
+            vec![
+                Encoded::text("outcome", outcome),
+                Encoded::ints("pod", pods.clone()),
+                Encoded::ints("wide", wide.clone()),
+            ]
+        };
+        assert!(matches!(ours()[1].rows, Rows::Keys(_)));
+        assert!(matches!(ours()[2].rows, Rows::All), "a range past 2^16");
+        assert!(by_range((0..1000).collect()).is_err(), "all distinct");
+        assert!(by_range(vec![]).is_err());
+        let theirs = || {
+            let mut outcome = Dictionary::with_capacity(rows);
+            for &k in &outcome_keys {
+                outcome.push(names[k as usize]);
+            }
+            let values = Utf8ViewArray::from_slice_values(&outcome.values);
+            let keys = PrimitiveArray::from_vec(outcome.keys);
+            let text = DictionaryArray::<u32>::try_from_keys(keys, values.boxed(), false).unwrap();
+            let ints = |v: &Vec<u32>| PrimitiveArray::from_vec(v.clone()).boxed();
+            let d = Encoding::RleDictionary;
+            vec![
+                Encoded::new("outcome", DataType::String, text.boxed(), d),
+                Encoded::new("pod", DataType::UInt32, ints(&pods), d),
+                Encoded::new("wide", DataType::UInt32, ints(&wide), d),
+            ]
+        };
+        let bytes = |columns: &dyn Fn() -> Vec<Encoded>, name: &str| {
+            let path = scratch(name);
+            let file = fs::File::create(&path).unwrap();
+            let mut w = ParquetWriter::new(file)
+                .batched(&schema(&columns()))
+                .unwrap();
+            let mut compressor = PageCompressor::default();
+            write_row_group(&mut w, rows, columns(), &mut compressor).unwrap();
+            write_row_group(&mut w, rows, columns(), &mut compressor).unwrap();
+            w.finish().unwrap();
+            let bytes = fs::read(&path).unwrap();
+            fs::remove_file(&path).unwrap();
+            bytes
+        };
+        let (got, expected) = (bytes(&ours, "keyed"), bytes(&theirs, "whole"));
+        assert!(
+            got == expected,
+            "{} bytes against {}",
+            got.len(),
+            expected.len()
+        );
+        let path = scratch("keyed-read");
+        fs::write(&path, &got).unwrap();
+        let df = read(&path);
+        fs::remove_file(&path).unwrap();
+        let outcome: Vec<&str> = outcome_keys.iter().map(|&k| names[k as usize]).collect();
+        let expected = df!(
+            "outcome" => [outcome.clone(), outcome].concat(),
+            "pod" => [pods.clone(), pods.clone()].concat(),
+            "wide" => [wide.clone(), wide.clone()].concat(),
+        )
+        .unwrap();
+        assert!(df.equals_missing(&expected));
+    }
+
+    /// A key past its dictionary is refused, not written.
+    #[test]
+    fn a_key_past_the_dictionary_is_an_error() {
+        let values = Utf8ViewArray::from_slice_values(["a", "b"]).boxed();
+        let column = Encoded::keyed("t", DataType::String, values, vec![0, 2]);
+        let path = scratch("past");
+        let file = fs::File::create(&path).unwrap();
+        let mut w = ParquetWriter::new(file)
+            .batched(&schema(std::slice::from_ref(&column)))
+            .unwrap();
+        let err = write_row_group(&mut w, 2, vec![column], &mut PageCompressor::default());
+        fs::remove_file(&path).unwrap();
+        assert!(err.unwrap_err().to_string().contains("past the dictionary"));
     }
 
     /// A table with no row at all still has its columns and types.

@@ -1013,20 +1013,12 @@ pub fn attempt_columns(
             DataType::UInt64,
             attempts.iter().map(|a| a.request).collect(),
         ),
-        Encoded::ints(
-            "attempt",
-            DataType::UInt32,
-            attempts.iter().map(|a| a.attempt).collect(),
-        ),
+        Encoded::ints("attempt", attempts.iter().map(|a| a.attempt).collect()),
         Encoded::bools(
             "hedge",
             &attempts.iter().map(|a| a.hedge).collect::<Vec<_>>(),
         ),
-        Encoded::ints(
-            "pod",
-            DataType::UInt32,
-            attempts.iter().map(|a| a.pod).collect(),
-        ),
+        Encoded::ints("pod", attempts.iter().map(|a| a.pod).collect()),
         Encoded::floats("start_s", secs(|a| a.start.as_secs_f64())),
         Encoded::floats("end_s", secs(|a| a.end.as_secs_f64())),
         Encoded::floats("pool_wait_s", secs(|a| a.pool_wait.as_secs_f64())),
