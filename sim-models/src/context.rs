@@ -151,7 +151,7 @@ impl<S: RowSink> Ctx<'_, S> {
     /// Brings the pool levels up to date with `service`'s pod `pod`'s
     /// pool for its edge `local` (`edge` overall): O(1), by the change
     /// since that pool's last report.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn sync_pool(&mut self, service: u32, pod: u32, local: u32, edge: u32) {
         let now = self.sched.now();
         let Some(p) = self.sh.links.pod_mut(service, pod) else {

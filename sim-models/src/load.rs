@@ -150,6 +150,7 @@ impl Load {
     /// (Re)schedules the next open-loop arrival at the current rate. Poisson
     /// arrivals are memoryless, so a rate change simply redraws the gap
     /// from now; constant spacing restarts its period.
+    #[inline(always)]
     pub(crate) fn schedule_next_arrival<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
         if let Some(t) = self.arrival_timer.take() {
             ctx.sched.cancel(t);

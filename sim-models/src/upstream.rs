@@ -324,7 +324,7 @@ impl Upstream {
         SimDuration::from_secs_f64(secs)
     }
 
-    #[inline]
+    #[inline(always)]
     fn start(&mut self, j: JobRef, sched: &mut Scheduler<Event>) {
         self.in_service += 1;
         let work = self.jobs.get(j).and_then(|job| job.work);
