@@ -756,6 +756,19 @@ mod tests {
         w.finish().unwrap();
     }
 
+    /// Writes `columns()` to `path` as two row groups of `rows` rows.
+    fn write_twice(path: &PathBuf, rows: usize, columns: &dyn Fn() -> Vec<Encoded>) {
+        let file = fs::File::create(path).unwrap();
+        let mut w = ParquetWriter::new(file)
+            .batched(&schema(&columns()))
+            .unwrap();
+        let mut compressor = PageCompressor::default();
+        for _ in 0..2 {
+            write_row_group(&mut w, rows, columns(), &mut compressor).unwrap();
+        }
+        w.finish().unwrap();
+    }
+
     fn read(path: &PathBuf) -> DataFrame {
         ParquetReader::new(fs::File::open(path).unwrap())
             .finish()
@@ -946,15 +959,9 @@ mod tests {
         let path = scratch("pages");
         let rows = 400_000;
         let times: Vec<f64> = (0..rows).map(|i| i as f64 * 1.000_000_7e-4).collect();
-        let columns = || vec![Encoded::floats("start_s", times.clone())];
-        let file = fs::File::create(&path).unwrap();
-        let mut w = ParquetWriter::new(file)
-            .batched(&schema(&columns()))
-            .unwrap();
-        let mut compressor = PageCompressor::default();
-        write_row_group(&mut w, rows, columns(), &mut compressor).unwrap();
-        write_row_group(&mut w, rows, columns(), &mut compressor).unwrap();
-        w.finish().unwrap();
+        write_twice(&path, rows, &|| {
+            vec![Encoded::floats("start_s", times.clone())]
+        });
         let df = read(&path);
         fs::remove_file(&path).unwrap();
         let read: Vec<f64> = df
@@ -1118,14 +1125,7 @@ mod tests {
         };
         let bytes = |columns: &dyn Fn() -> Vec<Encoded>, name: &str| {
             let path = scratch(name);
-            let file = fs::File::create(&path).unwrap();
-            let mut w = ParquetWriter::new(file)
-                .batched(&schema(&columns()))
-                .unwrap();
-            let mut compressor = PageCompressor::default();
-            write_row_group(&mut w, rows, columns(), &mut compressor).unwrap();
-            write_row_group(&mut w, rows, columns(), &mut compressor).unwrap();
-            w.finish().unwrap();
+            write_twice(&path, rows, columns);
             let bytes = fs::read(&path).unwrap();
             fs::remove_file(&path).unwrap();
             bytes
