@@ -314,6 +314,8 @@ pub fn write_row_group<W: Write>(
         // polars writes no byte-stream split pages: such a column is
         // written plain and its pages split here.
         let split = column.encoding == Encoding::ByteStreamSplit;
+        // A dictionary column's values, once each.
+        let values = column.array.len();
         let encoding = if split {
             Encoding::Plain
         } else {
@@ -322,11 +324,12 @@ pub fn write_row_group<W: Write>(
         for encoded in array_to_columns(column.array, type_, options, &[encoding])? {
             let mut pages = Vec::new();
             for page in encoded {
+                let page = page?;
                 let page = match (split, &column.rows) {
-                    (true, _) => split_streams(page?)?,
-                    (false, Rows::Repeat(rows)) => keys_page(page?, *rows, None)?,
-                    (false, Rows::Keys(keys)) => keys_page(page?, keys.len(), Some(keys))?,
-                    (false, Rows::All) => page?,
+                    (true, _) => split_streams(page)?,
+                    (false, Rows::Repeat(rows)) => keys_page(page, values, *rows, None)?,
+                    (false, Rows::Keys(keys)) => keys_page(page, values, keys.len(), Some(keys))?,
+                    (false, Rows::All) => page,
                 };
                 pages.push(compressor.compress(page, options.compression)?);
             }
@@ -515,14 +518,16 @@ fn split_streams(page: Page) -> PolarsResult<Page> {
 }
 
 /// The data page of a dictionary column for its `rows` rows, made from
-/// the page polars wrote for its values once each (keys 0, 1, ...): the
-/// same header and statistics (those of the dictionary's values, as
-/// polars gives every page of the column), every row defined, then each
-/// row's key from `keys`, packed as polars packs them
-/// ([`encode_keys`]). `None`: a dictionary of one value, every key 0,
-/// one run with no key written per row. The dictionary page passes
-/// through.
-fn keys_page(page: Page, rows: usize, keys: Option<&[u32]>) -> PolarsResult<Page> {
+/// the page polars wrote for its `values` values once each (keys 0, 1,
+/// ...): the same header and statistics (those of the dictionary's
+/// values, as polars gives every page of the column), every row
+/// defined, then each row's key from `keys`, packed as polars packs
+/// them ([`encode_keys`]). `None`: a dictionary of one value, every key
+/// 0, one run with no key written per row. The dictionary page passes
+/// through. The values must fit one page (polars cuts pages at 1 MB of
+/// keys; a dictionary here holds at most 2^16 small integers, or a
+/// graph's names): a second page would repeat the rows.
+fn keys_page(page: Page, values: usize, rows: usize, keys: Option<&[u32]>) -> PolarsResult<Page> {
     let Page::Data(page) = page else {
         return Ok(page);
     };
@@ -533,10 +538,16 @@ fn keys_page(page: Page, rows: usize, keys: Option<&[u32]>) -> PolarsResult<Page
     if page.encoding() != Encoding::RleDictionary {
         return Err(unexpected("not a dictionary"));
     }
-    let values = page.num_values();
-    // A fold rather than `max()`: vectorised.
-    let most = keys.map_or(0, |k| k.iter().fold(0, |m, &k| m.max(k)));
-    if most as usize >= values || (keys.is_none() && values != 1) {
+    if page.num_values() != values {
+        return Err(unexpected("a dictionary's values in more than one page"));
+    }
+    let most = match keys {
+        // A fold rather than `max()`: vectorised.
+        Some(keys) => keys.iter().fold(0, |m, &k| m.max(k)),
+        None if values == 1 => 0,
+        None => return Err(unexpected("a repeated value not alone in its dictionary")),
+    };
+    if most as usize >= values {
         return Err(unexpected("a key past the dictionary"));
     }
     header.num_values = i32::try_from(rows).map_err(|_| unexpected("too many rows"))?;
@@ -1164,6 +1175,24 @@ mod tests {
         let err = write_row_group(&mut w, 2, vec![column], &mut PageCompressor::default());
         fs::remove_file(&path).unwrap();
         assert!(err.unwrap_err().to_string().contains("past the dictionary"));
+    }
+
+    /// Values too many for one page (polars would cut their keys in
+    /// two) are refused rather than written twice.
+    #[test]
+    fn a_dictionary_past_one_page_is_an_error() {
+        let names: Vec<String> = (0..300_000).map(|i| format!("n{i}")).collect();
+        let values = Utf8ViewArray::from_slice_values(&names).boxed();
+        let column = Encoded::keyed("t", DataType::String, values, vec![0, 299_999]);
+        let path = scratch("two-pages");
+        let file = fs::File::create(&path).unwrap();
+        let mut w = ParquetWriter::new(file)
+            .batched(&schema(std::slice::from_ref(&column)))
+            .unwrap();
+        let err = write_row_group(&mut w, 2, vec![column], &mut PageCompressor::default());
+        fs::remove_file(&path).unwrap();
+        let err = err.unwrap_err().to_string();
+        assert!(err.contains("more than one page"), "{err}");
     }
 
     /// A table with no row at all still has its columns and types.
