@@ -1162,19 +1162,25 @@ mod tests {
         assert!(df.equals_missing(&expected));
     }
 
+    /// The error writing `column` as a row group of `rows` rows.
+    fn refused(column: Encoded, rows: usize, name: &str) -> String {
+        let path = scratch(name);
+        let file = fs::File::create(&path).unwrap();
+        let mut w = ParquetWriter::new(file)
+            .batched(&schema(std::slice::from_ref(&column)))
+            .unwrap();
+        let err = write_row_group(&mut w, rows, vec![column], &mut PageCompressor::default());
+        fs::remove_file(&path).unwrap();
+        err.unwrap_err().to_string()
+    }
+
     /// A key past its dictionary is refused, not written.
     #[test]
     fn a_key_past_the_dictionary_is_an_error() {
         let values = Utf8ViewArray::from_slice_values(["a", "b"]).boxed();
         let column = Encoded::keyed("t", DataType::String, values, vec![0, 2]);
-        let path = scratch("past");
-        let file = fs::File::create(&path).unwrap();
-        let mut w = ParquetWriter::new(file)
-            .batched(&schema(std::slice::from_ref(&column)))
-            .unwrap();
-        let err = write_row_group(&mut w, 2, vec![column], &mut PageCompressor::default());
-        fs::remove_file(&path).unwrap();
-        assert!(err.unwrap_err().to_string().contains("past the dictionary"));
+        let err = refused(column, 2, "past");
+        assert!(err.contains("past the dictionary"), "{err}");
     }
 
     /// Values too many for one page (polars would cut their keys in
@@ -1184,14 +1190,7 @@ mod tests {
         let names: Vec<String> = (0..300_000).map(|i| format!("n{i}")).collect();
         let values = Utf8ViewArray::from_slice_values(&names).boxed();
         let column = Encoded::keyed("t", DataType::String, values, vec![0, 299_999]);
-        let path = scratch("two-pages");
-        let file = fs::File::create(&path).unwrap();
-        let mut w = ParquetWriter::new(file)
-            .batched(&schema(std::slice::from_ref(&column)))
-            .unwrap();
-        let err = write_row_group(&mut w, 2, vec![column], &mut PageCompressor::default());
-        fs::remove_file(&path).unwrap();
-        let err = err.unwrap_err().to_string();
+        let err = refused(column, 2, "two-pages");
         assert!(err.contains("more than one page"), "{err}");
     }
 
