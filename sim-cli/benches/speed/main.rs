@@ -31,6 +31,12 @@
 //!
 //! In-process runs are timed by the process's CPU clock, whole-process
 //! runs by their CPU time as the kernel accounts it to a waited-for child.
+//!
+//! With `STORMSIM_BIN=<a stormsim binary>` every goal measures that
+//! binary instead of this bench's own build, as whole processes (start-up
+//! and loading included): a build made otherwise, such as the trained
+//! one of `sim-cli/build-pgo.sh`, whose training would not apply to the
+//! bench profile's own build of the crates.
 
 mod mmc_loop;
 
@@ -39,7 +45,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use cpu_time::ProcessTime;
-use stormsim::load::{InputLimits, load};
+use polars::prelude::DataType;
+use stormsim::commands::read_summaries;
+use stormsim::load::{Experiment, InputLimits, load};
 use stormsim::runner::{RunOptions, run_cells};
 
 fn main() {
@@ -62,8 +70,12 @@ fn main() {
     }
     let want = |goal: &str| wanted.is_empty() || wanted.iter().any(|w| w == goal);
     println!(
-        "speed goals, medians (min–max of the pairs' ratios), {pairs} pairs each unless a goal says fewer\n"
+        "speed goals, medians (min–max of the pairs' ratios), {pairs} pairs each unless a goal says fewer"
     );
+    match measured_bin() {
+        Some(bin) => println!("stormsim measured: {bin} (STORMSIM_BIN), whole processes\n"),
+        None => println!("stormsim measured: this bench's build, in process\n"),
+    }
     if want("mmc") {
         mmc(pairs);
     }
@@ -94,10 +106,25 @@ struct Run {
     events: u64,
 }
 
-/// `stormsim run FILE --quiet` in this process: the experiment loaded, its
-/// one cell run on one thread, the dataset written.
+/// The binary `STORMSIM_BIN` names, when it is set.
+fn measured_bin() -> Option<String> {
+    std::env::var("STORMSIM_BIN").ok().filter(|b| !b.is_empty())
+}
+
+/// The stormsim binary the whole-process goals run: `STORMSIM_BIN`, or
+/// the one built with this bench.
+fn stormsim_bin() -> String {
+    measured_bin().unwrap_or_else(|| env!("CARGO_BIN_EXE_stormsim").to_string())
+}
+
+/// `stormsim run FILE --quiet`: in this process (the experiment loaded,
+/// its one cell run on one thread, the dataset written), or the
+/// `STORMSIM_BIN` binary run whole, its figures read from its summary.
 fn run_world(name: &str) -> Run {
     let exp = load(&world(name), &InputLimits::default()).expect("a valid benchmark world");
+    if let Some(bin) = measured_bin() {
+        return run_world_child(&bin, name, &exp);
+    }
     let out = std::env::temp_dir().join(format!("stormsim-speed-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let opts = RunOptions {
@@ -116,6 +143,32 @@ fn run_world(name: &str) -> Run {
         cpu,
         requests: report.kpis.iter().map(|(_, k)| k.offered).sum(),
         events: report.events,
+    }
+}
+
+/// `bin run --quiet` on the world `name`: its CPU time, and its requests
+/// and events as its `summary` table gives them.
+fn run_world_child(bin: &str, name: &str, exp: &Experiment) -> Run {
+    let out = std::env::temp_dir().join(format!("stormsim-speed-bin-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let (cpu, _) = child_cpu(
+        Command::new(bin)
+            .args(["run", "--quiet", "--out"])
+            .arg(&out)
+            .arg(world(name)),
+    );
+    let summary = read_summaries(exp, &out).expect("the run's summary table");
+    let _ = std::fs::remove_dir_all(&out);
+    let total = |column: &str| -> u64 {
+        let c = summary.column(column).expect("a summary column");
+        let c = c.cast(&DataType::UInt64).expect("a count");
+        let c = c.u64().expect("u64");
+        (0..c.len()).map(|i| c.get(i).unwrap_or(0)).sum()
+    };
+    Run {
+        cpu,
+        requests: total("offered"),
+        events: total("events"),
     }
 }
 
@@ -254,8 +307,8 @@ fn storm(pairs: usize) {
         verdict(rate >= 2.0 * STORM_THEN)
     );
     if let Ok(old) = std::env::var("STORMSIM_BASELINE_BIN") {
-        let ours = env!("CARGO_BIN_EXE_stormsim");
-        let (r, lo, hi) = whole_process_pairs(ours, &old, "storm-10k.yaml", pairs);
+        let ours = stormsim_bin();
+        let (r, lo, hi) = whole_process_pairs(&ours, &old, "storm-10k.yaml", pairs);
         println!(
             "  this build ÷ {old}, whole process: {r:.2}× ({lo:.2}–{hi:.2}); goal ≤ 0.5×: {}",
             verdict(r <= 0.5)
@@ -318,10 +371,10 @@ fn readme(pairs: usize) {
         );
         return;
     };
-    let ours = env!("CARGO_BIN_EXE_stormsim");
-    let (r, lo, hi) = whole_process_pairs(&dev, ours, "storm-10k.yaml", pairs);
+    let ours = stormsim_bin();
+    let (r, lo, hi) = whole_process_pairs(&dev, &ours, "storm-10k.yaml", pairs);
     println!(
-        "  {dev} ÷ release {r:.2}× ({lo:.2}–{hi:.2}, {pairs} pairs); goal ≤ 1.5×: {}\n",
+        "  {dev} ÷ {ours} {r:.2}× ({lo:.2}–{hi:.2}, {pairs} pairs); goal ≤ 1.5×: {}\n",
         verdict(r <= 1.5)
     );
 }
