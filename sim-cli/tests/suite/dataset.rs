@@ -219,6 +219,40 @@ fn every_bundled_experiment_validates() {
     assert!(n >= 10);
 }
 
+/// The trained build (`sim-cli/build-pgo.sh`) learns from the commands
+/// `sim-cli/pgo-training.txt` lists: each must name a command the
+/// script runs that way and a file that validates, so a renamed world
+/// or experiment stops the test suite rather than the training. The
+/// script itself must parse (`bash -n`, where bash is found).
+#[test]
+fn the_trained_build_trains_on_files_that_validate() {
+    let list = std::fs::read_to_string(root().join("sim-cli/pgo-training.txt")).unwrap();
+    let mut n = 0;
+    for line in list.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (command, file) = line.split_once(' ').expect("a command and a file");
+        assert!(matches!(command, "run" | "replay"), "{line}");
+        let o = stormsim(&["validate", file.trim()]);
+        assert!(
+            o.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        n += 1;
+    }
+    assert!(n >= 4, "the bench worlds at least");
+    match std::process::Command::new("bash")
+        .arg("-n")
+        .arg(root().join("sim-cli/build-pgo.sh"))
+        .output()
+    {
+        Ok(o) => assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => eprintln!("bash not found ({e}): build-pgo.sh not parsed"),
+    }
+}
+
 /// `seeds: shared` gives every combination the same seed per replication
 /// (replication 0 the experiment's own), while ids stay distinct; the
 /// default gives every cell its own.
