@@ -29,6 +29,12 @@ root="$PWD"
 
 target="${CARGO_TARGET_DIR:-target}"
 case "$target" in /*) ;; *) target="$root/$target" ;; esac
+# RUSTFLAGS is split at spaces: a path holding one would be cut in two.
+case "$target" in *" "*)
+  echo "error: the target directory '$target' holds a space, which RUSTFLAGS cannot carry; set CARGO_TARGET_DIR to a path without one" >&2
+  exit 2
+  ;;
+esac
 gen="$target/pgo-gen"
 use="$target/pgo"
 counts="$target/pgo-counts"
