@@ -21,7 +21,7 @@
 # with its attempts table, and their datasets must be the same bytes:
 # the optimisation changes how fast, never what.
 #
-# Two clean release builds: about 16 minutes on 2 cores. The counts
+# Two clean release builds: about 13 minutes on 2 cores. The counts
 # follow the source: rebuild after changing it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -734,7 +734,7 @@ impl<'a> Store<'a> {
 
 /// A whole-number column exactly (seeds above 2^53 do not survive a
 /// float).
-pub(crate) fn u64s(df: &DataFrame, name: &str) -> Result<Vec<u64>, String> {
+pub fn u64s(df: &DataFrame, name: &str) -> Result<Vec<u64>, String> {
     let c = df
         .column(name)
         .and_then(|c| c.cast(&DataType::UInt64))

@@ -45,8 +45,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use cpu_time::ProcessTime;
-use polars::prelude::DataType;
 use stormsim::commands::read_summaries;
+use stormsim::evaluate::u64s;
 use stormsim::load::{Experiment, InputLimits, load};
 use stormsim::runner::{RunOptions, run_cells};
 
@@ -149,21 +149,14 @@ fn run_world(name: &str) -> Run {
 /// `bin run --quiet` on the world `name`: its CPU time, and its requests
 /// and events as its `summary` table gives them.
 fn run_world_child(bin: &str, name: &str, exp: &Experiment) -> Run {
-    let out = std::env::temp_dir().join(format!("stormsim-speed-bin-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let (cpu, _) = child_cpu(
-        Command::new(bin)
-            .args(["run", "--quiet", "--out"])
-            .arg(&out)
-            .arg(world(name)),
-    );
-    let summary = read_summaries(exp, &out).expect("the run's summary table");
-    let _ = std::fs::remove_dir_all(&out);
+    let (cpu, _, summary) = run_child_then(bin, name, |out| {
+        read_summaries(exp, out).expect("the run's summary table")
+    });
     let total = |column: &str| -> u64 {
-        let c = summary.column(column).expect("a summary column");
-        let c = c.cast(&DataType::UInt64).expect("a count");
-        let c = c.u64().expect("u64");
-        (0..c.len()).map(|i| c.get(i).unwrap_or(0)).sum()
+        u64s(&summary, column)
+            .expect("a count column of the summary")
+            .iter()
+            .sum()
     };
     Run {
         cpu,
@@ -395,14 +388,27 @@ fn whole_process_pairs(a: &str, b: &str, name: &str, pairs: usize) -> (f64, f64,
 /// `bin run --quiet` on the world `name` into a fresh folder, removed
 /// after: its CPU time and the line it printed.
 fn run_child(bin: &str, name: &str) -> (Duration, String) {
+    let (cpu, said, ()) = run_child_then(bin, name, |_| ());
+    (cpu, said)
+}
+
+/// `bin run --quiet` on the world `name` into a fresh folder, `read` from
+/// it before it is removed: the child's CPU time, what it printed, and
+/// what `read` found.
+fn run_child_then<T>(
+    bin: &str,
+    name: &str,
+    read: impl FnOnce(&Path) -> T,
+) -> (Duration, String, T) {
     let out = std::env::temp_dir().join(format!("stormsim-speed-child-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let said = child_cpu(
+    let (cpu, said) = child_cpu(
         Command::new(bin)
             .args(["run", "--quiet", "--out"])
             .arg(&out)
             .arg(world(name)),
     );
+    let found = read(&out);
     let _ = std::fs::remove_dir_all(&out);
-    said
+    (cpu, said, found)
 }
