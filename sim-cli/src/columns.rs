@@ -12,7 +12,8 @@
 //! dictionary's values once, and the rows' keys are packed here, as
 //! polars packs them but from a slice ([`keys_page`]); a value the same
 //! on every row is a dictionary of one, its keys one run written once
-//! per row group; a float that is a time is written byte-stream split;
+//! per row group; a float that is a time is written byte-stream split,
+//! its pages made here from the values ([`split_pages`]);
 //! ids given in order are written as their differences. The file is
 //! the one polars writes from the whole columns, but for the
 //! byte-stream split. The Arrow schema written is the table's own, so a
@@ -35,7 +36,7 @@ use polars_parquet::parquet::page::{
 use polars_parquet::parquet::schema::Repetition;
 use polars_parquet::write::{
     CompressionOptions, DynIter, DynStreamingIterator, Encoding, FallibleStreamingIterator, Page,
-    Version, array_to_columns, write_def_levels,
+    ParquetType, Version, WriteOptions, array_to_columns, write_def_levels,
 };
 
 /// One column of a row group: its name and type in the table's schema,
@@ -251,10 +252,12 @@ impl<'a> Dictionary<'a> {
     pub fn push(&mut self, value: &'a str) {
         // The values are mostly the same `&'static str`s: the same
         // address and length is the same text, with no bytes compared.
-        let same = |v: &&str| std::ptr::eq(*v, value) || *v == value;
-        let key = match self.values.iter().position(same) {
+        // Addresses are scanned first, so that the values passed over
+        // on the way to a match have no bytes compared either (the
+        // values differ, so the first match either way is the one).
+        let key = match self.values.iter().position(|v| std::ptr::eq(*v, value)) {
             Some(k) => k as u32,
-            None => self.add(value),
+            None => self.find_or_add(value),
         };
         self.keys.push(key);
     }
@@ -265,18 +268,31 @@ impl<'a> Dictionary<'a> {
     /// scan per row would grow with the graph.
     pub fn push_indexed(&mut self, index: usize, names: &'a [String], keys: &mut IndexedKeys) {
         let slot = index.min(names.len());
+        let key = match keys.0.get(slot) {
+            Some(&Some(k)) => k,
+            _ => self.add_indexed(slot, names, keys),
+        };
+        self.keys.push(key);
+    }
+
+    /// A new key for `names[slot]` (`""` past its end), kept in `keys`.
+    #[cold]
+    fn add_indexed(&mut self, slot: usize, names: &'a [String], keys: &mut IndexedKeys) -> u32 {
         if keys.0.len() <= slot {
             keys.0.resize(slot + 1, None);
         }
-        let key = match keys.0[slot] {
-            Some(k) => k,
-            None => {
-                let k = self.add(names.get(index).map_or("", String::as_str));
-                keys.0[slot] = Some(k);
-                k
-            }
-        };
-        self.keys.push(key);
+        let k = self.add(names.get(slot).map_or("", String::as_str));
+        keys.0[slot] = Some(k);
+        k
+    }
+
+    /// The key of `value`, found by its bytes, or a new one.
+    #[cold]
+    fn find_or_add(&mut self, value: &'a str) -> u32 {
+        match self.values.iter().position(|v| *v == value) {
+            Some(k) => k as u32,
+            None => self.add(value),
+        }
     }
 
     fn add(&mut self, value: &'a str) -> u32 {
@@ -311,6 +327,17 @@ pub fn write_row_group<W: Write>(
     let mut chunks = Vec::with_capacity(columns.len());
     for (column, type_) in columns.into_iter().zip(types) {
         debug_assert_eq!(column.len(), rows, "{}", column.name);
+        if let Some(values) = split_values(&column) {
+            let pages = split_pages(values, &type_, options)?
+                .into_iter()
+                .map(|page| compressor.compress(page, options.compression))
+                .collect::<PolarsResult<Vec<_>>>()?;
+            chunks.push(Ok(DynStreamingIterator::new(Pages {
+                pages: pages.into_iter(),
+                current: None,
+            })));
+            continue;
+        }
         // polars writes no byte-stream split pages: such a column is
         // written plain and its pages split here.
         let split = column.encoding == Encoding::ByteStreamSplit;
@@ -341,6 +368,122 @@ pub fn write_row_group<W: Write>(
     }
     let group: RowGroupIterColumns<'static, PolarsError> = DynIter::new(chunks.into_iter());
     file.write(rows as u64, group)
+}
+
+/// The values of a float column to be written byte-stream split, when
+/// they are all there (no nulls): such a column's pages are made here
+/// from the values ([`split_pages`]).
+fn split_values(column: &Encoded) -> Option<&[f64]> {
+    if column.encoding != Encoding::ByteStreamSplit || !matches!(column.rows, Rows::All) {
+        return None;
+    }
+    let array = column
+        .array
+        .as_any()
+        .downcast_ref::<PrimitiveArray<f64>>()?;
+    (array.validity().is_none()).then(|| array.values().as_slice())
+}
+
+/// A float column's pages, byte-stream split, made straight from its
+/// values: the pages polars' writer would cut (as many rows as fit its
+/// page size at 9 bytes a row, the estimate it makes of a float), each
+/// page's values split once into their 8 streams. Polars would first
+/// encode each page plain, finding its minimum and maximum at about 14
+/// instructions a value, and the streams would then be split from that
+/// copy ([`split_streams`]). Here one pass finds the page's extremes, and
+/// polars writes the page header, statistics included, for those two
+/// values alone: the statistics of a page are its minimum and maximum
+/// (Parquet's rule for zeros applied by polars to either), so the header
+/// is the one it writes for the whole page, bar the count and the
+/// encoding set here. A page holding NaN takes polars' own way.
+fn split_pages(
+    values: &[f64],
+    type_: &ParquetType,
+    options: WriteOptions,
+) -> PolarsResult<Vec<Page>> {
+    const WIDTH: usize = 8;
+    // polars-parquet's `row_slice_ranges`, for a float column without
+    // nulls (its estimate: 8 bytes a row).
+    let page_size = options
+        .data_page_size
+        .unwrap_or(1024 * 1024)
+        .min((1 << 31) - (1 << 25));
+    let rows_per_page = (page_size / (WIDTH + 1)).max(1);
+    let mut pages = Vec::with_capacity(values.len().div_ceil(rows_per_page));
+    // The one plain page polars writes of `values` (no more than a page).
+    let polars_page = |values: Vec<f64>| -> PolarsResult<Page> {
+        let array = PrimitiveArray::from_vec(values).boxed();
+        let mut encoded = array_to_columns(array, type_.clone(), options, &[Encoding::Plain])?;
+        encoded
+            .first_mut()
+            .and_then(Iterator::next)
+            .ok_or_else(|| PolarsError::ComputeError("a float column without a page".into()))?
+    };
+    for chunk in values.chunks(rows_per_page) {
+        let Some((lo, hi)) = extremes(chunk) else {
+            pages.push(split_streams(polars_page(chunk.to_vec())?)?);
+            continue;
+        };
+        let Page::Data(page) = polars_page(vec![lo, hi])? else {
+            return Err(PolarsError::ComputeError(
+                "a float column's first page is not data".into(),
+            ));
+        };
+        let (mut header, optional) = version_one(&page).ok_or_else(|| {
+            PolarsError::ComputeError("a float column's page is not version 1".into())
+        })?;
+        header.num_values = i32::try_from(chunk.len())
+            .map_err(|_| PolarsError::ComputeError("too many rows in a page".into()))?;
+        header.encoding = Encoding::ByteStreamSplit.into();
+        let mut buffer = Vec::with_capacity(16 + chunk.len() * WIDTH);
+        write_def_levels(&mut buffer, optional, None, chunk.len(), Version::V1)?;
+        let levels = buffer.len();
+        buffer.resize(levels + chunk.len() * WIDTH, 0);
+        // The values' bytes as they lie in memory: little endian on every
+        // target polars builds for, as Parquet's plain encoding wants.
+        split_bytes(bytemuck::cast_slice(chunk), &mut buffer[levels..]);
+        pages.push(Page::Data(DataPage::new(
+            DataPageHeader::V1(header),
+            CowBuffer::Owned(buffer),
+            page.descriptor,
+            chunk.len(),
+        )));
+    }
+    Ok(pages)
+}
+
+/// The least and greatest of `values` (not empty), or `None` if one is
+/// NaN. One pass, four lanes at a time (`f64::min` would check each
+/// value for NaN on its own, at 16 instructions a value).
+fn extremes(values: &[f64]) -> Option<(f64, f64)> {
+    const LANES: usize = 4;
+    let (mut lo, mut hi) = ([f64::INFINITY; LANES], [f64::NEG_INFINITY; LANES]);
+    let mut nan = [false; LANES];
+    let chunks = values.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for k in 0..LANES {
+            let v = chunk[k];
+            lo[k] = if v < lo[k] { v } else { lo[k] };
+            hi[k] = if v > hi[k] { v } else { hi[k] };
+            nan[k] |= v.is_nan();
+        }
+    }
+    for (k, &v) in rest.iter().enumerate() {
+        lo[k] = if v < lo[k] { v } else { lo[k] };
+        hi[k] = if v > hi[k] { v } else { hi[k] };
+        nan[k] |= v.is_nan();
+    }
+    if values.is_empty() || nan.iter().any(|&n| n) {
+        return None;
+    }
+    let lo = lo
+        .into_iter()
+        .fold(f64::INFINITY, |a, b| if b < a { b } else { a });
+    let hi = hi
+        .into_iter()
+        .fold(f64::NEG_INFINITY, |a, b| if b > a { b } else { a });
+    Some((lo, hi))
 }
 
 /// Compresses a file's pages with one zstd context and one output buffer
@@ -814,20 +957,27 @@ mod tests {
         assert!(start.is_sign_negative());
     }
 
-    /// `values` as one plain page, as polars' writer encodes it.
-    fn plain_page(values: &[f64]) -> Page {
+    /// A float column's Parquet type and the writer's options, pages cut
+    /// at `page_size` bytes (polars' 1 MB when `None`).
+    fn float_column(page_size: Option<usize>) -> (ParquetType, WriteOptions) {
         use polars_arrow::datatypes::{ArrowDataType, Field as ArrowField};
-        use polars_parquet::write::{StatisticsOptions, Version, WriteOptions};
+        use polars_parquet::write::StatisticsOptions;
 
-        let array = PrimitiveArray::from_vec(values.to_vec()).boxed();
         let field = ArrowField::new("t".into(), ArrowDataType::Float64, true);
         let type_ = polars_parquet::write::to_parquet_type(&field).unwrap();
         let options = WriteOptions {
             statistics: StatisticsOptions::full(),
             version: Version::V1,
             compression: CompressionOptions::Uncompressed,
-            data_page_size: None,
+            data_page_size: page_size,
         };
+        (type_, options)
+    }
+
+    /// `values` as one plain page, as polars' writer encodes it.
+    fn plain_page(values: &[f64]) -> Page {
+        let array = PrimitiveArray::from_vec(values.to_vec()).boxed();
+        let (type_, options) = float_column(None);
         let mut columns = array_to_columns(array, type_, options, &[Encoding::Plain]).unwrap();
         let page = columns.remove(0).next().unwrap().unwrap();
         assert!(
@@ -864,6 +1014,67 @@ mod tests {
         for (i, v) in values.iter().enumerate() {
             for (k, byte) in v.to_le_bytes().iter().enumerate() {
                 assert_eq!(buffer[levels + k * n + i], *byte, "value {i}, byte {k}");
+            }
+        }
+    }
+
+    /// The pages made straight from a float column's values are the
+    /// ones polars' plain pages give once split, header and statistics
+    /// included, page for page: however many pages, with zeros of both
+    /// signs (Parquet's rule for their statistics), with NaN (polars'
+    /// own way), with one value.
+    #[test]
+    fn float_pages_made_from_the_values_are_polars_pages_split() {
+        let lines: Vec<f64> = (0..3_000).map(|i| f64::from(i) * 0.37 - 400.0).collect();
+        let mut zeros = lines.clone();
+        zeros[17] = 0.0;
+        zeros[1_800] = -0.0;
+        let mut nan = lines.clone();
+        nan[2_500] = f64::NAN;
+        let only_zeros: Vec<f64> = (0..40)
+            .map(|i| if i % 3 == 0 { -0.0 } else { 0.0 })
+            .collect();
+        let cases = [
+            ("lines", lines.clone(), Some(1_000)),
+            ("zeros", zeros, Some(1_000)),
+            ("nan", nan, Some(1_000)),
+            ("only zeros", only_zeros, None),
+            ("one", vec![2.5], None),
+            (
+                "rows",
+                (0..116_600).map(|i| f64::from(i).sqrt()).collect(),
+                None,
+            ),
+        ];
+        for (name, values, page_size) in cases {
+            let (type_, options) = float_column(page_size);
+            let array = PrimitiveArray::from_vec(values.clone()).boxed();
+            let expected: Vec<Page> =
+                array_to_columns(array, type_.clone(), options, &[Encoding::Plain])
+                    .unwrap()
+                    .remove(0)
+                    .map(|page| split_streams(page.unwrap()).unwrap())
+                    .collect();
+            let got = split_pages(&values, &type_, options).unwrap();
+            assert!(
+                expected.len() > 1 || page_size.is_none(),
+                "{name}: pages cut"
+            );
+            assert_eq!(got.len(), expected.len(), "{name}: pages");
+            for (i, (got, expected)) in got.iter().zip(&expected).enumerate() {
+                let (Page::Data(got), Page::Data(expected)) = (got, expected) else {
+                    panic!("{name}: page {i} is not data")
+                };
+                assert_eq!(
+                    format!("{:?}", got.header()),
+                    format!("{:?}", expected.header()),
+                    "{name}: page {i}'s header"
+                );
+                assert_eq!(got.num_values(), expected.num_values(), "{name}: page {i}");
+                assert!(
+                    got.buffer() == expected.buffer(),
+                    "{name}: page {i}'s bytes"
+                );
             }
         }
     }
