@@ -371,10 +371,14 @@ pub fn write_row_group<W: Write>(
 }
 
 /// The values of a float column to be written byte-stream split, when
-/// they are all there (no nulls): such a column's pages are made here
-/// from the values ([`split_pages`]).
+/// they are all there (no nulls) and lie in memory little endian, as
+/// Parquet writes them: such a column's pages are made here from the
+/// values ([`split_pages`]); any other goes polars' way.
 fn split_values(column: &Encoded) -> Option<&[f64]> {
-    if column.encoding != Encoding::ByteStreamSplit || !matches!(column.rows, Rows::All) {
+    if column.encoding != Encoding::ByteStreamSplit
+        || !matches!(column.rows, Rows::All)
+        || cfg!(target_endian = "big")
+    {
         return None;
     }
     let array = column
@@ -439,8 +443,8 @@ fn split_pages(
         write_def_levels(&mut buffer, optional, None, chunk.len(), Version::V1)?;
         let levels = buffer.len();
         buffer.resize(levels + chunk.len() * WIDTH, 0);
-        // The values' bytes as they lie in memory: little endian on every
-        // target polars builds for, as Parquet's plain encoding wants.
+        // The values' bytes as they lie in memory: little endian
+        // (`split_values`), as Parquet's plain encoding wants.
         split_bytes(bytemuck::cast_slice(chunk), &mut buffer[levels..]);
         pages.push(Page::Data(DataPage::new(
             DataPageHeader::V1(header),
