@@ -19,6 +19,7 @@
 //! streamed as the run goes, a row group at a time.
 
 use std::fs;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use polars::io::parquet::write::BatchedWriter;
@@ -80,12 +81,22 @@ pub struct CellContext {
     pub meta: Vec<(String, String)>,
 }
 
+/// A table's temporary file, buffered: polars writes a page's header and
+/// body, and a file's footer, in many small writes (a bucket table's
+/// averaged 3 bytes each), each a system call without it. The footer's
+/// end flushes the buffer, so a failed write is an error of `finish`.
+type TableFile = BufWriter<fs::File>;
+
+/// The write buffer of one table's file: a few of the small tables'
+/// pages, while the attempts table's large pages go straight through.
+const WRITE_BUFFER: usize = 64 << 10;
+
 /// One table of one cell, streamed to its temporary file in row groups
 /// and moved into place by [`TableStream::finish`].
 struct TableStream {
     path: PathBuf,
     tmp: PathBuf,
-    writer: Option<BatchedWriter<fs::File>>,
+    writer: Option<BatchedWriter<TableFile>>,
     /// Rows gathered for the next row group.
     pending: Option<DataFrame>,
     row_group: usize,
@@ -163,11 +174,12 @@ impl TableStream {
         &mut self,
         schema: &Schema,
         meta: &[(String, String)],
-    ) -> Result<&mut BatchedWriter<fs::File>, String> {
+    ) -> Result<&mut BatchedWriter<TableFile>, String> {
         if self.writer.is_none() {
             let dir = self.path.parent().ok_or("no parent directory")?;
             create_dir(dir)?;
             let file = fs::File::create(&self.tmp).map_err(|e| io_error("create", &self.tmp, e))?;
+            let file = BufWriter::with_capacity(WRITE_BUFFER, file);
             let w = parquet_writer(file, meta)
                 .batched(schema)
                 .map_err(|e| format!("cannot write {}: {e}", self.tmp.display()))?;
@@ -1039,7 +1051,7 @@ pub fn table_path(out: &Path, table: &str, id: &str) -> PathBuf {
 /// The Parquet writer every table uses: zstd at level 1 (the attempts
 /// table's byte-stream split pages at −1: `columns::SPLIT_LEVEL`), one
 /// thread, the run's key-value metadata.
-fn parquet_writer(file: fs::File, meta: &[(String, String)]) -> ParquetWriter<fs::File> {
+fn parquet_writer<W: Write>(file: W, meta: &[(String, String)]) -> ParquetWriter<W> {
     // Level 1 rather than zstd's default 3: on the attempts table it
     // compresses within 1.3 % of the size in two thirds of zstd's
     // instructions.
@@ -1061,10 +1073,32 @@ pub fn write_parquet(
     writer: &Writer,
 ) -> Result<(), String> {
     writer.write_with(path, |f, tmp| {
-        let file = f.try_clone().map_err(|e| io_error("open", tmp, e))?;
-        parquet_writer(file, meta)
+        parquet_writer(BufWriter::with_capacity(WRITE_BUFFER, f), meta)
             .finish(df)
             .map(|_| ())
             .map_err(|e| format!("cannot write {}: {e}", tmp.display()))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The buffer is flushed by the file's end, so a write the disk
+    /// refuses is an error there, not lost when the buffer is dropped.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_refused_write_is_an_error_of_the_buffered_table() {
+        let df = DataFrame::new(3, vec![Column::new("x".into(), &[1u64, 2, 3])]).unwrap();
+        let full = fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let mut w = parquet_writer(BufWriter::with_capacity(WRITE_BUFFER, full), &[])
+            .batched(df.schema())
+            .unwrap();
+        w.write_batch(&df).expect("held in the buffer");
+        let err = w.finish().expect_err("the disk is full");
+        assert!(err.to_string().contains("No space left"), "{err}");
+    }
 }

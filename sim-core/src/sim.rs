@@ -393,8 +393,11 @@ impl<M: Model> Simulation<M> {
     }
 
     /// Processes the next event due at or before `end`; `Ok(false)` when
-    /// there is none.
-    #[inline]
+    /// there is none. Always inlined: it is the body of the event loop in
+    /// [`Simulation::run_until`], and as a call of its own (left so when
+    /// the caller's code unit changed) it cost the steady world 4 % more
+    /// instructions.
+    #[inline(always)]
     fn step_until(&mut self, end: SimTime) -> Result<bool, RunError> {
         if self.events >= self.limits.max_events && self.sched.peek_time().is_some_and(|t| t <= end)
         {
