@@ -96,13 +96,15 @@ fn table_file<W: Write>(file: W) -> BufWriter<Chunked<W>> {
     BufWriter::with_capacity(WRITE_BUFFER, Chunked(file))
 }
 
-/// Hands its writer at most [`WRITE_BUFFER`] bytes a write. The kernel
-/// sizes the page cache's folios by the write: a write of a whole 1 MB
-/// page took memory in large blocks, which a virtual machine that hands
-/// free memory back to its host (as the 2-core machine the benchmarks
-/// run on does) backs afresh as it is touched. Written 64 KiB at a
-/// time, the attempts table's 83 MB took 0.1 s of system CPU instead of
-/// 0.5 s ("Tables written through a buffer" in the benchmarks' README).
+/// Hands its writer at most [`WRITE_BUFFER`] bytes a write. On the
+/// 2-core machine the benchmarks run on, a virtual machine that hands
+/// free memory back to its host, writes of whole 1 MB pages cost the
+/// kernel several times what the same bytes cost in small writes: the
+/// page cache's folios are sized by the write, and large ones come from
+/// memory the host backs afresh as it is touched. Written 16 KiB at a
+/// time, the storm's attempts table (83 MB) took 0.22 s of system CPU
+/// instead of 0.59 s; 64 KiB at a time, about 0.25 s ("Tables written
+/// through a buffer" in the benchmarks' README).
 struct Chunked<W>(W);
 
 impl<W: Write> Write for Chunked<W> {
