@@ -390,7 +390,7 @@ fn split_values(column: &Encoded) -> Option<&[f64]> {
 
 /// A float column's pages, byte-stream split, made straight from its
 /// values: the pages polars' writer would cut (as many rows as fit its
-/// page size at 9 bytes a row, the estimate it makes of a float), each
+/// page size at 9 bytes a row: its estimate of a float, 8, plus one), each
 /// page's values split once into their 8 streams. Polars would first
 /// encode each page plain, finding its minimum and maximum at about 14
 /// instructions a value, and the streams would then be split from that

@@ -99,9 +99,10 @@ fn table_file<W: Write>(file: W) -> BufWriter<Chunked<W>> {
 /// Hands its writer at most [`WRITE_BUFFER`] bytes a write. On the
 /// 2-core machine the benchmarks run on, a virtual machine that hands
 /// free memory back to its host, writes of whole 1 MB pages cost the
-/// kernel several times what the same bytes cost in small writes: the
-/// page cache's folios are sized by the write, and large ones come from
-/// memory the host backs afresh as it is touched. Written 16 KiB at a
+/// kernel several times what the same bytes cost in small writes (most
+/// likely the page cache's folios are sized by the write, and large ones
+/// come from memory the host backs afresh as it is touched; measured,
+/// the cause not proven). Written 16 KiB at a
 /// time, the storm's attempts table (83 MB) took 0.22 s of system CPU
 /// instead of 0.59 s; 64 KiB at a time, about 0.25 s ("Tables written
 /// through a buffer" in the benchmarks' README).
