@@ -215,9 +215,13 @@ impl WorldLimits {
                 ),
             );
         }
-        let bucket = cfg.clock.bucket.as_nanos().max(1);
-        let buckets = cfg.clock.duration.as_nanos().div_ceil(bucket);
-        if buckets > self.max_buckets {
+        // A bucket of no length is already an error of its own
+        // (`clock.bucket`); counting buckets of it would only add two
+        // more, with figures that mean nothing.
+        let bucket = cfg.clock.bucket.as_nanos();
+        let count = |span: SimDuration| span.as_nanos().div_ceil(bucket.max(1));
+        let buckets = count(cfg.clock.duration);
+        if bucket > 0 && buckets > self.max_buckets {
             p.add(
                 "clock.duration",
                 format!(
@@ -226,8 +230,8 @@ impl WorldLimits {
                 ),
             );
         }
-        let window = cfg.clock.window.as_nanos().div_ceil(bucket);
-        if window > self.max_window_buckets {
+        let window = count(cfg.clock.window);
+        if bucket > 0 && window > self.max_window_buckets {
             p.add(
                 "clock.window",
                 format!(

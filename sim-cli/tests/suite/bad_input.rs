@@ -542,6 +542,22 @@ fn a_log_range_never_leaks_nan_and_a_byte_order_mark_is_read_as_yaml_allows() {
 }
 
 #[test]
+fn a_bucket_of_no_length_is_one_error_not_three() {
+    // Counting the run's buckets at a bucket of 0 s would report billions
+    // of them against two limits: noise after the one real error.
+    let errs = errors(
+        "zero-bucket.yaml",
+        "clock: { duration: 10s, bucket: 0s }\nload: { rate: 100 }\n",
+    );
+    assert_eq!(errs.0.len(), 1, "{errs}");
+    assert_eq!(errs.0[0].path.as_deref(), Some("clock.bucket"), "{errs}");
+    assert!(
+        errs.to_string().contains("must be longer than 0s"),
+        "{errs}"
+    );
+}
+
+#[test]
 fn seven_axes_of_a_million_values_are_over_the_cell_limit_not_an_overflow() {
     let mut text = String::from("sweep:\n  axes:\n");
     for path in [
