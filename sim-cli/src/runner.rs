@@ -209,6 +209,13 @@ pub(crate) fn claim_output(
     out: &Path,
     force: bool,
 ) -> Result<(), Failure> {
+    if let Some(outer) = enclosing_dataset(out) {
+        return Err(Failure::Input(format!(
+            "{} is inside the stormsim dataset {}, whose folders are its tables (readers take every Parquet file below them); use an --out outside it",
+            out.display(),
+            outer.display()
+        )));
+    }
     let path = out.join("manifest.json");
     if let Holder::Us = holder(kind, hash, &path)? {
         return Ok(());
@@ -237,6 +244,22 @@ pub(crate) fn claim_output(
     writer
         .write_text(&path, &manifest(exp, all, kind, hash))
         .map_err(Failure::Run)
+}
+
+/// The stormsim dataset a folder would sit inside: the nearest folder
+/// above `out` holding a stormsim manifest (one with an experiment hash;
+/// a web project's `manifest.json` is not one).
+fn enclosing_dataset(out: &Path) -> Option<PathBuf> {
+    let abs = std::path::absolute(out).ok()?;
+    abs.ancestors()
+        .skip(1)
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("manifest.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .is_some_and(|v| v.get("experiment_hash").is_some())
+        })
+        .map(Path::to_path_buf)
 }
 
 /// The column kind of each swept parameter.

@@ -575,6 +575,40 @@ fn an_output_that_is_not_a_folder_or_holds_a_broken_manifest_is_named() {
     assert!(err.contains("not a valid manifest"), "{err}");
 }
 
+#[test]
+fn a_dataset_is_not_written_inside_another() {
+    let dir = scratch("nested-out");
+    let file = dir.join("x.yaml");
+    std::fs::write(&file, "clock: { duration: 5s }\n").unwrap();
+    let outer = dir.join("outer");
+    let run = |out: &Path| {
+        stormsim(&[
+            "run",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    assert!(run(&outer).status.success());
+    let before = common::result_files(&outer);
+    // Into one of its tables: refused, the outer dataset untouched.
+    let inner = outer.join("summary");
+    let o = run(&inner);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("is inside the stormsim dataset") && err.contains("outer"),
+        "{err}"
+    );
+    assert_eq!(common::result_files(&outer), before);
+    // A folder under some other project's manifest.json is fine.
+    let project = dir.join("web-project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("manifest.json"), r#"{ "name": "app" }"#).unwrap();
+    assert!(run(&project.join("sim-out")).status.success());
+}
+
 /// The peak memory a run reports, in MiB.
 fn peak_mib(text: &str) -> u64 {
     let at = text
