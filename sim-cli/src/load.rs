@@ -27,7 +27,7 @@ use sim_models::policy::presets;
 use sim_models::timeline::TimelineEntry;
 use yaml_serde::{Mapping, Value};
 
-use crate::locate::{Index, locate};
+use crate::locate::{Index, Location, locate};
 use crate::sweep::SweepSpec;
 
 /// Parses YAML text into `T`, enums written as single-key maps
@@ -326,7 +326,27 @@ fn yaml_error(file: &Path, text_of_file: &str, e: &yaml_serde::Error) -> InputEr
             u64::MAX
         );
     }
-    let at = e.location().map(|l| (l.line(), l.column()));
+    let mut at = e.location().map(|l| (l.line(), l.column()));
+    let mut path = path;
+    // The parser places a duplicate key at its mapping: point at the
+    // second one instead, name its field, and say where the first is.
+    if let Some(key) = message
+        .strip_prefix("duplicate entry with key \"")
+        .and_then(|k| k.strip_suffix('"'))
+        && let Some((line, column)) = at
+        && let Some([first, second]) =
+            crate::locate::duplicate_key(text_of_file, Location { line, column }, key)
+    {
+        at = Some((second.line, second.column));
+        path = Some(match path {
+            Some(p) => format!("{p}.{key}"),
+            None => key.to_string(),
+        });
+        message = format!(
+            "given twice in one mapping (first at line {}, column {}): write it once",
+            first.line, first.column
+        );
+    }
     if let Some((line, _)) = at
         && text_of_file
             .lines()
@@ -337,7 +357,7 @@ fn yaml_error(file: &Path, text_of_file: &str, e: &yaml_serde::Error) -> InputEr
     }
     InputError {
         file: file.to_path_buf(),
-        at: e.location().map(|l| (l.line(), l.column())),
+        at,
         path,
         message,
     }

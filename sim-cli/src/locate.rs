@@ -235,9 +235,140 @@ pub fn locate(text: &str, path: &str) -> Option<Location> {
     Index::build(text).find(path).map(|(l, _)| l)
 }
 
+/// Where `key` is written in the mapping that starts at `start` (the
+/// location a YAML parser gives for a duplicate key: the mapping's, not the
+/// key's): its first two occurrences, for "given twice" messages.
+pub fn duplicate_key(text: &str, start: Location, key: &str) -> Option<[Location; 2]> {
+    let raw: Vec<&str> = text.lines().collect();
+    let first = raw.get(start.line.checked_sub(1)?)?;
+    let found = if first.get(start.column.checked_sub(1)?..)?.starts_with('{') {
+        flow_keys(&raw, start, key)
+    } else {
+        block_keys(&raw, start, key)
+    };
+    match found[..] {
+        [a, b, ..] => Some([a, b]),
+        _ => None,
+    }
+}
+
+/// `key`'s occurrences in the block mapping whose first key is at `start`:
+/// lines whose key sits in its column, until a line starts left of it.
+fn block_keys(raw: &[&str], start: Location, key: &str) -> Vec<Location> {
+    let col = start.column - 1;
+    let mut out = Vec::new();
+    for (i, text) in raw.iter().enumerate().skip(start.line - 1) {
+        let Some(l) = parse_line(i + 1, text) else {
+            continue;
+        };
+        if l.number > start.line {
+            if start_col(&l) < col {
+                break;
+            }
+            if start_col(&l) > col || !l.dashes.is_empty() {
+                continue;
+            }
+        }
+        if l.key_col == col && l.key == Some(key) {
+            out.push(Location {
+                line: l.number,
+                column: col + 1,
+            });
+        }
+    }
+    out
+}
+
+/// `key`'s occurrences among the keys of the flow mapping (`{ a: 1, b: 2 }`)
+/// that opens at `start`, which may span lines.
+fn flow_keys(raw: &[&str], start: Location, key: &str) -> Vec<Location> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    // At depth 1, after `{` or `,`: the next token is a key.
+    let mut expect_key = false;
+    for (i, text) in raw.iter().enumerate().skip(start.line - 1) {
+        let from = if i + 1 == start.line {
+            start.column - 1
+        } else {
+            0
+        };
+        for (j, c) in text.char_indices().filter(|&(j, _)| j >= from) {
+            if let Some(q) = quote {
+                if c == q {
+                    quote = None;
+                }
+                continue;
+            }
+            match c {
+                '{' | '[' => {
+                    depth += 1;
+                    expect_key = depth == 1;
+                }
+                '}' | ']' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        return out;
+                    }
+                }
+                ',' if depth == 1 => expect_key = true,
+                '#' if text[..j].ends_with(' ') => break,
+                c if c.is_whitespace() => {}
+                _ if expect_key => {
+                    expect_key = false;
+                    let rest = &text[j..];
+                    let end = rest.find([':', ',', '}']).unwrap_or(rest.len());
+                    let k = rest[..end].trim().trim_matches(|c| c == '"' || c == '\'');
+                    if k == key && rest[end..].starts_with(':') {
+                        out.push(Location {
+                            line: i + 1,
+                            column: j + 1,
+                        });
+                    }
+                    if c == '"' || c == '\'' {
+                        quote = Some(c);
+                    }
+                }
+                '"' | '\'' => quote = Some(c),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_given_twice_is_found_both_times_in_block_flow_and_list_items() {
+        let at = |line, column| Location { line, column };
+        let top = "name: x\n\nclock:\n  duration: 5s\nload: { rate: 5 }\n# clock: no\nclock:\n  bucket: 1s\n";
+        assert_eq!(
+            duplicate_key(top, at(1, 1), "clock"),
+            Some([at(3, 1), at(7, 1)])
+        );
+        let nested = "client:\n  attempt_timeout: 1s\n  retry:\n    attempt_timeout: 9s\n  attempt_timeout: 2s\nload: {}\n";
+        assert_eq!(
+            duplicate_key(nested, at(2, 3), "attempt_timeout"),
+            Some([at(2, 3), at(5, 3)])
+        );
+        let flow = "clock: { duration: 5s, bucket: { x: 1 }, \"duration\": 1s }\n";
+        assert_eq!(
+            duplicate_key(flow, at(1, 8), "duration"),
+            Some([at(1, 10), at(1, 42)])
+        );
+        let item = "timeline:\n  - at: 5s\n    set: { at: 1 }\n    at: 6s\n  - at: 7s\n";
+        assert_eq!(
+            duplicate_key(item, at(2, 5), "at"),
+            Some([at(2, 5), at(4, 5)])
+        );
+        // Once only, or a start that is not in the text: nothing to point at.
+        assert_eq!(duplicate_key(item, at(5, 5), "at"), None);
+        assert_eq!(duplicate_key(item, at(40, 1), "at"), None);
+        assert_eq!(duplicate_key(item, at(1, 90), "at"), None);
+    }
 
     #[test]
     fn a_key_nested_inline_is_found_where_it_is_written() {

@@ -297,6 +297,25 @@ const CASES: &[(&str, usize, &str, &str)] = &[
     ),
     ("name: 5\n", 1, "name", "must be a string, found a number"),
     ("seed: !big 1\n", 1, "seed", "YAML tags"),
+    // A key given twice: the second one, its field, and where the first is.
+    (
+        "clock: { duration: 5s }\nload: { rate: 5 }\nclock: { bucket: 1s }\n",
+        3,
+        "clock",
+        "given twice in one mapping (first at line 1, column 1)",
+    ),
+    (
+        "client:\n  attempt_timeout: 1s\n  retry: { max_retries: 2 }\n  attempt_timeout: 2s\n",
+        4,
+        "client.attempt_timeout",
+        "first at line 2, column 3",
+    ),
+    (
+        "timeline:\n  - at: 5s\n    set: { param: load.rate, value: 2 }\n    at: 6s\n",
+        4,
+        "timeline[0].at",
+        "first at line 2, column 5",
+    ),
     // Work limits, each naming what raises it.
     (
         "service: { pods: 100000000 }\n",
