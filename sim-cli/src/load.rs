@@ -315,6 +315,7 @@ fn yaml_error(file: &Path, text_of_file: &str, e: &yaml_serde::Error) -> InputEr
         }
         _ => (None, text.clone()),
     };
+    message = plain_expected(&message);
     if let Some(hint) = did_you_mean(&message) {
         message.push_str(&format!("; did you mean `{hint}`?"));
     }
@@ -363,9 +364,38 @@ fn yaml_error(file: &Path, text_of_file: &str, e: &yaml_serde::Error) -> InputEr
     }
 }
 
-/// For "unknown field `x`, expected one of `a`, `b`", the closest name.
+/// The expected kind of a mismatched value in the file's words, not
+/// Rust's: "expected u32" becomes "expected a whole number from 0 to
+/// 4294967295", "expected struct ClockConfig" a mapping of fields.
+fn plain_expected(message: &str) -> String {
+    let Some((head, expected)) = message.rsplit_once(", expected ") else {
+        return message.to_string();
+    };
+    let whole = |max: u64| format!("a whole number from 0 to {max}");
+    let plain = match expected {
+        "u8" => whole(u8::MAX.into()),
+        "u16" => whole(u16::MAX.into()),
+        "u32" => whole(u32::MAX.into()),
+        "u64" | "usize" => whole(u64::MAX),
+        "i32" | "i64" | "isize" => "a whole number".to_string(),
+        "f32" | "f64" => "a number".to_string(),
+        "a boolean" => "true or false".to_string(),
+        e if e.starts_with("struct ") => "a mapping of its fields (`{ name: value, ... }`)".into(),
+        e if e.starts_with("enum ") => match enum_variants(&e["enum ".len()..]) {
+            Some(names) => format!("one of `{}`", names.join("`, `")),
+            None => "one of its named kinds (`kind: { ... }` or a name)".into(),
+        },
+        _ => return message.to_string(),
+    };
+    format!("{head}, expected {plain}")
+}
+
+/// For "unknown field `x`, expected one of `a`, `b`" (or "unknown
+/// variant"), the closest name.
 fn did_you_mean(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("unknown field `")?;
+    let rest = message
+        .strip_prefix("unknown field `")
+        .or_else(|| message.strip_prefix("unknown variant `"))?;
     let (found, expected) = rest.split_once('`')?;
     // Closest by edit distance; among equals, the one sharing the longest
     // start (`max_retry` is `max_retries`, not `fast_retry`).
@@ -584,6 +614,44 @@ fn kinds() -> &'static [&'static str] {
         all.dedup();
         all
     })
+}
+
+/// The names a configuration enum is written as, by its Rust name (the
+/// `X` of serde's "expected enum X"), for a value of the wrong type.
+fn enum_variants(rust_name: &str) -> Option<&'static [&'static str]> {
+    use sim_models::client::{RetryAfterMode, Scope, TimeoutStart};
+    use sim_models::config::{LoadLaw, PushbackConfig};
+    use sim_models::dependency::{AppliesAt, OverflowAction};
+    use sim_models::policy::{backoff, breaker, budget, throttle};
+    type Names = (&'static str, &'static [&'static str]);
+    fn names<T: serde::de::DeserializeOwned>() -> Names {
+        let full = std::any::type_name::<T>();
+        (full.rsplit("::").next().unwrap_or(full), variants::<T>())
+    }
+    static ALL: std::sync::OnceLock<Vec<Names>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        vec![
+            names::<sim_core::dist::DistSpec>(),
+            names::<LoadLaw>(),
+            names::<PushbackConfig>(),
+            // Read through its private spec enum: serde names that one.
+            ("BackoffSpec", variants::<backoff::Backoff>()),
+            names::<backoff::Jitter>(),
+            names::<breaker::BreakerSpec>(),
+            names::<budget::BudgetSpec>(),
+            names::<throttle::ThrottleSpec>(),
+            names::<RetryAfterMode>(),
+            names::<Scope>(),
+            names::<TimeoutStart>(),
+            names::<AppliesAt>(),
+            names::<OverflowAction>(),
+            names::<crate::sweep::Mode>(),
+            names::<crate::sweep::Seeds>(),
+        ]
+    })
+    .iter()
+    .find(|(name, names)| *name == rust_name && !names.is_empty())
+    .map(|(_, names)| *names)
 }
 
 /// The variant names serde reads for the enum `T` (its renames applied),
@@ -1307,6 +1375,37 @@ mod kind_tests {
             assert!(k.contains(&name), "{name} missing from {k:?}");
         }
         assert!(k.len() >= 29, "{k:?}");
+    }
+
+    #[test]
+    fn an_enum_named_by_serde_is_answered_with_its_names() {
+        // serde's "expected enum X" names the type it reads; a rename of
+        // one of these would leave its message without the names.
+        for (rust, one) in [
+            ("DistSpec", "log_normal"),
+            ("LoadLaw", "usl"),
+            ("PushbackConfig", "dont_retry"),
+            ("BackoffSpec", "envoy"),
+            ("Jitter", "decorrelated"),
+            ("BreakerSpec", "polly"),
+            ("BudgetSpec", "retry_breaker"),
+            ("ThrottleSpec", "sre"),
+            ("RetryAfterMode", "ignore"),
+            ("Scope", "global"),
+            ("TimeoutStart", "connection_acquired"),
+            ("AppliesAt", "admission"),
+            ("OverflowAction", "drop"),
+            ("Mode", "zip"),
+        ] {
+            let names = super::enum_variants(rust).unwrap_or_default();
+            assert!(names.contains(&one), "{rust}: {names:?}");
+        }
+        assert_eq!(super::enum_variants("NoSuchEnum"), None);
+        let text = super::plain_expected("invalid type: integer `5`, expected enum OverflowAction");
+        assert_eq!(
+            text,
+            "invalid type: integer `5`, expected one of `reject`, `drop`"
+        );
     }
 }
 

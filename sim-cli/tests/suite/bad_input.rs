@@ -43,6 +43,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
     // Wrong types.
     ("seed: seven\n", 1, "seed", "invalid type: string \"seven\""),
     (
+        "client: { retry: { backoff: 5 } }\n",
+        1,
+        "client.retry.backoff",
+        "expected one of `fixed`, `linear`, `exponential`, `envoy`",
+    ),
+    (
         "load: { rate: fast }\n",
         1,
         "load.rate",
@@ -58,7 +64,37 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "client:\n  retry:\n    max_retries: -1\n",
         3,
         "client.retry.max_retries",
-        "integer `-1`, expected u32",
+        "integer `-1`, expected a whole number from 0 to 4294967295",
+    ),
+    (
+        "clock: 5\n",
+        1,
+        "clock",
+        "integer `5`, expected a mapping of its fields",
+    ),
+    (
+        "client: { retry: { backoff: 5 } }\n",
+        1,
+        "client.retry.backoff",
+        "expected one of `fixed`, `linear`, `exponential`, `envoy`",
+    ),
+    (
+        "load: { rate: fast }\n",
+        1,
+        "load.rate",
+        "string \"fast\", expected a number",
+    ),
+    (
+        "client: { propagate_deadline: yes }\n",
+        1,
+        "client.propagate_deadline",
+        "string \"yes\", expected true or false",
+    ),
+    (
+        "timeline:\n  - at: 5s\n    set: { param: load.rat, value: 2 }\n",
+        3,
+        "timeline[0].set.param",
+        "did you mean `load.rate`?",
     ),
     (
         "upstream:\n  cancellation: maybe\n",
