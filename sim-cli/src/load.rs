@@ -1001,10 +1001,15 @@ pub fn resolve(mut written: Value) -> Result<WorldConfig, (String, String)> {
     let expanded = expand_preset(written)?;
     from_value(expanded).map_err(|e| {
         let text = e.to_string();
-        match text.split_once(": ") {
+        let (path, message) = match text.split_once(": ") {
             Some((p, m)) if !p.contains(' ') => (p.to_string(), m.to_string()),
             _ => ("client".to_string(), text),
+        };
+        let mut message = plain_expected(&message);
+        if let Some(hint) = did_you_mean(&message) {
+            message.push_str(&format!("; did you mean `{hint}`?"));
         }
+        (path, message)
     })
 }
 

@@ -15,6 +15,8 @@
 //!       range: { from: 50, to: 200, step: 50 }
 //! ```
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 use sim_core::rng::{Fnv1a, splitmix64};
 use sim_core::time::SimDuration;
@@ -70,6 +72,15 @@ pub enum Bound {
     Number(f64),
     /// A duration (`250ms`).
     Duration(SimDuration),
+}
+
+impl fmt::Display for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Bound::Number(n) => write!(f, "{n}"),
+            Bound::Duration(d) => write!(f, "{d}"),
+        }
+    }
 }
 
 impl Range {
@@ -217,7 +228,8 @@ impl Axis {
             let (from, to, step, durations) = r.numbers()?;
             if !(step > 0.0 && from.is_finite() && to.is_finite()) || to < from {
                 return Err(format!(
-                    "range needs from ≤ to and a step above 0, found {r:?}"
+                    "range needs from ≤ to and a step above 0, found from {}, to {}, step {}",
+                    r.from, r.to, r.step
                 ));
             }
             let n = self.len();
@@ -240,7 +252,8 @@ impl Axis {
         let l = self.log_range.as_ref().expect("one given");
         if !(l.from > 0.0 && l.to > 0.0 && l.count >= 2 && l.from.is_finite() && l.to.is_finite()) {
             return Err(format!(
-                "log_range needs from and to above 0 and count ≥ 2, found {l:?}"
+                "log_range needs from and to above 0 and count ≥ 2, found from {}, to {}, count {}",
+                l.from, l.to, l.count
             ));
         }
         if u64::from(l.count) > MAX_AXIS_VALUES {
@@ -496,6 +509,7 @@ impl SweepSpec {
         }
         self.axis_values(exp)?;
         let mut errors = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
         // Every cell's resolved configuration gets the checks the base
         // file gets, work limits included.
         for cell in cells(exp)? {
@@ -514,14 +528,19 @@ impl SweepSpec {
                 })
             });
             if let Err(e) = checked {
-                errors.push(e);
+                // One message per distinct problem: one that every value
+                // of an axis has (a misspelt path) is told once, with the
+                // first cell that shows it.
+                let with = format!("with {}: ", describe(&cell.params));
+                let problem = e.message.strip_prefix(&with).unwrap_or(&e.message);
+                if seen.insert((e.path.clone(), problem.to_string())) {
+                    errors.push(e);
+                }
                 if errors.len() >= 10 {
                     break;
                 }
             }
         }
-        // One message per distinct problem.
-        errors.dedup_by(|a, b| a.path == b.path && a.message == b.message);
         if errors.is_empty() {
             Ok(())
         } else {

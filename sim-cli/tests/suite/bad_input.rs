@@ -613,6 +613,38 @@ fn a_bucket_of_no_length_is_one_error_not_three() {
 }
 
 #[test]
+fn a_misspelt_axis_path_is_one_error_with_a_suggestion() {
+    let errs = errors(
+        "axis-typo.yaml",
+        "sweep:\n  axes:\n    - path: client.retry.max_retrie\n      values: [1, 2, 3]\n",
+    );
+    assert_eq!(errs.0.len(), 1, "{errs}");
+    let e = errs.to_string();
+    assert!(
+        e.contains("sweep.axes[0]") && e.contains("did you mean `max_retries`?"),
+        "{e}"
+    );
+    // A value-dependent problem is still told per value.
+    let errs = errors(
+        "axis-values.yaml",
+        "sweep:\n  axes:\n    - path: client.retry.max_retries\n      values: [1.5, 2.5]\n",
+    );
+    assert_eq!(errs.0.len(), 2, "{errs}");
+    assert!(
+        errs.to_string()
+            .contains("`2.5`, expected a whole number from 0 to 4294967295"),
+        "{errs}"
+    );
+    // A range is shown as written, not as a Rust value.
+    let e = errors(
+        "bad-range.yaml",
+        "sweep:\n  axes:\n    - path: client.attempt_timeout\n      range: { from: 2s, to: 1s, step: 100ms }\n",
+    )
+    .to_string();
+    assert!(e.contains("found from 2s, to 1s, step 100ms"), "{e}");
+}
+
+#[test]
 fn seven_axes_of_a_million_values_are_over_the_cell_limit_not_an_overflow() {
     let mut text = String::from("sweep:\n  axes:\n");
     for path in [
