@@ -25,7 +25,7 @@ use crate::load::{Experiment, InputErrors, InputLimits};
 use crate::output::write_parquet;
 use crate::runner::{DatasetKind, claim_output, hash_of};
 use crate::stats::wilson;
-use crate::sweep::{Cell, cell_world};
+use crate::sweep::{Cell, cell_world_at};
 
 /// The magnitudes to try.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -260,7 +260,14 @@ fn check(
             seed: exp.world.seed,
             labels: Vec::new(),
         };
-        let world = cell_world(exp, &cell).map_err(|e| InputErrors(vec![e]))?;
+        let world = cell_world_at(exp, &cell, |path| {
+            if path == spec.magnitude.path {
+                "boundary.magnitude".to_string()
+            } else {
+                "boundary.duration".to_string()
+            }
+        })
+        .map_err(|e| InputErrors(vec![e]))?;
         crate::load::check_work(&world, limits).map_err(|(p, msg)| {
             err(
                 "boundary.magnitude.values",

@@ -52,7 +52,7 @@ use crate::load::{Experiment, InputError, InputErrors, InputLimits};
 use crate::output::write_parquet;
 use crate::runner::{DatasetKind, claim_output, hash_of};
 use crate::stats::{mean_ci, median};
-use crate::sweep::{Cell, canonical, cell_world, readable, set_path};
+use crate::sweep::{Cell, canonical, cell_world_at, readable, set_path};
 
 /// How an unknown's range is spread over the search.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -434,7 +434,15 @@ fn check(
             seed: exp.world.seed,
             labels: Vec::new(),
         };
-        let world = cell_world(exp, &cell).map_err(|e| InputErrors(vec![e]))?;
+        let world = cell_world_at(exp, &cell, |path| {
+            unknowns
+                .iter()
+                .position(|k| k.path() == path)
+                .map_or("calibrate.unknowns".to_string(), |i| {
+                    format!("calibrate.unknowns[{i}]")
+                })
+        })
+        .map_err(|e| InputErrors(vec![e]))?;
         crate::load::check_work(&world, limits).map_err(|(p, m)| {
             InputErrors(vec![exp.error_at(
                 "calibrate.unknowns",

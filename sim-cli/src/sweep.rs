@@ -696,15 +696,26 @@ pub fn set_path(root: &mut Value, path: &str, value: Value) -> Result<(), String
 }
 
 /// The world of one cell: the experiment's with the cell's parameters set
-/// and its seed; validated.
+/// and its seed; validated. A problem is placed at the sweep axis of the
+/// parameter that causes it.
 pub fn cell_world(exp: &Experiment, cell: &Cell) -> Result<WorldConfig, crate::load::InputError> {
-    let mut v = exp.world_value.clone();
-    let axis_at = |path: &str| {
+    cell_world_at(exp, cell, |path| {
         exp.sweep
             .as_ref()
             .and_then(|s| s.axes.iter().position(|a| a.path == path))
             .map_or("sweep".to_string(), |i| format!("sweep.axes[{i}]"))
-    };
+    })
+}
+
+/// [`cell_world`] for parameters written elsewhere than in sweep axes
+/// (a calibration's unknowns, a boundary's axes): `axis_at` names the
+/// field path where the parameter at a path is written.
+pub fn cell_world_at(
+    exp: &Experiment,
+    cell: &Cell,
+    axis_at: impl Fn(&str) -> String,
+) -> Result<WorldConfig, crate::load::InputError> {
+    let mut v = exp.world_value.clone();
     for (path, value) in &cell.params {
         set_path(&mut v, path, value.clone())
             .map_err(|m| exp.error_at(&format!("{}.path", axis_at(path)), m))?;

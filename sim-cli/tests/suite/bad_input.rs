@@ -645,6 +645,32 @@ fn a_misspelt_axis_path_is_one_error_with_a_suggestion() {
 }
 
 #[test]
+fn a_misspelt_unknown_or_boundary_path_is_placed_where_it_is_written() {
+    // Checked by `validate` (the sections' own checks), placed at the
+    // unknown or the axis, not at the sweep.
+    for (name, text, at, fragment) in [
+        (
+            "unknown-typo.yaml",
+            "calibrate:\n  unknowns:\n    - path: upstream.capacty\n      range: [1, 5]\n  observed:\n    - { figure: peak_error_rate, range: [0.1, 0.4] }\n",
+            "unknown-typo.yaml:3:5: calibrate.unknowns[0]: ",
+            "did you mean `capacity`?",
+        ),
+        (
+            "axis-typo.yaml",
+            "timeline:\n  - at: 10s\n    pulse: { param: upstream.latency_scale, value: 3, for: 5s }\nboundary:\n  magnitude:\n    path: timeline[0].pulse.valu\n    values: [2, 3]\n  duration:\n    path: timeline[0].pulse.for\n    from: 1s\n    to: 5s\n  verdict: { figure: metastable }\n",
+            "axis-typo.yaml:5:3: boundary.magnitude: ",
+            "did you mean `value`?",
+        ),
+    ] {
+        let path = write(name, text);
+        let o = stormsim(&["validate", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(at) && err.contains(fragment), "{name}: {err}");
+    }
+}
+
+#[test]
 fn seven_axes_of_a_million_values_are_over_the_cell_limit_not_an_overflow() {
     let mut text = String::from("sweep:\n  axes:\n");
     for path in [
