@@ -249,7 +249,7 @@ impl Service {
         let idempotent = ctx.sh.reqs.get(a.req).is_none_or(|q| q.idempotent);
         if ctx.sh.reqs.live() as u64 >= ctx.env.limits.max_in_flight {
             let limit = ctx.env.limits.max_in_flight;
-            ctx.violated(|| {
+            ctx.limit_reached(|| {
                 format!("{limit} requests in flight across the services: the limit limits.max_in_flight was reached")
             });
             return;

@@ -144,6 +144,20 @@ impl<S: RowSink> Ctx<'_, S> {
             self.sh.violation = Some(Violation {
                 at: self.sched.now(),
                 what: what(),
+                limit: false,
+            });
+        }
+    }
+
+    /// Records that a work limit was reached (the first problem wins): the
+    /// run stops at the end of its bucket, told as a limit to raise, not
+    /// as a bug.
+    pub(crate) fn limit_reached(&mut self, what: impl FnOnce() -> String) {
+        if self.sh.violation.is_none() {
+            self.sh.violation = Some(Violation {
+                at: self.sched.now(),
+                what: what(),
+                limit: true,
             });
         }
     }

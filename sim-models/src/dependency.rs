@@ -192,7 +192,7 @@ impl Dependency {
         if self.upstream.jobs_held() as u64 >= ctx.env.limits.max_in_flight {
             let limit = ctx.env.limits.max_in_flight;
             let name = &self.path;
-            ctx.violated(|| {
+            ctx.limit_reached(|| {
                 format!("{name} holds {limit} jobs, most of them other tenants' ({name}.background_rps): the limit limits.max_in_flight was reached")
             });
             return;

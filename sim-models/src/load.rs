@@ -187,7 +187,7 @@ impl Load {
         let now = ctx.now();
         if ctx.sh.reqs.live() as u64 >= ctx.env.limits.max_in_flight {
             let limit = ctx.env.limits.max_in_flight;
-            ctx.violated(|| {
+            ctx.limit_reached(|| {
                 format!("{limit} requests in flight: the limit limits.max_in_flight was reached")
             });
             return;

@@ -414,6 +414,7 @@ impl<S: RowSink> World<S> {
             self.sh.violation = Some(Violation {
                 at: now,
                 what: what(),
+                limit: false,
             });
         }
     }
@@ -422,10 +423,16 @@ impl<S: RowSink> World<S> {
     /// scan (run at the end of every run).
     pub fn audit(&self, at: SimTime) -> Result<(), RunFailure> {
         if let Some(v) = &self.sh.violation {
-            return Err(RunFailure::Invariant(v.clone()));
+            return Err(RunFailure::of(v));
         }
         let (rec, reqs) = (&self.sh.rec, &self.sh.reqs);
-        let unbalanced = |what: String| RunFailure::Audit(Violation { at, what });
+        let unbalanced = |what: String| {
+            RunFailure::Audit(Violation {
+                at,
+                what,
+                limit: false,
+            })
+        };
         let offered = rec.totals().count(crate::recorder::Count::Offered)
             + rec.open_count(crate::recorder::Count::Offered);
         let finished = rec.totals().finished() + rec.open_outcomes();
@@ -475,13 +482,20 @@ impl<S: RowSink> World<S> {
                 "{started} attempts recorded as started, but {ended} recorded as ended + {active} in progress"
             )));
         }
-        self.check_bounds()
-            .map_err(|what| RunFailure::Invariant(Violation { at, what }))
+        self.check_bounds().map_err(|what| {
+            RunFailure::Invariant(Violation {
+                at,
+                what,
+                limit: false,
+            })
+        })
     }
 
     /// The cheap checks run after every event in debug builds.
     fn check_bounds(&self) -> Result<(), String> {
-        if let Some(v) = &self.sh.violation {
+        // A limit reached is told by the run loop at its bucket's end, as
+        // a limit; only a broken invariant stops the engine here.
+        if let Some(v) = self.sh.violation.as_ref().filter(|v| !v.limit) {
             return Err(v.to_string());
         }
         let topo = &self.env.topo;
@@ -867,17 +881,33 @@ pub enum RunFailure {
     /// A broken invariant found by the world itself (a bug in the model:
     /// never expected in a correct run).
     Invariant(Violation),
+    /// A work limit reached (`limits.max_in_flight`): the experiment asks
+    /// for more than the limits allow, which the user may raise.
+    Limit(Violation),
     /// The end-of-run audit failed: a request or attempt unaccounted for.
     Audit(Violation),
 }
 
-/// A broken invariant: when, and what.
+/// A broken invariant or a work limit reached: when, and what.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
     /// The simulated time it was found.
     pub at: SimTime,
     /// What is wrong.
     pub what: String,
+    /// A work limit reached, not a broken invariant.
+    pub limit: bool,
+}
+
+impl RunFailure {
+    /// The failure a recorded problem stands for.
+    fn of(v: &Violation) -> RunFailure {
+        if v.limit {
+            RunFailure::Limit(v.clone())
+        } else {
+            RunFailure::Invariant(v.clone())
+        }
+    }
 }
 
 impl std::fmt::Display for Violation {
@@ -898,6 +928,9 @@ impl std::fmt::Display for RunFailure {
             ),
             RunFailure::Engine { source, .. } => write!(f, "{source}"),
             RunFailure::Invariant(v) => write!(f, "{v}"),
+            RunFailure::Limit(v) => {
+                write!(f, "{v} (raise it under the experiment's `limits:`)")
+            }
             RunFailure::Audit(v) => write!(f, "{v}"),
         }
     }
@@ -1009,7 +1042,7 @@ pub fn run_with<S: RowSink>(
             fail(RunFailure::Engine { source, busiest })
         })?;
         if let Some(v) = &sim.model().sh.violation {
-            return Err(fail(RunFailure::Invariant(v.clone())));
+            return Err(fail(RunFailure::of(v)));
         }
     }
     sim.model().audit(end).map_err(fail)?;

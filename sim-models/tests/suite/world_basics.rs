@@ -246,6 +246,21 @@ fn limits_stop_the_run_with_the_seed_and_the_limit_named() {
         msg.contains("seed 77") && msg.contains("limits.max_in_flight"),
         "{msg}"
     );
+    // A limit to raise, told as one: not as a broken invariant.
+    assert!(
+        matches!(
+            err,
+            WorldError::Run {
+                failure: RunFailure::Limit(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        !msg.contains("invariant") && msg.contains("raise it under the experiment's `limits:`"),
+        "{msg}"
+    );
 
     let mut cfg = WorldConfig::default();
     cfg.limits.max_events = 1_000;
