@@ -966,6 +966,12 @@ fn warnings(exp: &Experiment) -> Vec<InputError> {
         }
     }
     let w = &exp.world;
+    out.extend(unreached_nodes(w).into_iter().map(|(path, what)| {
+        exp.error_at(
+            &path,
+            format!("no call from the entry reaches this {what}: it is simulated without traffic from the graph; call it, or remove it"),
+        )
+    }));
     let r = &exp.outputs.recovery;
     let steps = sim_models::timeline::resolve(w);
     let run_end = sim_core::time::SimTime::ZERO.saturating_add(w.clock.duration);
@@ -982,6 +988,42 @@ fn warnings(exp: &Experiment) -> Vec<InputError> {
         ));
     }
     out
+}
+
+/// The services and dependencies of a graph no call from the entry
+/// reaches (a name left over, or a call forgotten), as (field path, kind).
+fn unreached_nodes(w: &WorldConfig) -> Vec<(String, &'static str)> {
+    let Some(entry) = &w.entry else {
+        return Vec::new();
+    };
+    let mut reached = std::collections::BTreeSet::new();
+    let mut todo = vec![entry.as_str()];
+    while let Some(name) = todo.pop() {
+        if !reached.insert(name) {
+            continue;
+        }
+        let mut calls: Vec<&sim_models::pods::CallSpec> = w
+            .services
+            .get(name)
+            .map(|s| s.calls.iter().collect())
+            .unwrap_or_default();
+        while let Some(c) = calls.pop() {
+            calls.extend(c.parallel.iter());
+            if !c.to.is_empty() {
+                todo.push(c.to.as_str());
+            }
+        }
+    }
+    let services = w.services.keys().map(|n| (n, "services", "service"));
+    let dependencies = w
+        .dependencies
+        .keys()
+        .map(|n| (n, "dependencies", "dependency"));
+    services
+        .chain(dependencies)
+        .filter(|(n, _, _)| !reached.contains(n.as_str()))
+        .map(|(n, section, what)| (format!("{section}.{n}"), what))
+        .collect()
 }
 
 impl Experiment {
@@ -1573,6 +1615,36 @@ mod tests {
             text[0]
         );
         assert!(text[1].contains("\"go-db-retry-budget\""), "{}", text[1]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_service_or_dependency_no_call_reaches_is_warned_of_where_it_is_written() {
+        let dir = std::env::temp_dir().join(format!("stormsim-unreached-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("graph.yaml");
+        std::fs::write(
+            &file,
+            "entry: a\nservices:\n  a: { calls: [{ parallel: [{ to: b }, { to: d }] }] }\n  b: {}\n  lone: { calls: [{ to: e }] }\ndependencies:\n  d: {}\n  e: {}\n",
+        )
+        .unwrap();
+        let exp = load(&file, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
+        let w: Vec<String> = exp.warnings.iter().map(|w| w.to_string()).collect();
+        // Reached through a parallel group: b and d. Not reached: lone,
+        // and e, which only lone calls.
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].contains(
+                "graph.yaml:5:3: services.lone: no call from the entry reaches this service"
+            ),
+            "{w:?}"
+        );
+        assert!(
+            w[1].contains(
+                "graph.yaml:8:3: dependencies.e: no call from the entry reaches this dependency"
+            ),
+            "{w:?}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
