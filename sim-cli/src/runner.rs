@@ -262,6 +262,22 @@ fn enclosing_dataset(out: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// Whether `path` holds a whole Parquet file (its magic at both ends), or
+/// `None` when there is no file. A cell is complete when its summary, the
+/// table written last, is in place; one damaged since (truncated by a full
+/// disk's copy, say) would otherwise pass for complete and fail only when
+/// read.
+fn whole_parquet(path: &Path) -> Option<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let long_enough = f.metadata().is_ok_and(|m| m.len() >= 12);
+    let mut magic = |from: SeekFrom| {
+        let mut b = [0u8; 4];
+        f.seek(from).and_then(|_| f.read_exact(&mut b)).is_ok() && &b == b"PAR1"
+    };
+    Some(long_enough && magic(SeekFrom::Start(0)) && magic(SeekFrom::End(-4)))
+}
+
 /// The column kind of each swept parameter.
 pub fn param_kinds(exp: &Experiment) -> Vec<(String, ParamKind)> {
     exp.sweep
@@ -405,10 +421,22 @@ pub fn run_cells(exp: &Experiment, opts: &RunOptions) -> Result<Report, Failure>
         &opts.out,
         opts.force,
     )?;
-    let (done, todo): (Vec<Cell>, Vec<Cell>) = chosen
-        .iter()
-        .cloned()
-        .partition(|c| table_path(&opts.out, "summary", &c.id).is_file());
+    let (done, todo): (Vec<Cell>, Vec<Cell>) = chosen.iter().cloned().partition(|c| {
+        let summary = table_path(&opts.out, "summary", &c.id);
+        match whole_parquet(&summary) {
+            Some(whole) => {
+                if !whole {
+                    eprintln!(
+                        "warning: {} is not a whole Parquet file (damaged after it was written): cell {} runs again",
+                        summary.display(),
+                        c.id
+                    );
+                }
+                whole
+            }
+            None => false,
+        }
+    });
     let kinds = if opts.no_sweep {
         Vec::new()
     } else {

@@ -576,6 +576,47 @@ fn an_output_that_is_not_a_folder_or_holds_a_broken_manifest_is_named() {
 }
 
 #[test]
+fn a_summary_damaged_after_it_was_written_makes_its_cell_run_again() {
+    let dir = scratch("damaged-summary");
+    let file = dir.join("x.yaml");
+    std::fs::write(
+        &file,
+        "clock: { duration: 5s }\nsweep:\n  axes:\n    - path: load.rate\n      values: [10, 20]\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let sweep = || {
+        stormsim(&[
+            "sweep",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    assert!(sweep().status.success());
+    let whole = common::result_files(&out);
+    // Truncate one cell's summary, as a copy to a full disk would.
+    let summary = whole
+        .keys()
+        .find(|k| k.starts_with("summary/"))
+        .map(|k| out.join(k))
+        .unwrap();
+    let bytes = std::fs::read(&summary).unwrap();
+    std::fs::write(&summary, &bytes[..bytes.len() / 2]).unwrap();
+    let o = sweep();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is not a whole Parquet file"), "{err}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("1 run, 1 already complete"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(common::result_files(&out), whole);
+}
+
+#[test]
 fn a_dataset_is_not_written_inside_another() {
     let dir = scratch("nested-out");
     let file = dir.join("x.yaml");
