@@ -732,10 +732,29 @@ pub fn list(dir: &Path) -> Result<(), Failure> {
         crate::say!("  (none found; give --dir)");
     }
     for f in files {
-        let text = fs::read_to_string(&f).unwrap_or_default();
-        let v: yaml_serde::Value = yaml_serde::from_str(&text).unwrap_or(yaml_serde::Value::Null);
-        let name = v.get("name").and_then(|n| n.as_str()).unwrap_or("");
-        crate::say!("  {:<52} {name}", f.display());
+        // Loaded whole, so a name or sweep inherited through `extends`
+        // shows, and a file that would not run says so.
+        let about = match crate::load::load(&f, &crate::load::InputLimits::default()) {
+            Ok(exp) => {
+                let what = if exp.calibrate.is_some() {
+                    " (calibrate)".to_string()
+                } else if exp.boundary.is_some() {
+                    " (boundary)".to_string()
+                } else {
+                    match exp.sweep.as_ref().map(|s| s.count()) {
+                        Some(1) => " (sweep, 1 cell)".to_string(),
+                        Some(n) => format!(" (sweep, {n} cells)"),
+                        None => String::new(),
+                    }
+                };
+                format!("{}{what}", exp.name)
+            }
+            Err(e) => format!(
+                "(invalid: {})",
+                e.0.first().map_or(String::new(), |e| e.message.clone())
+            ),
+        };
+        crate::say!("  {:<52} {about}", f.display());
     }
     crate::say!("\nPolicy presets (client: {{ preset: NAME }}):");
     for name in presets::NAMES {

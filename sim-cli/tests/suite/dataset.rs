@@ -617,6 +617,42 @@ fn a_summary_damaged_after_it_was_written_makes_its_cell_run_again() {
 }
 
 #[test]
+fn list_shows_each_files_resolved_name_and_kind() {
+    let o = stormsim(&["list"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = |file: &str| {
+        text.lines()
+            .find(|l| l.contains(file))
+            .unwrap_or_else(|| panic!("{file} not listed:\n{text}"))
+            .to_string()
+    };
+    // A name inherited through `extends`, and what the file runs.
+    assert!(
+        line("llm-api-1402.calibrate.yaml").ends_with("(before the fix) (calibrate)"),
+        "{text}"
+    );
+    assert!(
+        line("retries-x-timeout.yaml").ends_with("(sweep, 16 cells)"),
+        "{text}"
+    );
+    assert!(line("near-capacity.yaml").ends_with("(boundary)"), "{text}");
+    assert!(
+        line("basics/steady.yaml").ends_with("steady service"),
+        "{text}"
+    );
+    // A file that would not run says so.
+    let dir = scratch("list");
+    std::fs::write(dir.join("bad.yaml"), "load: { rate: -1 }\n").unwrap();
+    let o = stormsim(&["list", "--dir", dir.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("(invalid: must be a non-negative rate"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_dataset_is_not_written_inside_another() {
     let dir = scratch("nested-out");
     let file = dir.join("x.yaml");
