@@ -138,26 +138,24 @@ impl<S: RowSink> Ctx<'_, S> {
         }
     }
 
-    /// Records a broken invariant (the first one wins).
+    /// Records a broken invariant (the first problem wins).
     pub(crate) fn violated(&mut self, what: impl FnOnce() -> String) {
-        if self.sh.violation.is_none() {
-            self.sh.violation = Some(Violation {
-                at: self.sched.now(),
-                what: what(),
-                limit: false,
-            });
-        }
+        self.record(false, what);
     }
 
     /// Records that a work limit was reached (the first problem wins): the
     /// run stops at the end of its bucket, told as a limit to raise, not
     /// as a bug.
     pub(crate) fn limit_reached(&mut self, what: impl FnOnce() -> String) {
+        self.record(true, what);
+    }
+
+    fn record(&mut self, limit: bool, what: impl FnOnce() -> String) {
         if self.sh.violation.is_none() {
             self.sh.violation = Some(Violation {
                 at: self.sched.now(),
                 what: what(),
-                limit: true,
+                limit,
             });
         }
     }
