@@ -571,6 +571,14 @@ fn judge(
 
 /// The ranking's order: medians inside, then seeds meeting everything,
 /// then loss, then the earlier candidate.
+/// The loss every candidate shares, when they all share one (and there
+/// are several): the figures did not move anywhere in the box, and the
+/// optimiser's "converged" means only that.
+pub fn flat_loss(fit: &Fit) -> Option<f64> {
+    let first = fit.candidates.first()?.loss;
+    (fit.candidates.len() > 1 && fit.candidates.iter().all(|c| c.loss == first)).then_some(first)
+}
+
 fn better(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
     b.median_met
         .cmp(&a.median_met)

@@ -249,6 +249,11 @@ pub fn calibrate(
         fit.written.display(),
         opts.out.join("evaluations").display(),
     );
+    if let Some(flat) = crate::calibrate::flat_loss(&fit) {
+        crate::say!(
+            "note: every candidate has the same loss ({flat:.3}): no figure moved within the unknowns' ranges, so the fit is not informative; widen the ranges, or check that this world can produce the observed figures"
+        );
+    }
     Ok(())
 }
 

@@ -362,6 +362,28 @@ fn a_synthetic_calibration_recovers_its_true_parameters_on_any_thread_count() {
 }
 
 #[test]
+fn a_calibration_whose_figures_never_move_says_the_fit_is_not_informative() {
+    // No errors anywhere in the capacity range: every candidate misses the
+    // observed error rate by the same amount.
+    let dir = scratch("flat");
+    let file = dir.join("flat.yaml");
+    std::fs::write(
+        &file,
+        "clock: { duration: 1m, bucket: 1s }\nload: { rate: 50 }\nupstream: { capacity: 20 }\noutputs: { recovery: { horizon: 10s, sustain: 5s } }\ncalibrate:\n  unknowns:\n    - { path: upstream.capacity, range: [10, 40], integer: true }\n  observed:\n    - { figure: peak_error_rate, range: [0.1, 0.3] }\n  seeds: 2\n  budget: { evaluations: 6 }\n",
+    )
+    .unwrap();
+    let text = calibrate(&file, &dir.join("out"), "1");
+    assert!(
+        text.contains("note: every candidate has the same loss"),
+        "{text}"
+    );
+    // A calibration whose figures do move says nothing of the kind.
+    let dir = scratch("not-flat");
+    let text = calibrate(&synthetic(&dir, 8), &dir.join("out"), "1");
+    assert!(!text.contains("the same loss"), "{text}");
+}
+
+#[test]
 fn a_killed_calibration_resumes_to_the_same_fit() {
     let dir = scratch("killed");
     let file = synthetic(&dir, 40);
