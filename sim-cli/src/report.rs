@@ -99,6 +99,31 @@ pub(crate) fn strings(df: &DataFrame, name: &str) -> Result<Vec<String>, String>
         .collect())
 }
 
+/// `--kpi` names a numeric or yes/no summary column (`metastable`: the
+/// heatmap shows its share); if not, the closest name and the columns it
+/// may name.
+fn check_kpi(summary: &DataFrame, kpi: &str) -> Result<(), String> {
+    let numeric: Vec<&str> = summary
+        .columns()
+        .iter()
+        .filter(|c| c.dtype().is_primitive_numeric() || c.dtype().is_bool())
+        .map(|c| c.name().as_str())
+        .collect();
+    if numeric.contains(&kpi) {
+        return Ok(());
+    }
+    let closest = numeric
+        .iter()
+        .map(|c| (crate::load::distance(kpi, c), *c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .min();
+    let hint = closest.map_or(String::new(), |(_, c)| format!("; did you mean `{c}`?"));
+    Err(format!(
+        "--kpi {kpi}: not a numeric or yes/no column of the summary table{hint} (such columns: {})",
+        numeric.join(", ")
+    ))
+}
+
 fn has(df: &DataFrame, name: &str) -> bool {
     df.column(name).is_ok()
 }
@@ -210,6 +235,9 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
     });
     let summary =
         read_table(dir, "summary")?.ok_or("no summary table: run the experiment first")?;
+    if let Some(kpi) = &opts.kpi {
+        check_kpi(&summary, kpi)?;
+    }
     let timeseries = read_table(dir, "timeseries")?.ok_or("no timeseries table")?;
     let events = read_table(dir, "events")?;
     let groups = read_table(dir, "pod_groups")?;
@@ -1178,9 +1206,7 @@ fn sweep_sections(
     opts: &ReportOptions,
 ) -> Result<Vec<Section>, String> {
     let kpi = opts.kpi.clone().unwrap_or_else(|| "peak_error_rate".into());
-    if !has(summary, &kpi) {
-        return Err(format!("--kpi {kpi}: no such summary column"));
-    }
+    check_kpi(summary, &kpi)?;
     let x = opts.x.clone().unwrap_or_else(|| axes[0].clone());
     let y = opts
         .y

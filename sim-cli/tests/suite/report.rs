@@ -167,6 +167,16 @@ fn a_sweep_report_has_a_heatmap_a_vulnerable_map_and_a_ranking() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
+    // A misspelt KPI gets the closest column; a yes/no column is a share.
+    let bad = common::command()
+        .args(["report", out.to_str().unwrap(), "--kpi", "peak_eror_rate"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("did you mean `peak_error_rate`?"), "{err}");
+    stormsim_ok(&["report", out.to_str().unwrap(), "--kpi", "metastable"]);
+    check_svg(&out.join("charts/heatmap.svg"), &["metastable"]);
 }
 
 fn chromium() -> Option<PathBuf> {
