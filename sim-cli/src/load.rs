@@ -348,6 +348,19 @@ fn yaml_error(file: &Path, text_of_file: &str, e: &yaml_serde::Error) -> InputEr
             first.line, first.column
         );
     }
+    if message.contains("more than one document") {
+        // Where the second document starts: a `---` after some content.
+        let mut content = false;
+        for (i, line) in text_of_file.lines().enumerate() {
+            let t = line.trim_end();
+            if (t == "---" || t.starts_with("--- ")) && content {
+                at = Some((i + 1, 1));
+                break;
+            }
+            content |= !t.trim_start().is_empty() && !t.trim_start().starts_with('#') && t != "---";
+        }
+        message = "a second YAML document starts here (`---`): an experiment is one document; put each experiment in its own file, or vary one with a sweep".into();
+    }
     if let Some((line, _)) = at
         && text_of_file
             .lines()

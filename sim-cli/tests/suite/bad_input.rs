@@ -333,6 +333,13 @@ const CASES: &[(&str, usize, &str, &str)] = &[
     ),
     ("name: 5\n", 1, "name", "must be a string, found a number"),
     ("seed: !big 1\n", 1, "seed", "YAML tags"),
+    // Two documents in one file: where the second starts.
+    (
+        "# two\nseed: 1\n---\nseed: 2\n",
+        3,
+        "",
+        "a second YAML document starts here",
+    ),
     // A key given twice: the second one, its field, and where the first is.
     (
         "clock: { duration: 5s }\nload: { rate: 5 }\nclock: { bucket: 1s }\n",
