@@ -760,12 +760,20 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
                 format!("more than {MAX_CHAIN} files extend each other"),
             ));
         }
-        if sources.iter().any(|s: &SourceFile| s.path == p) {
+        if let Some(first) = sources.iter().position(|s: &SourceFile| s.path == p) {
+            // Told at the file whose `extends` closes the cycle, with the
+            // cycle's files in order.
+            let last = sources.last().unwrap_or(&sources[first]);
+            let chain: Vec<String> = sources[first..]
+                .iter()
+                .map(|s| s.path.display().to_string())
+                .chain([p.display().to_string()])
+                .collect();
             return Err(InputErrors::one(
-                &p,
-                None,
+                &last.path,
+                last.index.find("extends").map(|(l, _)| (l.line, l.column)),
                 Some("extends".into()),
-                "files extend each other in a cycle",
+                format!("files extend each other in a cycle: {}", chain.join(" -> ")),
             ));
         }
         let text = read(&p, limits)?;

@@ -678,6 +678,18 @@ fn a_misspelt_unknown_or_boundary_path_is_placed_where_it_is_written() {
 }
 
 #[test]
+fn files_that_extend_each_other_in_a_cycle_are_named_in_order() {
+    write("cycle-b.yaml", "seed: 2\nextends: cycle-a.yaml\n");
+    let e = errors("cycle-a.yaml", "extends: cycle-b.yaml\n").to_string();
+    assert!(
+        e.contains("cycle-b.yaml:2:1: extends: files extend each other in a cycle: ")
+            && e.contains("cycle-a.yaml -> ")
+            && e.ends_with("cycle-a.yaml"),
+        "{e}"
+    );
+}
+
+#[test]
 fn seven_axes_of_a_million_values_are_over_the_cell_limit_not_an_overflow() {
     let mut text = String::from("sweep:\n  axes:\n");
     for path in [
