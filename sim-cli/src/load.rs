@@ -393,6 +393,8 @@ fn plain_expected(message: &str) -> String {
         "i32" | "i64" | "isize" => "a whole number".to_string(),
         "f32" | "f64" => "a number".to_string(),
         "a boolean" => "true or false".to_string(),
+        "a sequence" => "a list (`[a, b]`, or `- ` items)".to_string(),
+        "a map" => "a mapping (`{ name: value, ... }`)".to_string(),
         e if e.starts_with("struct ") => "a mapping of its fields (`{ name: value, ... }`)".into(),
         e if e.starts_with("enum ") => match enum_variants(&e["enum ".len()..]) {
             Some(names) => format!("one of `{}`", names.join("`, `")),

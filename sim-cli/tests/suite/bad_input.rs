@@ -49,6 +49,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "expected one of `fixed`, `linear`, `exponential`, `envoy`",
     ),
     (
+        "client: { retry: { retry_on: 5xx } }\n",
+        1,
+        "client.retry.retry_on",
+        "string \"5xx\", expected a list (`[a, b]`, or `- ` items)",
+    ),
+    (
         "load: { rate: fast }\n",
         1,
         "load.rate",
@@ -77,6 +83,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         1,
         "client.retry.backoff",
         "expected one of `fixed`, `linear`, `exponential`, `envoy`",
+    ),
+    (
+        "client: { retry: { retry_on: 5xx } }\n",
+        1,
+        "client.retry.retry_on",
+        "string \"5xx\", expected a list (`[a, b]`, or `- ` items)",
     ),
     (
         "load: { rate: fast }\n",
