@@ -436,7 +436,7 @@ impl<'de> serde::Deserialize<'de> for SimDuration {
         impl serde::de::Visitor<'_> for V {
             type Value = SimDuration;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "a duration with a unit ({UNITS})")
+                write!(f, "a duration with a unit: {UNITS}")
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SimDuration, E> {
                 v.parse().map_err(E::custom)
