@@ -1838,7 +1838,7 @@ impl ClientConfig {
         {
             p.add(
                 &format!("{at}.attempt_timeout"),
-                format!("({t}) is longer than {at}.total_deadline ({d}): the deadline would always cut it"),
+                format!("{t} is longer than {at}.total_deadline ({d}): the deadline would always cut it first"),
             );
         }
         if let Some(c) = self.cost_per_attempt

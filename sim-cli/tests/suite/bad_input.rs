@@ -55,6 +55,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "string \"5xx\", expected a list (`[a, b]`, or `- ` items)",
     ),
     (
+        "client: { total_deadline: 1s, attempt_timeout: 2s }\n",
+        1,
+        "client.attempt_timeout",
+        ": 2s is longer than client.total_deadline (1s)",
+    ),
+    (
         "load: { rate: fast }\n",
         1,
         "load.rate",
@@ -89,6 +95,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         1,
         "client.retry.retry_on",
         "string \"5xx\", expected a list (`[a, b]`, or `- ` items)",
+    ),
+    (
+        "client: { total_deadline: 1s, attempt_timeout: 2s }\n",
+        1,
+        "client.attempt_timeout",
+        ": 2s is longer than client.total_deadline (1s)",
     ),
     (
         "load: { rate: fast }\n",

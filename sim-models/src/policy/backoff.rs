@@ -329,7 +329,7 @@ impl Backoff {
         {
             return Err((
                 "linear.cap".into(),
-                format!("({cap}) is below the base ({base}): every delay would be the cap"),
+                format!("{cap} is below the base ({base}): every delay would be the cap"),
             ));
         }
         if matches!(self.jitter, Jitter::Decorrelated) && self.base().is_zero() {
