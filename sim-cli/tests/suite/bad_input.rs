@@ -61,6 +61,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         ": 2s is longer than client.total_deadline (1s)",
     ),
     (
+        "client: { retry: { backoff: { exponential: { base: 1s, cap: 100ms } } } }\n",
+        1,
+        "client.retry.backoff.exponential.cap",
+        "100ms is below the base (1s)",
+    ),
+    (
         "load: { rate: fast }\n",
         1,
         "load.rate",
@@ -101,6 +107,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         1,
         "client.attempt_timeout",
         ": 2s is longer than client.total_deadline (1s)",
+    ),
+    (
+        "client: { retry: { backoff: { exponential: { base: 1s, cap: 100ms } } } }\n",
+        1,
+        "client.retry.backoff.exponential.cap",
+        "100ms is below the base (1s)",
     ),
     (
         "load: { rate: fast }\n",

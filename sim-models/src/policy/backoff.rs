@@ -321,14 +321,26 @@ impl Backoff {
                 format!("must be between 0 and 1, found {r}"),
             ));
         }
-        if let BackoffKind::Linear {
-            base,
-            cap: Some(cap),
-        } = self.kind
+        // A cap below the first delay makes every delay the cap: a fixed
+        // backoff written as another kind, most likely a slip.
+        let capped = match self.kind {
+            BackoffKind::Linear {
+                base,
+                cap: Some(cap),
+            } => Some(("linear.cap", base, cap)),
+            BackoffKind::Exponential {
+                base,
+                cap: Some(cap),
+                ..
+            } => Some(("exponential.cap", base, cap)),
+            BackoffKind::Envoy { base, max } => Some(("envoy.max", base, max)),
+            _ => None,
+        };
+        if let Some((field, base, cap)) = capped
             && cap < base
         {
             return Err((
-                "linear.cap".into(),
+                field.into(),
                 format!("{cap} is below the base ({base}): every delay would be the cap"),
             ));
         }
