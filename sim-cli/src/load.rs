@@ -315,10 +315,7 @@ fn yaml_error(file: &Path, text_of_file: &str, e: &yaml_serde::Error) -> InputEr
         }
         _ => (None, text.clone()),
     };
-    message = plain_expected(&message);
-    if let Some(hint) = did_you_mean(&message) {
-        message.push_str(&format!("; did you mean `{hint}`?"));
-    }
+    message = plain_message(&message);
     if let Some(rest) = message.strip_prefix("invalid type: integer `")
         && let Some((n, _)) = rest.split_once("` as u128")
     {
@@ -412,8 +409,13 @@ fn did_you_mean(message: &str) -> Option<String> {
         .strip_prefix("unknown field `")
         .or_else(|| message.strip_prefix("unknown variant `"))?;
     let (found, expected) = rest.split_once('`')?;
-    // Closest by edit distance; among equals, the one sharing the longest
-    // start (`max_retry` is `max_retries`, not `fast_retry`).
+    closest(found, expected.split('`').skip(1).step_by(2)).map(String::from)
+}
+
+/// The candidate closest to `found` by edit distance, if any is close;
+/// among equals, the one sharing the longest start (`max_retry` is
+/// `max_retries`, not `fast_retry`).
+pub fn closest<'a>(found: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let common = |cand: &str| {
         found
             .chars()
@@ -421,14 +423,21 @@ fn did_you_mean(message: &str) -> Option<String> {
             .take_while(|(a, b)| a == b)
             .count()
     };
-    expected
-        .split('`')
-        .skip(1)
-        .step_by(2)
+    candidates
         .map(|cand| (distance(found, cand), std::cmp::Reverse(common(cand)), cand))
         .filter(|(d, _, cand)| *d <= 2.max(cand.len() / 3))
         .min()
-        .map(|(_, _, c)| c.to_string())
+        .map(|(_, _, c)| c)
+}
+
+/// A serde message in the file's words, with a "did you mean" for a
+/// misspelt name.
+fn plain_message(message: &str) -> String {
+    let mut message = plain_expected(message);
+    if let Some(hint) = did_you_mean(&message) {
+        message.push_str(&format!("; did you mean `{hint}`?"));
+    }
+    message
 }
 
 /// Levenshtein distance.
@@ -1070,11 +1079,7 @@ pub fn resolve(mut written: Value) -> Result<WorldConfig, (String, String)> {
             Some((p, m)) if !p.contains(' ') => (p.to_string(), m.to_string()),
             _ => ("client".to_string(), text),
         };
-        let mut message = plain_expected(&message);
-        if let Some(hint) = did_you_mean(&message) {
-            message.push_str(&format!("; did you mean `{hint}`?"));
-        }
-        (path, message)
+        (path, plain_message(&message))
     })
 }
 

@@ -112,12 +112,8 @@ fn check_kpi(summary: &DataFrame, kpi: &str) -> Result<(), String> {
     if numeric.contains(&kpi) {
         return Ok(());
     }
-    let closest = numeric
-        .iter()
-        .map(|c| (crate::load::distance(kpi, c), *c))
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
-        .min();
-    let hint = closest.map_or(String::new(), |(_, c)| format!("; did you mean `{c}`?"));
+    let hint = crate::load::closest(kpi, numeric.iter().copied())
+        .map_or(String::new(), |c| format!("; did you mean `{c}`?"));
     Err(format!(
         "--kpi {kpi}: not a numeric or yes/no column of the summary table{hint} (such columns: {})",
         numeric.join(", ")

@@ -43,30 +43,6 @@ const CASES: &[(&str, usize, &str, &str)] = &[
     // Wrong types.
     ("seed: seven\n", 1, "seed", "invalid type: string \"seven\""),
     (
-        "client: { retry: { backoff: 5 } }\n",
-        1,
-        "client.retry.backoff",
-        "expected one of `fixed`, `linear`, `exponential`, `envoy`",
-    ),
-    (
-        "client: { retry: { retry_on: 5xx } }\n",
-        1,
-        "client.retry.retry_on",
-        "string \"5xx\", expected a list (`[a, b]`, or `- ` items)",
-    ),
-    (
-        "client: { total_deadline: 1s, attempt_timeout: 2s }\n",
-        1,
-        "client.attempt_timeout",
-        ": 2s is longer than client.total_deadline (1s)",
-    ),
-    (
-        "client: { retry: { backoff: { exponential: { base: 1s, cap: 100ms } } } }\n",
-        1,
-        "client.retry.backoff.exponential.cap",
-        "100ms is below the base (1s)",
-    ),
-    (
         "load: { rate: fast }\n",
         1,
         "load.rate",
