@@ -216,9 +216,35 @@ fn temp_owner(name: &str) -> Option<&str> {
 }
 
 /// Removes the temporary files under `out` whose writers are proven dead
-/// (killed runs); leaves every live writer's alone. Returns how many it
-/// removed.
+/// (killed runs), then the registrations those writers left, so that a
+/// folder shared by shards that were killed and started again over weeks
+/// does not keep one lock file per dead process; leaves every live
+/// writer's alone. Returns how many temporary files it removed.
 pub fn remove_stale_temporaries(out: &Path) -> usize {
+    let removed = remove_dead_temporaries(out);
+    remove_dead_registrations(out);
+    removed
+}
+
+/// Removes the registration of every writer of `out` that nobody holds.
+/// A writer that registers meanwhile checks that its lock still guards
+/// the file at its path ([`Writer::register`]), so it never keeps a lock
+/// that this removed.
+fn remove_dead_registrations(out: &Path) {
+    let dir = out.join(STATE_DIR).join("writers");
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(id) = name.strip_suffix(".lock") {
+            writer_is_dead(out, id);
+        }
+    }
+}
+
+/// The temporary files of [`remove_stale_temporaries`].
+fn remove_dead_temporaries(out: &Path) -> usize {
     let mut removed = 0;
     let mut dirs = vec![out.to_path_buf()];
     let mut verdicts: Vec<(String, bool)> = Vec::new();
@@ -389,6 +415,25 @@ mod tests {
         assert!(!dead.exists() && !gone.exists() && !dead_lock.exists());
         drop(live);
         assert_eq!(remove_stale_temporaries(&out), 1);
+        fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
+    fn a_dead_writers_registration_goes_even_without_temporaries() {
+        let out = scratch("registrations");
+        let live = Writer::register(&out).unwrap();
+        let writers = out.join(".stormsim/writers");
+        // A run killed between two files: its lock file, no temporary.
+        let dead = writers.join("deadhost-7.lock");
+        fs::write(&dead, "").unwrap();
+        assert_eq!(remove_stale_temporaries(&out), 0);
+        assert!(!dead.exists());
+        assert!(
+            live.lock_path.exists(),
+            "a live writer keeps its registration"
+        );
+        drop(live);
+        assert_eq!(fs::read_dir(&writers).unwrap().count(), 0);
         fs::remove_dir_all(&out).unwrap();
     }
 
