@@ -691,7 +691,7 @@ pub fn explain(file: &Path, limits: &InputLimits, cell: Option<&str>) -> Result<
     crate::say!("\n# Resolved configuration of {what} (defaults filled in, presets expanded)");
     crate::say!(
         "{}",
-        crate::load::to_string(&world)
+        crate::load::to_string(&resolved_sections(&world))
             .map_err(|e| Failure::Run(e.to_string()))?
             .trim_end()
     );
@@ -711,6 +711,26 @@ pub fn explain(file: &Path, limits: &InputLimits, cell: Option<&str>) -> Result<
         .trim_end()
     );
     Ok(())
+}
+
+/// `world` as `explain` shows it: a graph without the single-tier
+/// sections (`service`, `client`, `upstream` and the network's legs to the
+/// upstream), which a graph refuses when written and so never reads; their
+/// defaults would read as if they applied to the graph's nodes.
+fn resolved_sections(world: &sim_models::config::WorldConfig) -> yaml_serde::Value {
+    let mut v = crate::load::to_value(world);
+    if world.is_graph()
+        && let yaml_serde::Value::Mapping(m) = &mut v
+    {
+        for key in ["service", "client", "upstream"] {
+            m.remove(key);
+        }
+        if let Some(yaml_serde::Value::Mapping(n)) = m.get_mut("network") {
+            n.remove("pod_to_upstream");
+            n.remove("upstream_to_pod");
+        }
+    }
+    v
 }
 
 fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {

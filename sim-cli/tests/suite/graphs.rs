@@ -265,6 +265,15 @@ fn explain_and_the_report_show_a_graphs_tiers() {
         ),
         "{text}"
     );
+    // The resolved configuration has the graph's sections and none of the
+    // single tier's, which a graph never reads.
+    let resolved = &text[text.find("# Resolved configuration").unwrap()..];
+    for section in ["\nservices:", "\ndependencies:", "\nnetwork:"] {
+        assert!(resolved.contains(section), "{section} missing: {resolved}");
+    }
+    for section in ["\nservice:", "\nclient:", "\nupstream:", "pod_to_upstream"] {
+        assert!(!resolved.contains(section), "{section} shown: {resolved}");
+    }
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("graph-report");
     let _ = std::fs::remove_dir_all(&out);
     let file = out.with_extension("yaml");
