@@ -197,9 +197,20 @@ impl Index {
                 let mut found = None;
                 let mut all = true;
                 for k in &keys {
-                    if k.ends_with(']') {
-                        all = false;
-                        break;
+                    if let Some(n) = k.strip_suffix(']') {
+                        // An item of a flow sequence on the same line
+                        // (`timeline: [ { at: 2s, ... } ]`).
+                        match n.parse().ok().and_then(|n| flow_item(line, from, n)) {
+                            Some(a) => {
+                                found = Some(a);
+                                from = a;
+                                continue;
+                            }
+                            None => {
+                                all = false;
+                                break;
+                            }
+                        }
                     }
                     let needle = format!("{k}:");
                     match line.get(from..).and_then(|t| t.find(&needle)) {
@@ -227,6 +238,44 @@ impl Index {
         }
         None
     }
+}
+
+/// Where item `n` of the first flow sequence at or after byte `from` of
+/// `line` starts (its first non-blank byte); `None` when the line has no
+/// such sequence or it has fewer items.
+fn flow_item(line: &str, from: usize, n: usize) -> Option<usize> {
+    let open = from + line.get(from..)?.find('[')?;
+    let bytes = line.as_bytes();
+    let (mut depth, mut item, mut quote) = (0usize, 0usize, None);
+    let mut start = None;
+    for (i, &b) in bytes.iter().enumerate().skip(open + 1) {
+        if let Some(q) = quote {
+            if b == q {
+                quote = None;
+            }
+            continue;
+        }
+        if depth == 0 && item == n && start.is_none() && !b.is_ascii_whitespace() {
+            if b == b']' {
+                return None;
+            }
+            start = Some(i);
+        }
+        match b {
+            b'\'' | b'"' => quote = Some(b),
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' if depth == 0 => return start,
+            b']' | b'}' => depth -= 1,
+            b',' if depth == 0 => {
+                if item == n {
+                    return start;
+                }
+                item += 1;
+            }
+            _ => {}
+        }
+    }
+    start
 }
 
 /// Finds where `path` is written in `text` (or its deepest written
@@ -415,6 +464,22 @@ sweep:
         assert_eq!(at("timeline[1].ramp.to"), Some((15, 7)));
         assert_eq!(at("timeline[1]"), Some((12, 3)));
         assert_eq!(at("sweep.axes[0].values"), Some((19, 7)));
+    }
+
+    #[test]
+    fn finds_items_of_a_flow_sequence_on_one_line() {
+        let doc = "name: x\ntimeline: [ { at: 2s, set: { param: a, value: 0 } }, { at: 5s, pulse: { value: 1 } } ]\nvalues: [\"a,b\", 'c]', [1, 2], 9]\n";
+        let at = |path: &str| locate(doc, path).map(|l| (l.line, l.column));
+        assert_eq!(at("timeline[0]"), Some((2, 13)));
+        assert_eq!(at("timeline[0].set.value"), Some((2, 40)));
+        assert_eq!(at("timeline[1].at"), Some((2, 56)));
+        assert_eq!(at("timeline[1].pulse.value"), Some((2, 73)));
+        // Past the last item: the sequence's key.
+        assert_eq!(at("timeline[2].at"), Some((2, 1)));
+        // Quoted commas and brackets, and a nested sequence, are one item each.
+        assert_eq!(at("values[2]"), Some((3, 23)));
+        assert_eq!(at("values[3]"), Some((3, 31)));
+        assert_eq!(at("values[4]"), Some((3, 1)));
     }
 
     #[test]
