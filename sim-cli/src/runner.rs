@@ -365,6 +365,7 @@ fn run_cell(
         clock: world.clock.wall_clock(),
         spans: pod_group_spans(world.entry_service().pods, world.entry_service().groups()),
         meta: meta.clone(),
+        buckets: world.clock.buckets(),
         edges: Topology::of(&world)
             .map(|t| t.edges.into_iter().map(|e| e.name).collect())
             .unwrap_or_default(),

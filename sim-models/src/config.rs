@@ -136,6 +136,15 @@ impl ClockConfig {
     pub fn wall_clock(&self) -> WallClock {
         WallClock::new(self.start)
     }
+
+    /// How many buckets the run closes (the last one may be short); 0 for
+    /// a bucket of no length, an error of its own.
+    pub fn buckets(&self) -> u64 {
+        match self.bucket.as_nanos() {
+            0 => 0,
+            b => self.duration.as_nanos().div_ceil(b),
+        }
+    }
 }
 
 /// Safety limits: a run that exceeds one stops with an error naming it.
@@ -220,7 +229,7 @@ impl WorldLimits {
         // more, with figures that mean nothing.
         let bucket = cfg.clock.bucket.as_nanos();
         let count = |span: SimDuration| span.as_nanos().div_ceil(bucket.max(1));
-        let buckets = count(cfg.clock.duration);
+        let buckets = cfg.clock.buckets();
         if bucket > 0 && buckets > self.max_buckets {
             p.add(
                 "clock.duration",

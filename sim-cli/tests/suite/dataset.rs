@@ -719,23 +719,37 @@ fn memory_follows_work_in_flight_not_simulated_duration() {
     };
     // The same steady world for 10 and for 60 simulated minutes: 0.6 M
     // and 3.6 M requests. What a run keeps per bucket (each bucket's key
-    // figures, for the verdict over the whole series: about 1.5 KiB) grows
-    // with the 3,000 buckets more; nothing grows with the requests (kept,
-    // 3 M more would take hundreds of MiB).
+    // figures, for the verdict over the whole series, and the Parquet
+    // footers' metadata: about 0.3 KiB) grows with the 3,000 buckets more,
+    // and so do the bucket rows gathered for the next row group (about
+    // 1.2 KiB each, up to 8,192 rows: at most 10 MiB however long the
+    // run); nothing grows with the requests (kept, 3 M more would take
+    // hundreds of MiB).
     let short = run("ten", "clock: { duration: 10m }\nload: { rate: 1000 }\n");
     let long = run("sixty", "clock: { duration: 60m }\nload: { rate: 1000 }\n");
-    let per_bucket_mib = 3_000.0 * 2.0 / 1024.0;
+    let per_bucket_mib = 3_000.0 * (0.5 + 1.2) / 1024.0;
     assert!(
         long as f64 <= 1.05 * short as f64 + per_bucket_mib,
         "60 min took {long} MiB, 10 min {short} MiB"
     );
-    // Millisecond buckets at 1 request/s for 2 minutes (867 MB when every
-    // row was kept).
+    // Millisecond buckets at 1 request/s for 1 and 2 minutes (867 MB for
+    // 2 minutes when every row was kept): the 60,000 buckets more cost
+    // under half a KiB each (1.15 KiB when the bucket tables were written
+    // in row groups of 1,024 rows, whose metadata the writer keeps).
+    let fine_1m = run(
+        "fine-1m",
+        "clock: { duration: 1m, bucket: 1ms }\nload: { rate: 1 }\n",
+    );
     let fine = run(
         "fine",
         "clock: { duration: 2m, bucket: 1ms }\nload: { rate: 1 }\n",
     );
     assert!(fine < 250, "1 ms buckets took {fine} MiB");
+    let per_bucket_kib = (fine as f64 - fine_1m as f64) * 1024.0 / 60_000.0;
+    assert!(
+        per_bucket_kib < 0.5,
+        "{per_bucket_kib:.2} KiB a bucket ({fine_1m} MiB for 1 minute, {fine} MiB for 2)"
+    );
 }
 
 #[test]
