@@ -33,6 +33,68 @@ pub struct Marker {
     pub label: String,
 }
 
+/// Bins a drawn series' points are kept in: about two per pixel column
+/// of the plotting area.
+const BINS: usize = 1_000;
+
+/// `points` (x ascending) as drawn: all of them when they are few; else,
+/// of each of [`BINS`] equal spans of x, its lowest and its highest point
+/// in their order, so a day of one-second buckets draws as the same
+/// picture, its spikes and dips included, in 2,000 points instead of
+/// 86,400 (an SVG a browser can open). Points whose y is not finite are
+/// left out, as the line skips them.
+fn decimated(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let finite = points.iter().copied().filter(|p| p.1.is_finite());
+    if points.len() <= 2 * BINS {
+        return finite.collect();
+    }
+    let (Some(&(x0, _)), Some(&(x1, _))) = (points.first(), points.last()) else {
+        return Vec::new();
+    };
+    let width = (x1 - x0).max(f64::MIN_POSITIVE);
+    let bin_of = |x: f64| (((x - x0) / width * BINS as f64) as usize).min(BINS - 1);
+    let mut out = Vec::with_capacity(2 * BINS);
+    let mut current: Option<(usize, (f64, f64), (f64, f64))> = None;
+    let close = |out: &mut Vec<(f64, f64)>, lo: (f64, f64), hi: (f64, f64)| {
+        let (a, b) = if lo.0 <= hi.0 { (lo, hi) } else { (hi, lo) };
+        out.push(a);
+        if b != a {
+            out.push(b);
+        }
+    };
+    let mut last = None;
+    for p in finite {
+        last = Some(p);
+        let bin = bin_of(p.0);
+        match &mut current {
+            Some((b, lo, hi)) if *b == bin => {
+                if p.1 < lo.1 {
+                    *lo = p;
+                }
+                if p.1 > hi.1 {
+                    *hi = p;
+                }
+            }
+            _ => {
+                if let Some((_, lo, hi)) = current {
+                    close(&mut out, lo, hi);
+                }
+                current = Some((bin, p, p));
+            }
+        }
+    }
+    if let Some((_, lo, hi)) = current {
+        close(&mut out, lo, hi);
+    }
+    // The line runs to the end of the run.
+    if let Some(p) = last
+        && out.last() != Some(&p)
+    {
+        out.push(p);
+    }
+    out
+}
+
 fn bounds(series: &[Series]) -> (f64, f64, f64) {
     let mut x0 = f64::INFINITY;
     let mut x1 = f64::NEG_INFINITY;
@@ -185,7 +247,7 @@ pub fn lines_over(
             let colour = COLOURS[i % COLOURS.len()];
             chart
                 .draw_series(LineSeries::new(
-                    s.points.iter().copied().filter(|p| p.1.is_finite()),
+                    decimated(&s.points),
                     colour.stroke_width(2),
                 ))
                 .map_err(|e| e.to_string())?;
@@ -240,7 +302,7 @@ pub fn stacked(
             let colour = COLOURS[i % COLOURS.len()];
             chart
                 .draw_series(
-                    AreaSeries::new(s.points.iter().copied(), 0.0, colour.mix(0.6))
+                    AreaSeries::new(decimated(&s.points), 0.0, colour.mix(0.6))
                         .border_style(colour),
                 )
                 .map_err(|e| e.to_string())?;
@@ -448,4 +510,31 @@ pub fn boundary(
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn few_points_are_drawn_as_they_are() {
+        let points = vec![(0.0, 1.0), (1.0, f64::NAN), (2.0, 3.0)];
+        assert_eq!(decimated(&points), vec![(0.0, 1.0), (2.0, 3.0)]);
+    }
+
+    #[test]
+    fn a_day_of_seconds_keeps_its_spike_and_dip_in_two_points_a_bin() {
+        let mut points: Vec<(f64, f64)> = (0..86_400).map(|i| (i as f64, 10.0)).collect();
+        points[40_000].1 = 95.0; // one second's spike
+        points[70_001].1 = 0.5; // one second's dip
+        let drawn = decimated(&points);
+        assert!(drawn.len() <= 2 * BINS, "{} points", drawn.len());
+        assert!(drawn.contains(&(40_000.0, 95.0)), "the spike is lost");
+        assert!(drawn.contains(&(70_001.0, 0.5)), "the dip is lost");
+        assert!(drawn.windows(2).all(|w| w[0].0 < w[1].0), "x goes back");
+        assert_eq!(drawn.first(), Some(&(0.0, 10.0)));
+        assert_eq!(drawn.last(), Some(&(86_399.0, 10.0)));
+        let ys: Vec<f64> = drawn.iter().map(|p| p.1).collect();
+        assert!(ys.iter().all(|&y| y == 10.0 || y == 95.0 || y == 0.5));
+    }
 }
