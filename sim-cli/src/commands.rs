@@ -182,12 +182,39 @@ pub fn sweep(
     );
     if exp.sweep.as_ref().is_some_and(|s| s.replications > 1)
         && opts.shard.is_none()
+        && !opts.quiet
         && let Ok(table) = read_summaries(&exp, &opts.out)
         && let Some(t) = crate::replicas::table(&table, &axes_of(&exp)).map_err(Failure::Run)?
     {
-        crate::say!("\n{t}");
+        let whole = format!(
+            "`stormsim report {}` tabulates them all",
+            opts.out.display()
+        );
+        crate::say!("\n{}", capped(&t, 2, "variants", &whole));
     }
     outcome
+}
+
+/// Most rows of a table printed on the terminal: a sweep of a thousand
+/// cells would print thousands of lines; the report and the summary table
+/// have every row.
+const TERMINAL_ROWS: usize = 30;
+
+/// `table` (its first `head` lines its heading) cut after
+/// [`TERMINAL_ROWS`] rows, with a line saying how many `noun` more there
+/// are and where they all are (`whole`).
+fn capped(table: &str, head: usize, noun: &str, whole: &str) -> String {
+    let lines: Vec<&str> = table.trim_end().lines().collect();
+    let rows = lines.len().saturating_sub(head);
+    if rows <= TERMINAL_ROWS {
+        return lines.join("\n");
+    }
+    let mut out = lines[..head + TERMINAL_ROWS].join("\n");
+    out.push_str(&format!(
+        "\n… and {} more {noun}: {whole}",
+        rows - TERMINAL_ROWS
+    ));
+    out
 }
 
 /// Reads the `summary` rows of every cell of `exp` present in `out`.
@@ -314,13 +341,16 @@ pub fn replay(
         opts.quiet,
     );
     let table = read_summaries(&exp, &opts.out).map_err(Failure::Run)?;
-    crate::say!("\n{}", ranked_table(&exp, &table).map_err(Failure::Run)?);
+    let whole = format!("every one in {}", opts.out.join("report.html").display());
+    let ranked = ranked_table(&exp, &table).map_err(Failure::Run)?;
+    crate::say!("\n{}", capped(&ranked, 2, "cells", &whole));
     if let Some(t) = crate::replicas::table(&table, &axes_of(&exp)).map_err(Failure::Run)? {
-        crate::say!("\n{t}");
+        crate::say!("\n{}", capped(&t, 2, "variants", &whole));
     }
+    let figures = figures_table(&exp, &table).map_err(Failure::Run)?;
     crate::say!(
         "\nincident figures (trailing-window peaks, times after the first trigger):\n{}",
-        figures_table(&exp, &table).map_err(Failure::Run)?
+        capped(&figures, 1, "cells", &whole)
     );
     let html = crate::report::report(&opts.out, &crate::report::ReportOptions::default())
         .map_err(Failure::Run)?;

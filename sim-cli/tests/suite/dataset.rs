@@ -1092,3 +1092,51 @@ outputs: { attempts: 1.0 }
     let share = retried as f64 / 180_000.0;
     assert!((share - 0.111).abs() < 0.01, "{share}");
 }
+
+/// A large sweep's tables on the terminal stop after 30 rows and say how
+/// many more there are and where; `sweep --quiet` prints its one line
+/// even with replications.
+#[test]
+fn a_large_sweeps_terminal_tables_are_cut_and_say_where_the_rest_is() {
+    let dir = scratch("large-sweep");
+    let file = dir.join("large.yaml");
+    std::fs::write(
+        &file,
+        "clock: { duration: 2s }\nload: { rate: 20 }\nsweep:\n  axes:\n    - path: client.attempt_timeout\n      range: { from: 100ms, to: 1.9s, step: 50ms }\n  replications: 2\n",
+    )
+    .unwrap();
+    let (file, out) = (file.to_str().unwrap(), dir.join("out"));
+    let out = out.to_str().unwrap();
+    let o = stormsim(&["sweep", file, "--quiet", "--out", out]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("74 cell(s)"), "{text}");
+    // 37 variants over replications: 30 shown.
+    let o = stormsim(&["sweep", file, "--out", out]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(&format!(
+            "… and 7 more variants: `stormsim report {out}` tabulates them all"
+        )),
+        "{text}"
+    );
+    let o = stormsim(&["replay", file, "--quiet", "--out", out]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let rest = format!("every one in {out}/report.html");
+    assert_eq!(
+        text.matches(&format!("… and 44 more cells: {rest}"))
+            .count(),
+        2,
+        "the ranking and the figures: {text}"
+    );
+    assert!(
+        text.contains(&format!("… and 7 more variants: {rest}")),
+        "{text}"
+    );
+    let ranked = text.lines().filter(|l| l.starts_with("30 ")).count();
+    assert_eq!(ranked, 1, "{text}");
+    assert!(!text.lines().any(|l| l.starts_with("31 ")), "{text}");
+    assert!(text.lines().count() < 150, "{} lines", text.lines().count());
+}
