@@ -53,38 +53,23 @@ fn decimated(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     };
     let width = (x1 - x0).max(f64::MIN_POSITIVE);
     let bin_of = |x: f64| (((x - x0) / width * BINS as f64) as usize).min(BINS - 1);
-    let mut out = Vec::with_capacity(2 * BINS);
-    let mut current: Option<(usize, (f64, f64), (f64, f64))> = None;
-    let close = |out: &mut Vec<(f64, f64)>, lo: (f64, f64), hi: (f64, f64)| {
-        let (a, b) = if lo.0 <= hi.0 { (lo, hi) } else { (hi, lo) };
-        out.push(a);
-        if b != a {
-            out.push(b);
-        }
-    };
+    let mut out = Vec::with_capacity(2 * BINS + 1);
+    let mut bin: Option<Bin> = None;
     let mut last = None;
     for p in finite {
         last = Some(p);
-        let bin = bin_of(p.0);
-        match &mut current {
-            Some((b, lo, hi)) if *b == bin => {
-                if p.1 < lo.1 {
-                    *lo = p;
-                }
-                if p.1 > hi.1 {
-                    *hi = p;
-                }
-            }
+        let index = bin_of(p.0);
+        match &mut bin {
+            Some(b) if b.index == index => b.take(p),
             _ => {
-                if let Some((_, lo, hi)) = current {
-                    close(&mut out, lo, hi);
+                if let Some(b) = bin.replace(Bin::new(index, p)) {
+                    b.drawn(&mut out);
                 }
-                current = Some((bin, p, p));
             }
         }
     }
-    if let Some((_, lo, hi)) = current {
-        close(&mut out, lo, hi);
+    if let Some(b) = bin {
+        b.drawn(&mut out);
     }
     // The line runs to the end of the run.
     if let Some(p) = last
@@ -93,6 +78,46 @@ fn decimated(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
         out.push(p);
     }
     out
+}
+
+/// One span of x in [`decimated`]: its lowest and highest point so far.
+struct Bin {
+    index: usize,
+    low: (f64, f64),
+    high: (f64, f64),
+}
+
+impl Bin {
+    fn new(index: usize, p: (f64, f64)) -> Bin {
+        Bin {
+            index,
+            low: p,
+            high: p,
+        }
+    }
+
+    fn take(&mut self, p: (f64, f64)) {
+        if p.1 < self.low.1 {
+            self.low = p;
+        }
+        if p.1 > self.high.1 {
+            self.high = p;
+        }
+    }
+
+    /// Appends its points to `out` in the order of x (one when they are
+    /// the same point).
+    fn drawn(self, out: &mut Vec<(f64, f64)>) {
+        let (a, b) = if self.low.0 <= self.high.0 {
+            (self.low, self.high)
+        } else {
+            (self.high, self.low)
+        };
+        out.push(a);
+        if b != a {
+            out.push(b);
+        }
+    }
 }
 
 fn bounds(series: &[Series]) -> (f64, f64, f64) {
