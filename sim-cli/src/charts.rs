@@ -387,12 +387,36 @@ pub fn heatmap(
             .disable_mesh()
             .x_desc(x_desc)
             .y_desc(y_desc)
-            .x_labels(nx)
-            .y_labels(ny)
+            // At most as many labels as fit side by side (a sweep of 191
+            // timeouts labels about every 20th).
+            .x_labels(nx.min(12))
+            .y_labels(ny.min(16))
             .x_label_formatter(&|v| tick(x_ticks, *v))
             .y_label_formatter(&|v| tick(y_ticks, *v))
             .draw()
             .map_err(|e| e.to_string())?;
+        // Each cell's value and border only where a cell has room for
+        // them: small cells are colour alone, and the scale's ends are
+        // written under the title instead.
+        let (w, h) = chart.plotting_area().dim_in_pixel();
+        let (cell_w, cell_h) = (w as f64 / nx as f64, h as f64 / ny as f64);
+        let (labelled, bordered) = (
+            cell_w >= 40.0 && cell_h >= 16.0,
+            cell_w >= 6.0 && cell_h >= 6.0,
+        );
+        if !labelled && lo.is_finite() {
+            let scale = if hi > lo {
+                format!("white {}, red {}", format(lo), format(hi))
+            } else {
+                format!("every cell {}", format(lo))
+            };
+            root.draw(&Text::new(
+                scale,
+                (SIZE.0 as i32 - 190, 14),
+                ("sans-serif", 12),
+            ))
+            .map_err(|e| e.to_string())?;
+        }
         for (yi, row) in values.iter().enumerate() {
             for (xi, v) in row.iter().enumerate() {
                 let Some(v) = *v else { continue };
@@ -409,19 +433,23 @@ pub fn heatmap(
                         colour.filled(),
                     )))
                     .map_err(|e| e.to_string())?;
-                chart
-                    .draw_series(std::iter::once(Rectangle::new(
-                        [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
-                        GREY_500.stroke_width(1),
-                    )))
-                    .map_err(|e| e.to_string())?;
-                chart
-                    .draw_series(std::iter::once(Text::new(
-                        format(v),
-                        (x - 0.1, y + 0.1),
-                        ("sans-serif", 13),
-                    )))
-                    .map_err(|e| e.to_string())?;
+                if bordered {
+                    chart
+                        .draw_series(std::iter::once(Rectangle::new(
+                            [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
+                            GREY_500.stroke_width(1),
+                        )))
+                        .map_err(|e| e.to_string())?;
+                }
+                if labelled {
+                    chart
+                        .draw_series(std::iter::once(Text::new(
+                            format(v),
+                            (x - 0.1, y + 0.1),
+                            ("sans-serif", 13),
+                        )))
+                        .map_err(|e| e.to_string())?;
+                }
             }
         }
         root.present().map_err(|e| e.to_string())?;
@@ -540,6 +568,34 @@ pub fn boundary(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A heatmap of many cells labels some ticks and colours its cells
+    /// (the scale's ends written once); one of few cells writes each
+    /// cell's value.
+    #[test]
+    fn a_heatmap_writes_values_only_in_cells_with_room_for_them() {
+        let heat = |nx: usize, ny: usize| {
+            let xs: Vec<String> = (0..nx).map(|i| format!("x{i}")).collect();
+            let ys: Vec<String> = (0..ny).map(|i| format!("y{i}")).collect();
+            let values: Vec<Vec<Option<f64>>> = (0..ny)
+                .map(|j| (0..nx).map(|i| Some((i * ny + j) as f64)).collect())
+                .collect();
+            heatmap("t", "x", "y", &xs, &ys, &values, &|v| format!("v{v:.0}")).unwrap()
+        };
+        // plotters writes each text's content on a line of its own.
+        let texts = |svg: &str, prefix: &str| {
+            svg.lines()
+                .filter_map(|l| l.trim().strip_prefix(prefix))
+                .filter(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit()))
+                .count()
+        };
+        let small = heat(3, 3);
+        assert_eq!(texts(&small, "v"), 9, "{small}");
+        let large = heat(4, 191);
+        assert!(texts(&large, "y") <= 16, "{} y labels", texts(&large, "y"));
+        assert_eq!(texts(&large, "v"), 0, "values written in tiny cells");
+        assert!(large.contains("white v0, red v763"), "no scale");
+    }
 
     #[test]
     fn few_points_are_drawn_as_they_are() {
