@@ -78,8 +78,8 @@ pub struct CellContext {
     /// Key-value metadata of every file.
     pub meta: Vec<(String, String)>,
     /// How many buckets the run closes: room for every bucket's key
-    /// figures is taken once (grown by doubling, a long run's would peak
-    /// at up to three times their size while moved).
+    /// figures is taken once, not grown by doubling (which can leave half
+    /// of it unused).
     pub buckets: u64,
 }
 
