@@ -620,15 +620,19 @@ fn tiers_section(
                 });
             }
         }
+        let all = lines.len();
+        let lines = highest_peaks(lines, charts::COLOURS.len() - 1);
+        let title = if lines.len() < all {
+            format!(
+                "Amplification per tier: the {} edges and dependencies of {all} with the highest peaks (the table has all)",
+                lines.len()
+            )
+        } else {
+            "Amplification per tier: each edge's attempts and each dependency's arrivals per user request".to_string()
+        };
         charts_out.push((
             "tiers.svg".to_string(),
-            charts::lines(
-                "Amplification per tier: each edge's attempts and each dependency's arrivals per user request",
-                "per user request",
-                &lines,
-                marks,
-                label,
-            )?,
+            charts::lines(&title, "per user request", &lines, marks, label)?,
         ));
     }
     Ok(Some(Section {
@@ -637,6 +641,29 @@ fn tiers_section(
         charts: charts_out,
         table: Some(table_html(&head, &rows)),
     }))
+}
+
+/// The `most` series of `lines` with the highest peaks, in their order: a
+/// chart of more lines than it has colours reads as none (a graph of 20
+/// services drew 44, their legend cut off).
+fn highest_peaks(lines: Vec<charts::Series>, most: usize) -> Vec<charts::Series> {
+    if lines.len() <= most {
+        return lines;
+    }
+    let peak = |s: &charts::Series| {
+        s.points
+            .iter()
+            .map(|p| p.1)
+            .filter(|y| y.is_finite())
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    // Highest first; ties in the table's order.
+    order.sort_by(|&a, &b| peak(&lines[b]).total_cmp(&peak(&lines[a])).then(a.cmp(&b)));
+    let mut kept = order[..most].to_vec();
+    kept.sort_unstable();
+    let mut lines: Vec<Option<charts::Series>> = lines.into_iter().map(Some).collect();
+    kept.into_iter().filter_map(|i| lines[i].take()).collect()
 }
 
 fn run_sections(
@@ -1404,6 +1431,25 @@ fn sweep_sections(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chart_of_many_tiers_keeps_the_highest_peaks_in_their_order() {
+        let line = |name: &str, peak: f64| charts::Series {
+            name: name.into(),
+            points: vec![(0.0, 1.0), (1.0, peak), (2.0, f64::NAN)],
+        };
+        let lines = vec![
+            line("a", 2.0),
+            line("b", 9.0),
+            line("c", 1.0),
+            line("d", 9.0),
+            line("e", 5.0),
+        ];
+        let names = |l: Vec<charts::Series>| l.into_iter().map(|s| s.name).collect::<Vec<_>>();
+        assert_eq!(names(highest_peaks(lines, 3)), ["b", "d", "e"]);
+        let few = vec![line("x", 1.0), line("y", 2.0)];
+        assert_eq!(names(highest_peaks(few, 3)), ["x", "y"]);
+    }
 
     /// Every timeseries column this file names is one the report reads:
     /// a chart added on a column left out of [`TIMESERIES_READ`] fails
