@@ -226,6 +226,32 @@ fn side_legend(
     Ok(())
 }
 
+/// Where the markers' labels go: each on the first line down from the top
+/// where it does not run into a label before it (a restore 90 s after a
+/// change wrote over the change's label).
+#[derive(Default)]
+struct LabelRows {
+    /// Where each line's last label ends, pixels.
+    ends: Vec<i32>,
+}
+
+impl LabelRows {
+    /// The line of a label starting at pixel `left`, `chars` long (11 px
+    /// sans-serif: about 6 px a character).
+    fn place(&mut self, left: i32, chars: usize) -> usize {
+        let right = left + 6 * chars as i32 + 4;
+        let row = match self.ends.iter().position(|&end| end <= left) {
+            Some(r) => r,
+            None => {
+                self.ends.push(i32::MIN);
+                self.ends.len() - 1
+            }
+        };
+        self.ends[row] = right;
+        row
+    }
+}
+
 /// A line chart over time; `x_label_of` turns an x value into its axis
 /// label (a wall-clock time).
 pub fn lines(
@@ -253,17 +279,24 @@ pub fn lines_over(
         full.fill(&WHITE).map_err(|e| e.to_string())?;
         let (root, panel) = with_legend_panel(full.clone(), series.len());
         let (mut chart, y1) = time_chart(&root, title, x_desc, y_desc, series, x_label_of)?;
-        for m in markers {
+        let (_, plot_h) = chart.plotting_area().dim_in_pixel();
+        let line_h = y1 * 13.0 / f64::from(plot_h.max(1));
+        let mut rows = LabelRows::default();
+        let mut in_order: Vec<&Marker> = markers.iter().collect();
+        in_order.sort_by(|a, b| a.x.total_cmp(&b.x));
+        for m in in_order {
             chart
                 .draw_series(LineSeries::new(
                     vec![(m.x, 0.0), (m.x, y1)],
                     GREY_500.stroke_width(1),
                 ))
                 .map_err(|e| e.to_string())?;
+            let (left, _) = chart.backend_coord(&(m.x, y1));
+            let row = rows.place(left, m.label.chars().count());
             chart
                 .draw_series(std::iter::once(Text::new(
                     m.label.clone(),
-                    (m.x, y1 * 0.97),
+                    (m.x, y1 * 0.97 - row as f64 * line_h),
                     ("sans-serif", 11),
                 )))
                 .map_err(|e| e.to_string())?;
@@ -595,6 +628,16 @@ mod tests {
         assert!(texts(&large, "y") <= 16, "{} y labels", texts(&large, "y"));
         assert_eq!(texts(&large, "v"), 0, "values written in tiny cells");
         assert!(large.contains("white v0, red v763"), "no scale");
+    }
+
+    #[test]
+    fn marker_labels_that_would_overlap_go_on_the_next_line() {
+        let mut rows = LabelRows::default();
+        assert_eq!(rows.place(100, 20), 0);
+        assert_eq!(rows.place(150, 20), 1, "overlaps the first");
+        assert_eq!(rows.place(200, 5), 2, "overlaps both");
+        assert_eq!(rows.place(300, 5), 0, "clear of the first");
+        assert_eq!(rows.place(900, 5), 0);
     }
 
     #[test]
