@@ -37,47 +37,68 @@ pub struct Marker {
 /// of the plotting area.
 const BINS: usize = 1_000;
 
-/// `points` (x ascending) as drawn: all of them when they are few; else,
-/// of each of [`BINS`] equal spans of x, its lowest and its highest point
-/// in their order, so a day of one-second buckets draws as the same
-/// picture, its spikes and dips included, in 2,000 points instead of
-/// 86,400 (an SVG a browser can open). Points whose y is not finite are
-/// left out, as the line skips them.
-fn decimated(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
-    let finite = points.iter().copied().filter(|p| p.1.is_finite());
-    if points.len() <= 2 * BINS {
-        return finite.collect();
-    }
-    let (Some(&(x0, _)), Some(&(x1, _))) = (points.first(), points.last()) else {
-        return Vec::new();
+/// `points` (x ascending) as drawn, in runs of points whose y is finite:
+/// a bucket without a value (a p99 of no request) breaks the line instead
+/// of being bridged by it. Within a run, every point when the series has
+/// few; else, of each of [`BINS`] equal spans of x, its lowest and its
+/// highest point in their order, and the run's last, so a day of
+/// one-second buckets draws as the same picture, its spikes and dips
+/// included, in about 2,000 points instead of 86,400 (an SVG a browser
+/// can open).
+fn decimated(points: &[(f64, f64)]) -> Vec<Vec<(f64, f64)>> {
+    let bin_of: Option<Box<dyn Fn(f64) -> usize>> = match (points.first(), points.last()) {
+        (Some(&(x0, _)), Some(&(x1, _))) if points.len() > 2 * BINS => {
+            let width = (x1 - x0).max(f64::MIN_POSITIVE);
+            Some(Box::new(move |x: f64| {
+                (((x - x0) / width * BINS as f64) as usize).min(BINS - 1)
+            }))
+        }
+        _ => None,
     };
-    let width = (x1 - x0).max(f64::MIN_POSITIVE);
-    let bin_of = |x: f64| (((x - x0) / width * BINS as f64) as usize).min(BINS - 1);
-    let mut out = Vec::with_capacity(2 * BINS + 1);
+    let mut runs = Vec::new();
+    let mut run: Vec<(f64, f64)> = Vec::new();
     let mut bin: Option<Bin> = None;
     let mut last = None;
-    for p in finite {
+    let close =
+        |run: &mut Vec<(f64, f64)>, bin: &mut Option<Bin>, last: &mut Option<(f64, f64)>| {
+            if let Some(b) = bin.take() {
+                b.drawn(run);
+            }
+            if let Some(p) = last.take()
+                && run.last() != Some(&p)
+            {
+                run.push(p);
+            }
+            std::mem::take(run)
+        };
+    for &p in points {
+        if !p.1.is_finite() {
+            let done = close(&mut run, &mut bin, &mut last);
+            if !done.is_empty() {
+                runs.push(done);
+            }
+            continue;
+        }
         last = Some(p);
+        let Some(bin_of) = &bin_of else {
+            run.push(p);
+            continue;
+        };
         let index = bin_of(p.0);
         match &mut bin {
             Some(b) if b.index == index => b.take(p),
             _ => {
                 if let Some(b) = bin.replace(Bin::new(index, p)) {
-                    b.drawn(&mut out);
+                    b.drawn(&mut run);
                 }
             }
         }
     }
-    if let Some(b) = bin {
-        b.drawn(&mut out);
+    let done = close(&mut run, &mut bin, &mut last);
+    if !done.is_empty() {
+        runs.push(done);
     }
-    // The line runs to the end of the run.
-    if let Some(p) = last
-        && out.last() != Some(&p)
-    {
-        out.push(p);
-    }
-    out
+    runs
 }
 
 /// One span of x in [`decimated`]: its lowest and highest point so far.
@@ -303,12 +324,18 @@ pub fn lines_over(
         }
         for (i, s) in series.iter().enumerate() {
             let colour = COLOURS[i % COLOURS.len()];
-            chart
-                .draw_series(LineSeries::new(
-                    decimated(&s.points),
-                    colour.stroke_width(2),
-                ))
-                .map_err(|e| e.to_string())?;
+            for run in decimated(&s.points) {
+                // A value alone between gaps is a dot, not nothing.
+                if let [p] = run[..] {
+                    chart
+                        .draw_series(std::iter::once(Circle::new(p, 2, colour.filled())))
+                        .map_err(|e| e.to_string())?;
+                    continue;
+                }
+                chart
+                    .draw_series(LineSeries::new(run, colour.stroke_width(2)))
+                    .map_err(|e| e.to_string())?;
+            }
         }
         if let Some(panel) = &panel {
             let entries: Vec<(String, RGBColor, bool)> = series
@@ -360,8 +387,12 @@ pub fn stacked(
             let colour = COLOURS[i % COLOURS.len()];
             chart
                 .draw_series(
-                    AreaSeries::new(decimated(&s.points), 0.0, colour.mix(0.6))
-                        .border_style(colour),
+                    AreaSeries::new(
+                        decimated(&s.points).into_iter().flatten(),
+                        0.0,
+                        colour.mix(0.6),
+                    )
+                    .border_style(colour),
                 )
                 .map_err(|e| e.to_string())?;
         }
@@ -642,8 +673,27 @@ mod tests {
 
     #[test]
     fn few_points_are_drawn_as_they_are() {
-        let points = vec![(0.0, 1.0), (1.0, f64::NAN), (2.0, 3.0)];
-        assert_eq!(decimated(&points), vec![(0.0, 1.0), (2.0, 3.0)]);
+        let points = vec![(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)];
+        assert_eq!(decimated(&points), vec![points.clone()]);
+    }
+
+    #[test]
+    fn a_value_missing_breaks_the_line() {
+        let points = vec![(0.0, 1.0), (1.0, 2.0), (2.0, f64::NAN), (3.0, 3.0)];
+        assert_eq!(
+            decimated(&points),
+            vec![vec![(0.0, 1.0), (1.0, 2.0)], vec![(3.0, 3.0)]]
+        );
+        // Decimated too: the gap stays a gap.
+        let mut long: Vec<(f64, f64)> = (0..10_000).map(|i| (i as f64, 1.0)).collect();
+        for p in &mut long[4_000..6_000] {
+            p.1 = f64::NAN;
+        }
+        let runs = decimated(&long);
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].last(), Some(&(3_999.0, 1.0)));
+        assert_eq!(runs[1].first(), Some(&(6_000.0, 1.0)));
+        assert_eq!(runs[1].last(), Some(&(9_999.0, 1.0)));
     }
 
     #[test]
@@ -651,7 +701,7 @@ mod tests {
         let mut points: Vec<(f64, f64)> = (0..86_400).map(|i| (i as f64, 10.0)).collect();
         points[40_000].1 = 95.0; // one second's spike
         points[70_001].1 = 0.5; // one second's dip
-        let drawn = decimated(&points);
+        let drawn = decimated(&points).concat();
         assert!(drawn.len() <= 2 * BINS, "{} points", drawn.len());
         assert!(drawn.contains(&(40_000.0, 95.0)), "the spike is lost");
         assert!(drawn.contains(&(70_001.0, 0.5)), "the dip is lost");
