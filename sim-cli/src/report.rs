@@ -1377,12 +1377,20 @@ fn sweep_sections(
             })
         })
         .collect();
+    // Whole numbers as written (`3`, not the column's `3.0`).
+    let shown = |ticks: &[String]| -> Vec<String> {
+        ticks
+            .iter()
+            .map(|t| t.strip_suffix(".0").unwrap_or(t).to_string())
+            .collect()
+    };
+    let (x_shown, y_shown) = (shown(&x_ticks), shown(&y_ticks));
     let heat = charts::heatmap(
         &format!("{kpi} (mean over replications and other axes)"),
         &x,
         &y,
-        &x_ticks,
-        &y_ticks,
+        &x_shown,
+        &y_shown,
         &means,
         &|v| {
             labels
@@ -1395,8 +1403,8 @@ fn sweep_sections(
         "Share of runs that stayed collapsed (metastable)",
         &x,
         &y,
-        &x_ticks,
-        &y_ticks,
+        &x_shown,
+        &y_shown,
         &mean(|a| a.1),
         &|v| format!("{:.0}%", 100.0 * v),
     )?;
