@@ -249,27 +249,33 @@ fn side_legend(
 
 /// Where the markers' labels go: each on the first line down from the top
 /// where it does not run into a label before it (a restore 90 s after a
-/// change wrote over the change's label).
+/// change wrote over the change's label), on at most [`LABEL_LINES`]
+/// lines: a label with no room left is not written (its marker is still
+/// drawn), so labels never cover the data.
 #[derive(Default)]
 struct LabelRows {
     /// Where each line's last label ends, pixels.
     ends: Vec<i32>,
 }
 
+/// Lines the markers' labels may take under the top of a chart.
+const LABEL_LINES: usize = 3;
+
 impl LabelRows {
     /// The line of a label starting at pixel `left`, `chars` long (11 px
-    /// sans-serif: about 6 px a character).
-    fn place(&mut self, left: i32, chars: usize) -> usize {
+    /// sans-serif: about 6 px a character); `None` when no line has room.
+    fn place(&mut self, left: i32, chars: usize) -> Option<usize> {
         let right = left + 6 * chars as i32 + 4;
         let row = match self.ends.iter().position(|&end| end <= left) {
             Some(r) => r,
-            None => {
+            None if self.ends.len() < LABEL_LINES => {
                 self.ends.push(i32::MIN);
                 self.ends.len() - 1
             }
+            None => return None,
         };
         self.ends[row] = right;
-        row
+        Some(row)
     }
 }
 
@@ -313,7 +319,9 @@ pub fn lines_over(
                 ))
                 .map_err(|e| e.to_string())?;
             let (left, _) = chart.backend_coord(&(m.x, y1));
-            let row = rows.place(left, m.label.chars().count());
+            let Some(row) = rows.place(left, m.label.chars().count()) else {
+                continue;
+            };
             chart
                 .draw_series(std::iter::once(Text::new(
                     m.label.clone(),
@@ -664,11 +672,12 @@ mod tests {
     #[test]
     fn marker_labels_that_would_overlap_go_on_the_next_line() {
         let mut rows = LabelRows::default();
-        assert_eq!(rows.place(100, 20), 0);
-        assert_eq!(rows.place(150, 20), 1, "overlaps the first");
-        assert_eq!(rows.place(200, 5), 2, "overlaps both");
-        assert_eq!(rows.place(300, 5), 0, "clear of the first");
-        assert_eq!(rows.place(900, 5), 0);
+        assert_eq!(rows.place(100, 20), Some(0));
+        assert_eq!(rows.place(150, 20), Some(1), "overlaps the first");
+        assert_eq!(rows.place(200, 5), Some(2), "overlaps both");
+        assert_eq!(rows.place(210, 5), None, "no fourth line");
+        assert_eq!(rows.place(300, 5), Some(0), "clear of the first");
+        assert_eq!(rows.place(900, 5), Some(0));
     }
 
     #[test]

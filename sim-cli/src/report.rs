@@ -420,28 +420,63 @@ fn markers(events: Option<&DataFrame>) -> Result<Vec<Marker>, String> {
         strings(ev, "kind")?,
         strings(ev, "detail")?,
     );
-    // Several runs carry the same timeline: each action once, in time order.
-    let mut actions: Vec<(f64, String)> = (0..t.len())
+    // Several runs carry the same timeline: each action once, in time
+    // order, with the timeline entry it comes from (`[2] load.rate = 103`).
+    let mut actions: Vec<(f64, String, String)> = (0..t.len())
         .filter(|&i| kind[i] == "timeline")
-        .map(|i| {
-            let label = detail[i]
-                .split("] ")
-                .nth(1)
-                .unwrap_or(&detail[i])
-                .to_string();
-            (t[i], label)
+        .map(|i| match detail[i].split_once("] ") {
+            Some((entry, label)) => (t[i], entry.to_string(), label.to_string()),
+            None => (t[i], String::new(), detail[i].clone()),
         })
         .collect();
-    actions.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    actions.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.2.cmp(&b.2)));
     actions.dedup();
-    let mut out: Vec<Marker> = Vec::new();
-    for (x, label) in actions {
-        // Ramps apply in many small steps: mark the first of a run only.
-        if out.last().is_none_or(|m| x - m.x > 5.0) {
-            out.push(Marker { x, label });
+    Ok(ramps_merged(actions))
+}
+
+/// One marker per action, except a ramp: its many small steps (one entry,
+/// one parameter, more than a pulse's set and revert) are one marker at
+/// its start, `load.rate = 103 → 250`.
+fn ramps_merged(actions: Vec<(f64, String, String)>) -> Vec<Marker> {
+    let param = |label: &str| label.split_once(" = ").map(|(p, _)| p.to_string());
+    let mut out = Vec::new();
+    let mut used = vec![false; actions.len()];
+    for i in 0..actions.len() {
+        if used[i] {
+            continue;
         }
+        let (x, entry, label) = &actions[i];
+        let steps: Vec<usize> = (i..actions.len())
+            .filter(|&j| {
+                !used[j]
+                    && !entry.is_empty()
+                    && actions[j].1 == *entry
+                    && param(&actions[j].2) == param(label)
+            })
+            .collect();
+        // A ramp's steps come at many instants; a pulse swept over its
+        // value sets several values at one instant and reverts at another.
+        let mut instants: Vec<f64> = steps.iter().map(|&j| actions[j].0).collect();
+        instants.dedup();
+        if instants.len() > 2
+            && let Some((_, last)) = actions[steps[steps.len() - 1]].2.split_once(" = ")
+        {
+            for &j in &steps {
+                used[j] = true;
+            }
+            out.push(Marker {
+                x: *x,
+                label: format!("{label} → {last}"),
+            });
+            continue;
+        }
+        used[i] = true;
+        out.push(Marker {
+            x: *x,
+            label: label.clone(),
+        });
     }
-    Ok(out)
+    out
 }
 
 fn series(df: &DataFrame, x: &[f64], col: &str, name: &str) -> Result<Series, String> {
@@ -1439,6 +1474,43 @@ fn sweep_sections(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ramp_is_one_marker_and_a_pulse_two() {
+        let a = |x: f64, entry: &str, label: &str| (x, entry.to_string(), label.to_string());
+        let mut actions = vec![a(60.0, "[0", "upstream.latency_scale = 3")];
+        for k in 0..50 {
+            actions.push(a(
+                120.0 + 1.2 * k as f64,
+                "[1",
+                &format!("load.rate = {}", 103 + 3 * k),
+            ));
+        }
+        actions.push(a(180.0, "[2", "upstream.errors.http_503 = 0.3"));
+        actions.push(a(200.0, "[2", "upstream.errors.http_503 = 0"));
+        actions.push(a(240.0, "[3", "kill pod 3"));
+        let marks: Vec<(f64, String)> = ramps_merged(actions)
+            .into_iter()
+            .map(|m| (m.x, m.label))
+            .collect();
+        let want = [
+            (60.0, "upstream.latency_scale = 3"),
+            (120.0, "load.rate = 103 → 250"),
+            (180.0, "upstream.errors.http_503 = 0.3"),
+            (200.0, "upstream.errors.http_503 = 0"),
+            (240.0, "kill pod 3"),
+        ];
+        let want: Vec<(f64, String)> = want.iter().map(|(x, l)| (*x, l.to_string())).collect();
+        assert_eq!(marks, want);
+        // A pulse swept over its value: every value at its start, one revert.
+        let swept = vec![
+            a(60.0, "[0", "x = 2"),
+            a(60.0, "[0", "x = 3"),
+            a(60.0, "[0", "x = 4"),
+            a(90.0, "[0", "x = 1"),
+        ];
+        assert_eq!(ramps_merged(swept).len(), 4);
+    }
 
     #[test]
     fn a_chart_of_many_tiers_keeps_the_highest_peaks_in_their_order() {
