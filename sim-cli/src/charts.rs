@@ -214,26 +214,56 @@ fn with_legend_panel<'b>(
     (plot, Some(panel))
 }
 
+/// How a series is drawn, and its legend's swatch.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Swatch {
+    /// A line.
+    Line,
+    /// A dashed line: the series after the palette's nine colours, which
+    /// reuse them.
+    Dashed,
+    /// A filled area.
+    Area,
+}
+
+impl Swatch {
+    /// The swatch of line series `i`.
+    fn of_line(i: usize) -> Swatch {
+        if i < COLOURS.len() {
+            Swatch::Line
+        } else {
+            Swatch::Dashed
+        }
+    }
+}
+
 /// Draws the legend in its panel: a swatch and the series' name per line,
 /// names cut to fit.
 fn side_legend(
     panel: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    entries: &[(String, RGBColor, bool)],
+    entries: &[(String, RGBColor, Swatch)],
 ) -> Result<(), String> {
     panel.fill(&WHITE).map_err(|e| e.to_string())?;
-    for (i, (name, colour, filled)) in entries.iter().enumerate() {
+    for (i, (name, colour, swatch)) in entries.iter().enumerate() {
         let y = 40 + 18 * i as i32;
-        if *filled {
-            panel
+        match swatch {
+            Swatch::Area => panel
                 .draw(&Rectangle::new([(6, y - 5), (20, y + 5)], colour.filled()))
-                .map_err(|e| e.to_string())?;
-        } else {
-            panel
+                .map_err(|e| e.to_string())?,
+            Swatch::Line => panel
                 .draw(&PathElement::new(
                     vec![(4, y), (22, y)],
                     colour.stroke_width(2),
                 ))
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| e.to_string())?,
+            Swatch::Dashed => panel
+                .draw(&plotters::element::DashedPathElement::new(
+                    vec![(4, y), (22, y)],
+                    5,
+                    3,
+                    colour.stroke_width(2),
+                ))
+                .map_err(|e| e.to_string())?,
         }
         let text: String = if name.chars().count() > 26 {
             name.chars().take(25).collect::<String>() + "…"
@@ -340,16 +370,28 @@ pub fn lines_over(
                         .map_err(|e| e.to_string())?;
                     continue;
                 }
-                chart
-                    .draw_series(LineSeries::new(run, colour.stroke_width(2)))
-                    .map_err(|e| e.to_string())?;
+                let style = colour.stroke_width(2);
+                match Swatch::of_line(i) {
+                    Swatch::Dashed => chart
+                        .draw_series(DashedLineSeries::new(run, 6, 4, style))
+                        .map_err(|e| e.to_string())?,
+                    _ => chart
+                        .draw_series(LineSeries::new(run, style))
+                        .map_err(|e| e.to_string())?,
+                };
             }
         }
         if let Some(panel) = &panel {
-            let entries: Vec<(String, RGBColor, bool)> = series
+            let entries: Vec<(String, RGBColor, Swatch)> = series
                 .iter()
                 .enumerate()
-                .map(|(i, s)| (s.name.clone(), COLOURS[i % COLOURS.len()], false))
+                .map(|(i, s)| {
+                    (
+                        s.name.clone(),
+                        COLOURS[i % COLOURS.len()],
+                        Swatch::of_line(i),
+                    )
+                })
                 .collect();
             side_legend(panel, &entries)?;
         }
@@ -405,10 +447,10 @@ pub fn stacked(
                 .map_err(|e| e.to_string())?;
         }
         if let Some(panel) = &panel {
-            let entries: Vec<(String, RGBColor, bool)> = cumulative
+            let entries: Vec<(String, RGBColor, Swatch)> = cumulative
                 .iter()
                 .enumerate()
-                .map(|(i, s)| (s.name.clone(), COLOURS[i % COLOURS.len()], true))
+                .map(|(i, s)| (s.name.clone(), COLOURS[i % COLOURS.len()], Swatch::Area))
                 .collect();
             side_legend(panel, &entries)?;
         }
@@ -678,6 +720,33 @@ mod tests {
         assert_eq!(rows.place(210, 5), None, "no fourth line");
         assert_eq!(rows.place(300, 5), Some(0), "clear of the first");
         assert_eq!(rows.place(900, 5), Some(0));
+    }
+
+    /// Lines past the palette's nine colours are dashed, in the chart and
+    /// in the legend, so twelve runs compared stay twelve.
+    #[test]
+    fn lines_past_the_palette_are_dashed() {
+        let series: Vec<Series> = (0..12)
+            .map(|i| Series {
+                name: format!("run {i}"),
+                points: vec![(0.0, i as f64), (1.0, i as f64 + 1.0)],
+            })
+            .collect();
+        // Each dash is a polyline of its own in the series' colour; the
+        // first series' line and swatch are two more in the same colour.
+        let first = COLOURS[0];
+        let colour = format!("stroke=\"#{:02X}{:02X}{:02X}\"", first.0, first.1, first.2);
+        let strokes = |svg: &str| {
+            svg.lines()
+                .filter(|l| l.starts_with("<polyline") && l.contains(&colour))
+                .count()
+        };
+        let svg = lines("t", "y", &series, &[], &|x| format!("{x}")).unwrap();
+        assert!(strokes(&svg) > 10, "the tenth line is not dashed: {svg}");
+        assert_eq!(Swatch::of_line(8), Swatch::Line);
+        assert_eq!(Swatch::of_line(9), Swatch::Dashed);
+        let few = lines("t", "y", &series[..9], &[], &|x| format!("{x}")).unwrap();
+        assert_eq!(strokes(&few), 2, "nine lines need no dashes");
     }
 
     #[test]
