@@ -324,6 +324,13 @@ fn yaml_error(file: &Path, text_of_file: &str, e: &yaml_serde::Error) -> InputEr
             u64::MAX
         );
     }
+    // A number past f64's range is read as text by the YAML parser.
+    if let Some(rest) = message.strip_prefix("invalid type: string \"")
+        && let Some((n, _)) = rest.split_once("\", expected a number")
+        && n.parse::<f64>().is_ok_and(f64::is_infinite)
+    {
+        message = format!("the number {n} is out of range: numbers go up to about 1.8e308");
+    }
     let mut at = e.location().map(|l| (l.line(), l.column()));
     let mut path = path;
     // The parser places a duplicate key at its mapping: point at the

@@ -97,6 +97,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "string \"fast\", expected a number",
     ),
     (
+        "load: { rate: 1e400 }\n",
+        1,
+        "load.rate",
+        "the number 1e400 is out of range: numbers go up to about 1.8e308",
+    ),
+    (
         "client: { propagate_deadline: yes }\n",
         1,
         "client.propagate_deadline",
