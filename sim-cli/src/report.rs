@@ -182,6 +182,30 @@ fn check_kpi(summary: &DataFrame, kpi: &str) -> Result<(), String> {
     ))
 }
 
+/// `--x` and `--y` name swept parameters of the dataset (or
+/// `replication`), whatever the report then draws: on a single run, or
+/// naming a parameter not swept, they would be ignored without a word.
+/// (The same axis twice is allowed: it pools the other axes.)
+fn check_axes(axes: &[String], opts: &ReportOptions) -> Result<(), String> {
+    for (flag, axis) in [("--x", &opts.x), ("--y", &opts.y)] {
+        let Some(a) = axis else { continue };
+        if axes.is_empty() {
+            return Err(format!(
+                "{flag} {a}: not a swept parameter: this dataset has no sweep (--x and --y choose the axes of a sweep's heatmap)"
+            ));
+        }
+        if a != "replication" && !axes.contains(a) {
+            let hint = crate::load::closest(a, axes.iter().map(String::as_str))
+                .map_or(String::new(), |c| format!("; did you mean `{c}`?"));
+            return Err(format!(
+                "{flag} {a}: not a swept parameter of this dataset ({}){hint}",
+                axes.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn has(df: &DataFrame, name: &str) -> bool {
     df.column(name).is_ok()
 }
@@ -296,6 +320,7 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
     if let Some(kpi) = &opts.kpi {
         check_kpi(&summary, kpi)?;
     }
+    check_axes(&axes, opts)?;
     let timeseries = read_columns(dir, "timeseries", report_reads)?.ok_or("no timeseries table")?;
     let events = read_table(dir, "events")?;
     let groups = read_table(dir, "pod_groups")?;
@@ -1325,10 +1350,11 @@ fn sweep_sections(
     let kpi = opts.kpi.clone().unwrap_or_else(|| "peak_error_rate".into());
     check_kpi(summary, &kpi)?;
     let x = opts.x.clone().unwrap_or_else(|| axes[0].clone());
+    // Up: the first other axis (`--x` may name the second).
     let y = opts
         .y
         .clone()
-        .or_else(|| axes.get(1).cloned())
+        .or_else(|| axes.iter().find(|a| **a != x).cloned())
         .unwrap_or_else(|| "replication".into());
     for a in [&x, &y] {
         if !has(summary, a) {

@@ -177,6 +177,44 @@ fn a_sweep_report_has_a_heatmap_a_vulnerable_map_and_a_ranking() {
     assert!(err.contains("did you mean `peak_error_rate`?"), "{err}");
     stormsim_ok(&["report", out.to_str().unwrap(), "--kpi", "metastable"]);
     check_svg(&out.join("charts/heatmap.svg"), &["metastable"]);
+    // --x naming the second axis: up is the first, not the same one.
+    stormsim_ok(&[
+        "report",
+        out.to_str().unwrap(),
+        "--x",
+        "client.attempt_timeout",
+    ]);
+    let svg = std::fs::read_to_string(out.join("charts/heatmap.svg")).unwrap();
+    assert!(svg.contains("client.retry.max_retries"), "{svg}");
+    // A misspelt axis, or an axis of a dataset that has no sweep: exit 2.
+    let bad = common::command()
+        .args([
+            "report",
+            out.to_str().unwrap(),
+            "--x",
+            "client.retry.max_retrie",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("did you mean `client.retry.max_retries`?"),
+        "{err}"
+    );
+    let run = dataset("axes-of-a-run", "run", "experiments/basics/steady.yaml");
+    let bad = common::command()
+        .args([
+            "report",
+            run.to_str().unwrap(),
+            "--y",
+            "client.attempt_timeout",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("this dataset has no sweep"), "{err}");
 }
 
 fn chromium() -> Option<PathBuf> {
