@@ -162,18 +162,18 @@ fn a_sweep_report_has_a_heatmap_a_vulnerable_map_and_a_ranking() {
     ]);
     let svg = std::fs::read_to_string(out.join("charts/heatmap.svg")).unwrap();
     assert!(svg.contains('±'), "no confidence interval on pooled cells");
-    let bad = common::command()
-        .args(["report", out.to_str().unwrap(), "--kpi", "nope"])
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
+    // A report refused as bad input (exit 2): its message.
+    let refused = |dir: &Path, flag: &str, value: &str| {
+        let bad = common::command()
+            .args(["report", dir.to_str().unwrap(), flag, value])
+            .output()
+            .unwrap();
+        assert_eq!(bad.status.code(), Some(2), "{flag} {value}");
+        String::from_utf8_lossy(&bad.stderr).into_owned()
+    };
+    refused(&out, "--kpi", "nope");
     // A misspelt KPI gets the closest column; a yes/no column is a share.
-    let bad = common::command()
-        .args(["report", out.to_str().unwrap(), "--kpi", "peak_eror_rate"])
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&bad.stderr);
+    let err = refused(&out, "--kpi", "peak_eror_rate");
     assert!(err.contains("did you mean `peak_error_rate`?"), "{err}");
     stormsim_ok(&["report", out.to_str().unwrap(), "--kpi", "metastable"]);
     check_svg(&out.join("charts/heatmap.svg"), &["metastable"]);
@@ -186,34 +186,14 @@ fn a_sweep_report_has_a_heatmap_a_vulnerable_map_and_a_ranking() {
     ]);
     let svg = std::fs::read_to_string(out.join("charts/heatmap.svg")).unwrap();
     assert!(svg.contains("client.retry.max_retries"), "{svg}");
-    // A misspelt axis, or an axis of a dataset that has no sweep: exit 2.
-    let bad = common::command()
-        .args([
-            "report",
-            out.to_str().unwrap(),
-            "--x",
-            "client.retry.max_retrie",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&bad.stderr);
+    // A misspelt axis, or an axis of a dataset that has no sweep.
+    let err = refused(&out, "--x", "client.retry.max_retrie");
     assert!(
         err.contains("did you mean `client.retry.max_retries`?"),
         "{err}"
     );
     let run = dataset("axes-of-a-run", "run", "experiments/basics/steady.yaml");
-    let bad = common::command()
-        .args([
-            "report",
-            run.to_str().unwrap(),
-            "--y",
-            "client.attempt_timeout",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&bad.stderr);
+    let err = refused(&run, "--y", "client.attempt_timeout");
     assert!(err.contains("this dataset has no sweep"), "{err}");
 }
 
