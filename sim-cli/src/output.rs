@@ -78,8 +78,8 @@ pub struct CellContext {
     /// Key-value metadata of every file.
     pub meta: Vec<(String, String)>,
     /// How many buckets the run closes: room for every bucket's key
-    /// figures is taken once, not grown by doubling (which can leave half
-    /// of it unused).
+    /// figures is taken once (up to 2^20 buckets), not grown by doubling
+    /// (which can leave half of it unused).
     pub buckets: u64,
 }
 
@@ -300,7 +300,9 @@ impl<'w> CellSink<'w> {
     /// when `sample` is above 0.
     pub fn new(out: &Path, ctx: CellContext, sample: f64, writer: &'w Writer) -> Self {
         let id = ctx.cell.id.clone();
-        let buckets = usize::try_from(ctx.buckets).unwrap_or(0);
+        // Up to the default `limits.max_buckets`: a raised limit may
+        // admit more buckets than could ever be reserved at once.
+        let buckets = usize::try_from(ctx.buckets.min(1 << 20)).unwrap_or(0);
         CellSink {
             timeseries: TableStream::new(out, "timeseries", &id, writer, BUCKET_ROW_GROUP),
             pod_groups: TableStream::new(out, "pod_groups", &id, writer, BUCKET_ROW_GROUP),

@@ -464,44 +464,41 @@ fn markers(events: Option<&DataFrame>) -> Result<Vec<Marker>, String> {
 /// its start, `load.rate = 103 → 250`.
 fn ramps_merged(actions: Vec<(f64, String, String)>) -> Vec<Marker> {
     let param = |label: &str| label.split_once(" = ").map(|(p, _)| p.to_string());
-    let mut out = Vec::new();
-    let mut used = vec![false; actions.len()];
-    for i in 0..actions.len() {
-        if used[i] {
-            continue;
+    // Each entry's actions on one parameter, in time order (one pass: a
+    // swept ramp over a thousand cells has tens of thousands of steps).
+    let mut groups: BTreeMap<(&str, Option<String>), Vec<usize>> = BTreeMap::new();
+    for (i, (_, entry, label)) in actions.iter().enumerate() {
+        if !entry.is_empty() {
+            groups.entry((entry, param(label))).or_default().push(i);
         }
-        let (x, entry, label) = &actions[i];
-        let steps: Vec<usize> = (i..actions.len())
-            .filter(|&j| {
-                !used[j]
-                    && !entry.is_empty()
-                    && actions[j].1 == *entry
-                    && param(&actions[j].2) == param(label)
-            })
-            .collect();
-        // A ramp's steps come at many instants; a pulse swept over its
-        // value sets several values at one instant and reverts at another.
+    }
+    // A ramp's steps come at many instants; a pulse swept over its value
+    // sets several values at one instant and reverts at another. A ramp
+    // is told at its first step, with its last value.
+    let mut merged: Vec<Option<String>> = vec![None; actions.len()];
+    let mut hidden = vec![false; actions.len()];
+    for steps in groups.values() {
         let mut instants: Vec<f64> = steps.iter().map(|&j| actions[j].0).collect();
         instants.dedup();
+        let (first, last) = (steps[0], steps[steps.len() - 1]);
         if instants.len() > 2
-            && let Some((_, last)) = actions[steps[steps.len() - 1]].2.split_once(" = ")
+            && let Some((_, to)) = actions[last].2.split_once(" = ")
         {
-            for &j in &steps {
-                used[j] = true;
+            merged[first] = Some(format!("{} → {to}", actions[first].2));
+            for &j in &steps[1..] {
+                hidden[j] = true;
             }
-            out.push(Marker {
-                x: *x,
-                label: format!("{label} → {last}"),
-            });
-            continue;
         }
-        used[i] = true;
-        out.push(Marker {
-            x: *x,
-            label: label.clone(),
-        });
     }
-    out
+    actions
+        .into_iter()
+        .zip(merged.into_iter().zip(hidden))
+        .filter(|(_, (_, hidden))| !hidden)
+        .map(|((x, _, label), (merged, _))| Marker {
+            x,
+            label: merged.unwrap_or(label),
+        })
+        .collect()
 }
 
 fn series(df: &DataFrame, x: &[f64], col: &str, name: &str) -> Result<Series, String> {
@@ -1536,6 +1533,18 @@ mod tests {
             a(90.0, "[0", "x = 1"),
         ];
         assert_eq!(ramps_merged(swept).len(), 4);
+        // A ramp swept over its target across 200 cells: one marker.
+        let mut swept = Vec::new();
+        for to in 0..200 {
+            for k in 0..50 {
+                let x = 10.0 + k as f64;
+                swept.push(a(x, "[0", &format!("load.rate = {}", 100 + to * k)));
+            }
+        }
+        swept.sort_by(|p, q| p.0.total_cmp(&q.0).then(p.2.cmp(&q.2)));
+        let marks = ramps_merged(swept);
+        assert_eq!(marks.len(), 1);
+        assert_eq!(marks[0].x, 10.0);
     }
 
     #[test]
