@@ -12,6 +12,8 @@
 //! configuration's maps are sorted), edges in the order their services
 //! and calls are written. They never depend on anything but the file.
 
+use std::collections::BTreeMap;
+
 use sim_core::dist::DistSpec;
 
 use crate::config::{
@@ -301,6 +303,18 @@ fn build(cfg: &WorldConfig, p: &mut Problems) -> Topology {
             None => p.add("entry", unknown(e, &t, true)),
         },
     }
+    // Lookups by name, and each caller-callee pair's calls so far, built
+    // once: a graph of thousands of nodes is checked in linear time.
+    // (A name both a service and a dependency is refused above; the
+    // service is the one meant, as in `Topology::target`.)
+    let mut targets: BTreeMap<String, Target> = BTreeMap::new();
+    for (i, d) in t.dependencies.iter().enumerate() {
+        targets.insert(d.name.clone(), Target::Dependency(i as u32));
+    }
+    for (i, s) in t.services.iter().enumerate() {
+        targets.insert(s.name.clone(), Target::Service(i as u32));
+    }
+    let mut calls_between: BTreeMap<String, u32> = BTreeMap::new();
     for (si, (name, s)) in cfg.services.iter().enumerate() {
         for (ci, call) in s.calls.iter().enumerate() {
             let at = format!("services.{name}.calls[{ci}]");
@@ -373,8 +387,8 @@ fn build(cfg: &WorldConfig, p: &mut Problems) -> Topology {
                     );
                     None
                 } else {
-                    match t.target(&c.to) {
-                        Some(to) => Some(to),
+                    match targets.get(c.to.as_str()) {
+                        Some(&to) => Some(to),
                         None => {
                             p.add(&format!("{at}.to"), unknown(&c.to, &t, false));
                             None
@@ -383,14 +397,12 @@ fn build(cfg: &WorldConfig, p: &mut Problems) -> Topology {
                 };
                 let Some(to) = to else { continue };
                 let e = t.edges.len() as u32;
+                // The second call between the same two nodes is `a->b#2`.
                 let mut edge_name = format!("{name}->{}", c.to);
-                let same = t
-                    .edges
-                    .iter()
-                    .filter(|x| x.name == edge_name || x.name.starts_with(&format!("{edge_name}#")))
-                    .count();
-                if same > 0 {
-                    edge_name = format!("{edge_name}#{}", same + 1);
+                let same = calls_between.entry(edge_name.clone()).or_insert(0);
+                *same += 1;
+                if *same > 1 {
+                    edge_name = format!("{edge_name}#{same}");
                 }
                 let local = t.services[si].edges.len() as u32;
                 t.edges.push(Edge {
@@ -561,6 +573,24 @@ mod tests {
         assert_eq!(t.services[0].steps[1].wait_for, 1);
         assert_eq!(t.paths(10), (vec![vec![0, 3], vec![1, 3], vec![2]], false));
         assert_eq!(t.paths(2), (vec![vec![0, 3], vec![1, 3]], true));
+    }
+
+    #[test]
+    fn calls_between_the_same_nodes_are_numbered_in_order() {
+        let cfg = graph(
+            &[
+                ("a", vec![call("b"), call("db"), call("b"), call("b")]),
+                ("b", vec![call("db"), call("db")]),
+            ],
+            &["db"],
+            "a",
+        );
+        let t = Topology::of(&cfg).unwrap();
+        let names: Vec<&str> = t.edges.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["a->b", "a->db", "a->b#2", "a->b#3", "b->db", "b->db#2"]
+        );
     }
 
     #[test]
