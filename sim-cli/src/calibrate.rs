@@ -1158,15 +1158,24 @@ pub fn tables(fit: &Fit) -> String {
         "\nthe best fit's figures ({} of {n} seeds meet every one):\n",
         b.seeds_met
     );
+    // Columns as wide as their longest entry, so that long names and
+    // paths do not push the figures out of line.
+    let name_w = fit
+        .observed
+        .iter()
+        .map(|o| o.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(28);
     s += &format!(
-        "  {:<28} {:>14} {:>10} {:>24} {:>7}  {}\n",
+        "  {:<name_w$} {:>14} {:>10} {:>24} {:>7}  {}\n",
         "figure", "accepted", "median", "mean [95 % CI]", "seeds", "status"
     );
     for (i, o) in fit.observed.iter().enumerate() {
         let xs: Vec<f64> = b.per_seed.iter().filter_map(|p| p[i]).collect();
         let inside = b.per_seed.iter().filter(|p| o.met(p[i])).count();
         s += &format!(
-            "  {:<28} {:>14} {:>10} {:>24} {:>7}  {}\n",
+            "  {:<name_w$} {:>14} {:>10} {:>24} {:>7}  {}\n",
             o.name,
             o.range_text(),
             show(b.medians[i]),
@@ -1175,37 +1184,47 @@ pub fn tables(fit: &Fit) -> String {
             if o.met(b.medians[i]) { "ok" } else { "OUT" }
         );
     }
+    // Each figure's column is as wide as its name (its values are short).
+    let widths: Vec<usize> = fit
+        .observed
+        .iter()
+        .map(|o| o.name.chars().count())
+        .collect();
     s += "\nper seed (figure values; * outside its range):\n";
     s += &format!("  {:>20}", "seed");
-    for o in &fit.observed {
-        s += &format!(" {:>12}", o.name.chars().take(12).collect::<String>());
+    for (o, w) in fit.observed.iter().zip(&widths) {
+        s += &format!(" {:>w$}", o.name, w = (*w).max(12));
     }
     s += "\n";
     for (k, seed) in fit.seeds.iter().enumerate() {
         s += &format!("  {seed:>20}");
-        for (i, o) in fit.observed.iter().enumerate() {
+        for ((i, o), w) in fit.observed.iter().enumerate().zip(&widths) {
             let v = b.per_seed[k][i];
             let mark = if o.met(v) { " " } else { "*" };
-            s += &format!(" {:>11}{mark}", show(v));
+            s += &format!(" {:>w$}{mark}", show(v), w = (*w).max(12) - 1);
         }
         s += "\n";
     }
     if !fit.sensitivity.is_empty() {
         s += "\nsensitivity (medians with one unknown moved ±10 %, clamped to its range; change against the best):\n";
-        s += &format!("  {:<36}", "moved");
-        for o in &fit.observed {
-            s += &format!(" {:>14}", o.name.chars().take(14).collect::<String>());
+        let moved = |j: usize, f: f64| {
+            let by = if f < 1.0 { "-10 %" } else { "+10 %" };
+            format!("{} {by}", fit.paths[j])
+        };
+        let moved_w = fit
+            .sensitivity
+            .iter()
+            .map(|(j, f, _)| moved(*j, *f).chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(36);
+        s += &format!("  {:<moved_w$}", "moved");
+        for (o, w) in fit.observed.iter().zip(&widths) {
+            s += &format!(" {:>w$}", o.name, w = (*w).max(14));
         }
         s += "\n";
         for (j, f, medians) in &fit.sensitivity {
-            s += &format!(
-                "  {:<36}",
-                format!(
-                    "{} {}",
-                    fit.paths[*j],
-                    if *f < 1.0 { "-10 %" } else { "+10 %" }
-                )
-            );
+            s += &format!("  {:<moved_w$}", moved(*j, *f));
             for (i, m) in medians.iter().enumerate() {
                 let cell = match (m, b.medians[i]) {
                     (Some(v), Some(base)) if base.abs() > 1e-12 => {
@@ -1214,7 +1233,7 @@ pub fn tables(fit: &Fit) -> String {
                     (Some(v), _) => show(Some(*v)),
                     (None, _) => "none".into(),
                 };
-                s += &format!(" {cell:>14}");
+                s += &format!(" {cell:>w$}", w = widths[i].max(14));
             }
             s += "\n";
         }

@@ -351,6 +351,26 @@ fn a_synthetic_calibration_recovers_its_true_parameters_on_any_thread_count() {
         text.contains("meets every figure on 3 of 3 seeds"),
         "{text}"
     );
+    // The tables stay in line, their names whole, although a moved
+    // unknown's label (`upstream.latency.exponential.mean -10 %`) and a
+    // figure's name (`baseline_e2e_p99_s`) are long (the page holds the
+    // tables the terminal shows).
+    let page = std::fs::read_to_string(one.join("report.html")).unwrap();
+    let lines_of = |heading: &str| -> Vec<usize> {
+        page.lines()
+            .skip_while(|l| !l.starts_with(heading))
+            .skip(1)
+            .take_while(|l| !l.is_empty() && !l.starts_with('<'))
+            .map(|l| l.chars().count())
+            .collect()
+    };
+    assert!(page.contains(" baseline_e2e_p99_s "), "{page}");
+    let per_seed = lines_of("per seed");
+    assert_eq!(per_seed.len(), 4, "{page}");
+    assert!(per_seed.iter().all(|&w| w == per_seed[0]), "{page}");
+    let table = lines_of("sensitivity");
+    assert_eq!(table.len(), 5, "{page}");
+    assert!(table.iter().all(|&w| w == table[0]), "{page}");
     assert!(files(&one) == files(&two), "thread count changed the bytes");
     // `stormsim report` redraws the calibration's page from the folder
     // alone, to the same bytes.
