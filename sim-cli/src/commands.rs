@@ -601,6 +601,10 @@ fn explain_graph(world: &sim_models::config::WorldConfig, what: &str) -> Result<
         );
     }
     crate::say!(
+        "#   fan-out: {} attempts per user request, every call made once and none retried: a run's amplification with no retry (replay flags runs above 3 × this)",
+        show_fan_out(topo.fan_out())
+    );
+    crate::say!(
         "\n# Static worst case per path (latency bottom up: an attempt lasts at most its own bound or what the service it calls can take; amplification multiplied down)"
     );
     let (paths, more) = analysis::paths_worst_case(world, &topo);
@@ -623,6 +627,12 @@ fn explain_graph(world: &sim_models::config::WorldConfig, what: &str) -> Result<
         );
     }
     Ok(())
+}
+
+/// A fan-out to two places, without trailing zeros (`2.6`, `5`).
+fn show_fan_out(f: f64) -> String {
+    let s = format!("{f:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Most cells `explain` lists one by one.

@@ -730,6 +730,7 @@ pub fn summary_frame(
         o("baseline_error_rate", k.baseline_error_rate),
         f("amplification_mean", k.amplification_mean),
         f("amplification_peak", k.amplification_peak),
+        f("fan_out", k.fan_out),
         f("peak_attempts_per_s", k.peak_attempts_per_s),
         o("e2e_p99_s", k.e2e_p99_s),
         o("peak_e2e_p99_s", k.peak_e2e_p99_s),

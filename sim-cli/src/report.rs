@@ -934,6 +934,12 @@ fn run_sections(
             ],
         ),
     )?;
+    // A graph's own calls per request (a dataset from before the column:
+    // the single tier's 1).
+    let fan_out = match summary.column("fan_out") {
+        Ok(_) => floats(summary, "fan_out")?[0],
+        Err(_) => 1.0,
+    };
     let kpis = [
         ("success rate", pct(floats(summary, "success_rate")?[0])),
         ("degraded rate", pct(floats(summary, "degraded_rate")?[0])),
@@ -961,9 +967,14 @@ fn run_sections(
         (
             "amplification (mean / peak)",
             format!(
-                "{} / {}",
+                "{} / {}{}",
                 num(floats(summary, "amplification_mean")?[0], 2),
-                num(floats(summary, "amplification_peak")?[0], 2)
+                num(floats(summary, "amplification_peak")?[0], 2),
+                if fan_out > 1.0 {
+                    format!(" ({} without retries)", num(fan_out, 2))
+                } else {
+                    String::new()
+                }
             ),
         ),
         (
@@ -1082,8 +1093,8 @@ fn figures_section(
         text: "The figures an incident write-up reports, for each run: p99 and error rate over \
                the trailing window at their peak and just before the first trigger, the peak \
                attempt rate (10 s mean), calls in flight and pool wait, and how long after the \
-               first trigger the storm showed (attempts above 1.5 × offered) and the pools ran \
-               dry (100 calls queued); the peak backlog (users waiting plus the dependency's \
+               first trigger the storm showed (attempts above 1.5 × offered, times the fan-out \
+               in a graph) and the pools ran dry (100 calls queued); the peak backlog (users waiting plus the dependency's \
                queue), the dependency's 429 answers, the share of attempts that were retries or \
                hedges, and retries per user request."
             .into(),

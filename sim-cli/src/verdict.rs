@@ -10,7 +10,9 @@ use sim_models::kpi::{Criterion, Objective};
 use crate::report::optional_floats;
 
 /// Peak amplification above which a run is flagged when the objective
-/// declares none.
+/// declares none, as a multiple of the run's fan-out (its attempts per
+/// user request without retries: 1 in the single tier). A graph that
+/// calls five services per request amplifies 5× by its shape alone.
 const DEFAULT_AMPLIFICATION_FLAG: f64 = 3.0;
 /// Share of requests answered by fallbacks above which a run is flagged as
 /// shedding.
@@ -45,6 +47,8 @@ fn column(summary: &DataFrame, name: &str) -> Result<Vec<Option<f64>>, String> {
 pub fn rank(summary: &DataFrame, objective: &Objective) -> Result<Ranking, String> {
     let n = summary.height();
     let amp = column(summary, "amplification_peak")?;
+    // A dataset written before the fan-out was recorded: the single tier's.
+    let fan_out = column(summary, "fan_out")?;
     let slo = column(summary, "slo_violation_s")?;
     let p99 = column(summary, "peak_e2e_p99_s")?;
     let err = column(summary, "peak_error_rate")?;
@@ -111,16 +115,21 @@ pub fn rank(summary: &DataFrame, objective: &Objective) -> Result<Ranking, Strin
             (None, None) => None,
         })
         .collect();
-    let amp_flag = objective
-        .amplification
-        .unwrap_or(DEFAULT_AMPLIFICATION_FLAG);
     let flags = (0..n)
         .map(|i| {
             let mut f = Vec::new();
+            let shape = fan_out[i].unwrap_or(1.0);
+            let flag = objective
+                .amplification
+                .unwrap_or(DEFAULT_AMPLIFICATION_FLAG * shape);
             if let Some(a) = amp[i]
-                && a > amp_flag
+                && a > flag
             {
-                f.push(format!("amplifies {a:.1}×"));
+                f.push(if shape > 1.0 {
+                    format!("amplifies {a:.1}×, {shape:.1}× without retries")
+                } else {
+                    format!("amplifies {a:.1}×")
+                });
             }
             if let Some(d) = degraded[i]
                 && d > SHEDDING_FLAG
@@ -207,6 +216,35 @@ mod tests {
             ..Objective::default()
         };
         assert_eq!(rank(&summary(), &by_p99).unwrap().order, vec![0, 1]);
+    }
+
+    #[test]
+    fn a_graph_is_flagged_against_its_fan_out_not_against_one_call() {
+        // Five calls per request and no retries: 5× by its shape; 16×
+        // with retries; a run without the column (an older dataset) is
+        // read as the single tier.
+        let s = df!(
+            "run_id" => ["calm", "storm"],
+            "amplification_peak" => [5.04, 16.0],
+            "fan_out" => [5.0, 5.0],
+        )
+        .unwrap();
+        let r = rank(&s, &Objective::default()).unwrap();
+        assert!(r.flags[0].is_empty(), "{:?}", r.flags);
+        assert_eq!(
+            r.flags[1],
+            vec!["amplifies 16.0×, 5.0× without retries".to_string()]
+        );
+        let old = s.drop("fan_out").unwrap();
+        let r = rank(&old, &Objective::default()).unwrap();
+        assert_eq!(r.flags[0], vec!["amplifies 5.0×".to_string()]);
+        // A declared target is the figure itself, as written.
+        let bounded = Objective {
+            amplification: Some(4.0),
+            ..Objective::default()
+        };
+        let r = rank(&s, &bounded).unwrap();
+        assert_eq!(r.flags[0].len(), 1, "{:?}", r.flags);
     }
 
     #[test]

@@ -133,6 +133,47 @@ impl Topology {
         if p.0.is_empty() { Ok(t) } else { Err(p.0) }
     }
 
+    /// Attempts per user request when every call is made once and none
+    /// is retried or hedged: each edge's share of requests times the
+    /// visits its caller gets, summed over the edges (1 for the single
+    /// tier; 2.6 for a frontend calling `catalog` and, for 30 % of
+    /// requests, `checkout`, each of which queries `db`). It is a run's
+    /// amplification without retries, the level against which a graph's
+    /// amplification reads as a storm. Services in an order where every
+    /// caller comes before its callees (Kahn's), so a long chain costs
+    /// linear time and no stack.
+    pub fn fan_out(&self) -> f64 {
+        let n = self.services.len();
+        let mut callers = vec![0u32; n];
+        for e in &self.edges {
+            if let Target::Service(to) = e.to {
+                callers[to as usize] += 1;
+            }
+        }
+        let mut visits = vec![0.0f64; n];
+        if let Some(v) = visits.get_mut(self.entry as usize) {
+            *v = 1.0;
+        }
+        let mut ready: Vec<usize> = (0..n).filter(|&s| callers[s] == 0).collect();
+        let mut total = 0.0;
+        while let Some(s) = ready.pop() {
+            for &e in &self.services[s].edges {
+                let edge = &self.edges[e as usize];
+                let calls = visits[s] * edge.probability;
+                total += calls;
+                if let Target::Service(to) = edge.to {
+                    let to = to as usize;
+                    visits[to] += calls;
+                    callers[to] -= 1;
+                    if callers[to] == 0 {
+                        ready.push(to);
+                    }
+                }
+            }
+        }
+        total
+    }
+
     /// The single-tier chain: `service` calling `upstream` with `client`.
     fn single_tier(cfg: &WorldConfig) -> Topology {
         Topology {
@@ -573,6 +614,31 @@ mod tests {
         assert_eq!(t.services[0].steps[1].wait_for, 1);
         assert_eq!(t.paths(10), (vec![vec![0, 3], vec![1, 3], vec![2]], false));
         assert_eq!(t.paths(2), (vec![vec![0, 3], vec![1, 3]], true));
+    }
+
+    #[test]
+    fn fan_out_counts_every_call_once_by_its_share_of_requests() {
+        assert_eq!(
+            Topology::of(&WorldConfig::default()).unwrap().fan_out(),
+            1.0
+        );
+        // a -> b (always), a -> c (30 %), b -> db twice, c -> db, c -> b:
+        // b is visited 1 + 0.3 times, so 1 + 0.3 + 2 × 1.3 + 0.3 + 0.3.
+        let sometimes = |to: &str, p: f64| CallSpec {
+            probability: p,
+            ..call(to)
+        };
+        let cfg = graph(
+            &[
+                ("a", vec![call("b"), sometimes("c", 0.3)]),
+                ("b", vec![call("db"), call("db")]),
+                ("c", vec![call("db"), call("b")]),
+            ],
+            &["db"],
+            "a",
+        );
+        let f = Topology::of(&cfg).unwrap().fan_out();
+        assert!((f - 4.5).abs() < 1e-12, "{f}");
     }
 
     #[test]

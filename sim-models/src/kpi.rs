@@ -28,7 +28,9 @@ use crate::timeline::{Step, last_trigger_end};
 /// Attempt rates are read as means over this span (a rate graph's usual
 /// resolution).
 const RATE_WINDOW: SimDuration = SimDuration::from_secs(10);
-/// The storm is visible once attempts exceed this multiple of offered load.
+/// The storm is visible once attempts exceed this multiple of offered load
+/// (times the graph's fan-out: a graph makes more than one attempt per
+/// user request without any retry).
 const VISIBLE_AMPLIFICATION: f64 = 1.5;
 /// Pools count as exhausted once this many calls queue for a connection:
 /// every connection busy, new requests only queue.
@@ -274,6 +276,10 @@ pub struct Kpis {
     pub amplification_mean: f64,
     /// Highest attempts ÷ offered of any bucket.
     pub amplification_peak: f64,
+    /// Attempts per user request with every call made once and none
+    /// retried: 1 in the single tier, a graph's calls per request (the
+    /// amplification of a run without retries).
+    pub fan_out: f64,
     /// Highest attempts per second, as a 10 s mean.
     pub peak_attempts_per_s: f64,
     /// End-to-end p99 over the run, seconds.
@@ -289,7 +295,7 @@ pub struct Kpis {
     /// Highest per-bucket p99 of the wait for a pool connection, seconds.
     pub peak_pool_wait_p99_s: Option<f64>,
     /// Seconds from the first trigger to the first bucket where attempts
-    /// exceed 1.5 × offered requests.
+    /// exceed 1.5 × offered requests (× the fan-out, in a graph).
     pub storm_visible_s: Option<f64>,
     /// Seconds from the first trigger to the first bucket in which at least
     /// 100 calls queued for pool connections.
@@ -476,7 +482,8 @@ pub fn kpis_for(
             .find(|r| pred(r))
             .map(|r| r.start.saturating_since(first).as_secs_f64())
     };
-    let storm_visible = onset(&|r| r.attempts as f64 > VISIBLE_AMPLIFICATION * r.offered as f64);
+    let visible = VISIBLE_AMPLIFICATION * totals.fan_out;
+    let storm_visible = onset(&|r| r.attempts as f64 > visible * r.offered as f64);
     let pools_exhausted = onset(&|r| r.pool_waiters_max >= EXHAUSTED_QUEUE);
     let secs = |ns: Option<u64>| ns.map(|v| v as f64 / 1e9);
     let e2e: &Histogram = totals.latency(Latency::EndToEnd);
@@ -511,6 +518,7 @@ pub fn kpis_for(
         baseline_error_rate: baseline_errors,
         amplification_mean: totals.amplification(),
         amplification_peak: totals.peak_amplification,
+        fan_out: totals.fan_out,
         peak_attempts_per_s: peak_attempts,
         e2e_p99_s: secs(e2e.quantile(0.99)),
         peak_e2e_p99_s: secs(peak_e2e),

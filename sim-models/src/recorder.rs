@@ -560,6 +560,11 @@ pub struct RunTotals {
     pub peak_amplification: f64,
     /// What attempts cost over the run.
     pub costs: Costs,
+    /// Attempts per user request with every call made once and none
+    /// retried ([`crate::graph::Topology::fan_out`]; the world sets it,
+    /// 1 by default as in the single tier): the amplification that is
+    /// the graph's shape, not a storm.
+    pub fan_out: f64,
 }
 
 impl Default for RunTotals {
@@ -570,6 +575,7 @@ impl Default for RunTotals {
             latencies: std::array::from_fn(|_| Histogram::new()),
             peak_amplification: 0.0,
             costs: Costs::default(),
+            fan_out: 1.0,
         }
     }
 }

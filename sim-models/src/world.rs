@@ -1049,7 +1049,9 @@ pub fn run_with<S: RowSink>(
     let events = sim.events_processed();
     let world = sim.into_model();
     let steps = world.steps.clone();
-    let (sink, totals) = world.sh.rec.finish();
+    let fan_out = world.topology().fan_out();
+    let (sink, mut totals) = world.sh.rec.finish();
+    totals.fan_out = fan_out;
     Ok(RunOutput {
         sink,
         totals,

@@ -211,6 +211,21 @@ fn one_services_retry_storm_starves_another_on_a_shared_dependency() {
     );
     assert!(served > 0.95, "catalog answered {served:.2} without it");
     assert!(retrying.2.metastable && !calm.2.metastable);
+    // Both make 2.6 attempts per user request by their shape alone
+    // (catalog, checkout for 30 %, and each one's query). Read against
+    // one attempt per request, the storm "showed" in the trigger's first
+    // bucket in both; read against the fan-out, it shows during the
+    // slowdown with retries, and later or never without.
+    for (_, _, k) in &cells {
+        assert!((k.fan_out - 2.6).abs() < 1e-9, "{}", k.fan_out);
+    }
+    let shown = retrying.2.storm_visible_s.expect("the storm shows");
+    assert!(shown > 0.0 && shown < 20.0, "{shown}");
+    assert!(
+        calm.2.storm_visible_s.is_none_or(|t| t > shown),
+        "{:?}",
+        calm.2.storm_visible_s
+    );
 }
 
 /// `experiments/graphs/fan-out.yaml`: one of five shards three times
@@ -259,6 +274,10 @@ fn explain_and_the_report_show_a_graphs_tiers() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(text.contains("load enters at orders"), "{text}");
     assert!(text.contains("step 1: calls payment"), "{text}");
+    assert!(
+        text.contains("fan-out: 2 attempts per user request"),
+        "{text}"
+    );
     assert!(
         text.contains(
             "orders -> payment -> mysql: latency 5.9s, 9 attempt(s) at mysql per user request"
