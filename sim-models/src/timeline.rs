@@ -725,12 +725,13 @@ impl TimelineEntry {
             ("kill_pod", self.kill_pod),
             ("restart_pod", self.restart_pod),
         ] {
+            let Some(pod) = pod else { continue };
+            // The most pods the timeline ever gives the service: a scan of
+            // the timeline, made only for an entry naming a pod.
             let pods = service_config(cfg, target.as_deref())
                 .pods
                 .max(max_pods(cfg, target.as_deref()));
-            if let Some(pod) = pod
-                && pod >= pods
-            {
+            if pod >= pods {
                 p.add(
                     &format!("{path}.{field}"),
                     format!(
