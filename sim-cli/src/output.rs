@@ -1116,8 +1116,16 @@ fn parquet_writer<W: Write>(file: W, meta: &[(String, String)]) -> ParquetWriter
         .with_key_value_metadata(Some(KeyValueMetadata::from_static(meta.to_vec())))
 }
 
+/// Frames of fewer rows than this are written uncompressed: zstd saves
+/// next to nothing on a page of a few values, and a reader makes a
+/// decoder for every compressed page it reads (the report of a
+/// 10,000-cell sweep spent half its time making decoders for the
+/// one-row summaries' 46 columns).
+const COMPRESSED_FROM_ROWS: usize = 1024;
+
 /// Writes `df` to `path` atomically (a temporary file of `writer`'s, then
-/// a rename), zstd compressed, with `meta` as key-value metadata.
+/// a rename), with `meta` as key-value metadata: zstd compressed, unless
+/// it has fewer than [`COMPRESSED_FROM_ROWS`] rows (a summary's one).
 pub fn write_parquet(
     path: &Path,
     df: &mut DataFrame,
@@ -1125,8 +1133,13 @@ pub fn write_parquet(
     writer: &Writer,
 ) -> Result<(), String> {
     writer.write_with(path, |f, tmp| {
-        parquet_writer(table_file(f), meta)
-            .finish(df)
+        let w = parquet_writer(table_file(f), meta);
+        let w = if df.height() < COMPRESSED_FROM_ROWS {
+            w.with_compression(ParquetCompression::Uncompressed)
+        } else {
+            w
+        };
+        w.finish(df)
             .map(|_| ())
             .map_err(|e| format!("cannot write {}: {e}", tmp.display()))
     })
@@ -1152,6 +1165,36 @@ mod tests {
         w.write_batch(&df).expect("held in the buffer");
         let err = w.finish().expect_err("the disk is full");
         assert!(err.to_string().contains("No space left"), "{err}");
+    }
+
+    /// A frame of a few rows (a summary's one) is written uncompressed, a
+    /// larger one with zstd; both read back the same.
+    #[test]
+    fn small_frames_are_written_uncompressed() {
+        use polars_parquet::parquet::compression::Compression;
+        let dir = std::env::temp_dir().join(format!("stormsim-small-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let writer = Writer::register(&dir).unwrap();
+        for (rows, codec) in [
+            (1, Compression::Uncompressed),
+            (COMPRESSED_FROM_ROWS - 1, Compression::Uncompressed),
+            (COMPRESSED_FROM_ROWS, Compression::Zstd),
+        ] {
+            let values: Vec<f64> = (0..rows).map(|i| i as f64 / 7.0).collect();
+            let mut df = DataFrame::new(rows, vec![Column::new("x".into(), &values)]).unwrap();
+            let path = dir.join(format!("{rows}.parquet"));
+            write_parquet(&path, &mut df, &[], &writer).unwrap();
+            let meta =
+                polars_parquet::read::read_metadata(&mut fs::File::open(&path).unwrap()).unwrap();
+            let c = &meta.row_groups[0].parquet_columns()[0];
+            assert_eq!(c.compression(), codec, "{rows} rows");
+            let back = ParquetReader::new(fs::File::open(&path).unwrap())
+                .finish()
+                .unwrap();
+            assert!(back.equals(&df), "{rows} rows");
+        }
+        drop(writer);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Every byte reaches the file, in writes of at most `WRITE_BUFFER`.

@@ -125,6 +125,11 @@ fn read_columns(
             None => all = Some(df),
         }
     }
+    // One chunk per column: a value looked up by row in a table stacked
+    // from 10,000 cells would otherwise search 10,000 chunks.
+    if let Some(a) = &mut all {
+        a.rechunk_mut();
+    }
     Ok(all)
 }
 
@@ -278,6 +283,10 @@ fn num(v: f64, digits: usize) -> String {
     }
 }
 
+/// Most runs whose lines a chart overlays (and whose tiers the report
+/// draws): past this, a sweep is told by its ranking, figures and maps.
+const OVERLAID_RUNS: usize = 12;
+
 /// Builds the report of the dataset in `dir`: `dir/report.html` and
 /// `dir/charts/*.svg`. Returns the HTML's path.
 pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
@@ -321,22 +330,34 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
         check_kpi(&summary, kpi)?;
     }
     check_axes(&axes, opts)?;
-    let timeseries = read_columns(dir, "timeseries", report_reads)?.ok_or("no timeseries table")?;
+    let runs = strings(&summary, "run_id")?;
+    // The bucket tables are drawn for one run or a comparison of a few; a
+    // larger sweep's report is drawn from its summary and events alone,
+    // so its other tables (most of a sweep's bytes) are not read.
+    let few = runs.len() <= OVERLAID_RUNS;
+    let timeseries = if few {
+        Some(read_columns(dir, "timeseries", report_reads)?.ok_or("no timeseries table")?)
+    } else {
+        None
+    };
     let events = read_table(dir, "events")?;
-    let groups = read_table(dir, "pod_groups")?;
-    let nodes = read_table(dir, "nodes")?;
+    let groups = if runs.len() == 1 {
+        read_table(dir, "pod_groups")?
+    } else {
+        None
+    };
+    let nodes = if few { read_table(dir, "nodes")? } else { None };
     let clock = wall_clock(dir);
     let label = move |x: f64| {
         let t = SimTime::ZERO.saturating_add(SimDuration::from_secs_f64(x));
         let l = clock.label(t);
         l.split('.').next().unwrap_or(&l).to_string()
     };
-    let runs = strings(&summary, "run_id")?;
     let marks = markers(events.as_ref())?;
     let mut sections = Vec::new();
-    if runs.len() == 1 {
+    if let (1, Some(timeseries)) = (runs.len(), &timeseries) {
         sections.extend(run_sections(
-            &timeseries,
+            timeseries,
             events.as_ref(),
             groups.as_ref(),
             &summary,
@@ -370,13 +391,9 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             });
         }
         sections.push(figures_section(&summary, &axes, &objective)?);
-        if runs.len() <= 12 {
+        if let Some(timeseries) = &timeseries {
             sections.push(overlay_section(
-                &timeseries,
-                &summary,
-                &axes,
-                &marks,
-                &label,
+                timeseries, &summary, &axes, &marks, &label,
             )?);
         }
         if varied.len() >= 2 || opts.x.is_some() {
@@ -384,16 +401,9 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
         }
     }
     // A graph's tiers, for a run or a comparison of a few.
-    if let Some(n) = &nodes
-        && runs.len() <= 12
-    {
+    if let (Some(n), Some(timeseries)) = (&nodes, &timeseries) {
         sections.extend(tiers_section(
-            n,
-            &timeseries,
-            &summary,
-            &axes,
-            &marks,
-            &label,
+            n, timeseries, &summary, &axes, &marks, &label,
         )?);
     }
     let charts_dir = dir.join("charts");
