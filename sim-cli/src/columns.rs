@@ -19,12 +19,16 @@
 //! byte-stream split. The Arrow schema written is the table's own, so a
 //! text column reads back as `String`, whatever its encoding. Pages are
 //! compressed here too ([`PageCompressor`]), with one zstd context per
-//! file.
+//! file; the bucket tables, encoded as polars encodes them, have their
+//! pages compressed here as well ([`write_frame`]).
 
 use std::io::Write;
 
-use polars::io::parquet::write::{BatchedWriter, RowGroupIterColumns};
-use polars::prelude::{DataType, Field, PlSmallStr, PolarsError, PolarsResult, Schema};
+use polars::io::parquet::write::{BatchedWriter, RowGroupIterColumns, get_encodings};
+use polars::prelude::{
+    CompatLevel, DataFrame, DataType, Field, PlSmallStr, PolarsError, PolarsResult, Schema,
+    SchemaExt,
+};
 use polars_arrow::array::{Array, BooleanArray, DictionaryArray, PrimitiveArray, Utf8ViewArray};
 use polars_arrow::types::NativeType;
 use polars_parquet::parquet::CowBuffer;
@@ -368,6 +372,48 @@ pub fn write_row_group<W: Write>(
     }
     let group: RowGroupIterColumns<'static, PolarsError> = DynIter::new(chunks.into_iter());
     file.write(rows as u64, group)
+}
+
+/// Writes `df` as polars' `BatchedWriter::write_batch` does, a row group
+/// per chunk with polars' own encodings (the same file), but with its
+/// pages compressed by `compressor`, one zstd context for the file:
+/// polars makes a context for every page, and a short run's bucket
+/// tables are a page or two per column (158 columns in the timeseries),
+/// so that a sweep of short cells spent a quarter of its time making
+/// contexts.
+pub fn write_frame<W: Write>(
+    writer: &mut BatchedWriter<W>,
+    df: &DataFrame,
+    compressor: &mut PageCompressor,
+) -> PolarsResult<()> {
+    let encodings = get_encodings(&df.schema().to_arrow(CompatLevel::newest()));
+    let types = writer.parquet_schema().fields().to_vec();
+    let file = writer.get_writer();
+    let mut file = file
+        .lock()
+        .map_err(|_| PolarsError::ComputeError("a previous write panicked".into()))?;
+    let options = file.options();
+    for batch in df.iter_chunks(CompatLevel::newest(), false) {
+        let rows = batch.len();
+        if rows == 0 {
+            continue;
+        }
+        let mut chunks = Vec::with_capacity(batch.columns().len());
+        for ((array, type_), encoding) in batch.columns().iter().zip(&types).zip(encodings.iter()) {
+            for encoded in array_to_columns(array, type_.clone(), options, encoding)? {
+                let pages = encoded
+                    .map(|page| compressor.compress(page?, options.compression))
+                    .collect::<PolarsResult<Vec<_>>>()?;
+                chunks.push(Ok(DynStreamingIterator::new(Pages {
+                    pages: pages.into_iter(),
+                    current: None,
+                })));
+            }
+        }
+        let group: RowGroupIterColumns<'static, PolarsError> = DynIter::new(chunks.into_iter());
+        file.write(rows as u64, group)?;
+    }
+    Ok(())
 }
 
 /// The values of a float column to be written byte-stream split, when
@@ -912,6 +958,68 @@ mod tests {
             write_row_group(&mut w, rows, columns, &mut compressor).unwrap();
         }
         w.finish().unwrap();
+    }
+
+    /// A frame written by `write_frame` is the file polars' own
+    /// `write_batch` writes, byte for byte: text, integers, floats with
+    /// and without gaps, booleans, in two chunks (two row groups), zstd
+    /// and uncompressed.
+    #[test]
+    fn a_frame_written_with_one_context_is_polars_own_file() {
+        let chunk = |base: u64| {
+            let n = 300;
+            let f = |i: usize| (base as f64 + i as f64) / 3.0;
+            DataFrame::new(
+                n,
+                vec![
+                    Column::new("run_id".into(), vec!["c0ffee"; n]),
+                    Column::new(
+                        "node".into(),
+                        (0..n).map(|i| format!("a->n{}", i % 7)).collect::<Vec<_>>(),
+                    ),
+                    Column::new("t_s".into(), (0..n).map(f).collect::<Vec<_>>()),
+                    Column::new(
+                        "p99".into(),
+                        (0..n)
+                            .map(|i| (i % 5 != 0).then(|| f(i)))
+                            .collect::<Vec<_>>(),
+                    ),
+                    Column::new(
+                        "count".into(),
+                        (0..n as u64).map(|i| base + i % 11).collect::<Vec<_>>(),
+                    ),
+                    Column::new("up".into(), (0..n).map(|i| i % 3 == 0).collect::<Vec<_>>()),
+                ],
+            )
+            .unwrap()
+        };
+        let mut df = chunk(0);
+        df.vstack_mut(&chunk(1_000)).unwrap();
+        assert_eq!(df.first_col_n_chunks(), 2);
+        for compression in [
+            ParquetCompression::Zstd(Some(polars_parquet::write::ZstdLevel::try_new(1).unwrap())),
+            ParquetCompression::Uncompressed,
+        ] {
+            let bytes = |ours: bool| {
+                let path = scratch(&format!("frame-{ours}"));
+                let mut w = ParquetWriter::new(fs::File::create(&path).unwrap())
+                    .with_compression(compression)
+                    .set_parallel(false)
+                    .batched(df.schema())
+                    .unwrap();
+                if ours {
+                    write_frame(&mut w, &df, &mut PageCompressor::default()).unwrap();
+                } else {
+                    w.write_batch(&df).unwrap();
+                }
+                w.finish().unwrap();
+                drop(w);
+                let bytes = fs::read(&path).unwrap();
+                fs::remove_file(&path).unwrap();
+                bytes
+            };
+            assert!(bytes(true) == bytes(false), "{compression:?}");
+        }
     }
 
     /// Writes `columns()` to `path` as two row groups of `rows` rows.

@@ -197,9 +197,11 @@ impl TableStream {
     /// Appends `df` as a row group (creating the file with `df`'s schema
     /// at the first one).
     fn write_group(&mut self, df: &DataFrame, meta: &[(String, String)]) -> Result<(), String> {
-        let w = self.open(df.schema(), meta)?;
-        w.write_batch(df)
-            .map_err(|e| format!("cannot write {}: {e}", self.tmp.display()))
+        let tmp = self.tmp.display().to_string();
+        self.open(df.schema(), meta)?;
+        let w = self.writer.as_mut().expect("opened above");
+        columns::write_frame(w, df, &mut self.compressor)
+            .map_err(|e| format!("cannot write {tmp}: {e}"))
     }
 
     /// Appends `rows` rows of `columns`, encoded as each says, as one row
