@@ -23,6 +23,7 @@
 //! pages compressed here as well ([`write_frame`]).
 
 use std::io::Write;
+use std::sync::MutexGuard;
 
 use polars::io::parquet::write::{BatchedWriter, RowGroupIterColumns, get_encodings};
 use polars::prelude::{
@@ -39,8 +40,8 @@ use polars_parquet::parquet::page::{
 };
 use polars_parquet::parquet::schema::Repetition;
 use polars_parquet::write::{
-    CompressionOptions, DynIter, DynStreamingIterator, Encoding, FallibleStreamingIterator, Page,
-    ParquetType, Version, WriteOptions, array_to_columns, write_def_levels,
+    CompressionOptions, DynIter, DynStreamingIterator, Encoding, FallibleStreamingIterator,
+    FileWriter, Page, ParquetType, Version, WriteOptions, array_to_columns, write_def_levels,
 };
 
 /// One column of a row group: its name and type in the table's schema,
@@ -322,11 +323,7 @@ pub fn write_row_group<W: Write>(
     if rows == 0 {
         return Ok(());
     }
-    let types = writer.parquet_schema().fields().to_vec();
-    let file = writer.get_writer();
-    let mut file = file
-        .lock()
-        .map_err(|_| PolarsError::ComputeError("a previous write panicked".into()))?;
+    let (types, mut file) = open_file(writer)?;
     let options = file.options();
     let mut chunks = Vec::with_capacity(columns.len());
     for (column, type_) in columns.into_iter().zip(types) {
@@ -336,10 +333,7 @@ pub fn write_row_group<W: Write>(
                 .into_iter()
                 .map(|page| compressor.compress(page, options.compression))
                 .collect::<PolarsResult<Vec<_>>>()?;
-            chunks.push(Ok(DynStreamingIterator::new(Pages {
-                pages: pages.into_iter(),
-                current: None,
-            })));
+            chunks.push(column_chunk(pages));
             continue;
         }
         // polars writes no byte-stream split pages: such a column is
@@ -364,10 +358,7 @@ pub fn write_row_group<W: Write>(
                 };
                 pages.push(compressor.compress(page, options.compression)?);
             }
-            chunks.push(Ok(DynStreamingIterator::new(Pages {
-                pages: pages.into_iter(),
-                current: None,
-            })));
+            chunks.push(column_chunk(pages));
         }
     }
     let group: RowGroupIterColumns<'static, PolarsError> = DynIter::new(chunks.into_iter());
@@ -387,11 +378,7 @@ pub fn write_frame<W: Write>(
     compressor: &mut PageCompressor,
 ) -> PolarsResult<()> {
     let encodings = get_encodings(&df.schema().to_arrow(CompatLevel::newest()));
-    let types = writer.parquet_schema().fields().to_vec();
-    let file = writer.get_writer();
-    let mut file = file
-        .lock()
-        .map_err(|_| PolarsError::ComputeError("a previous write panicked".into()))?;
+    let (types, mut file) = open_file(writer)?;
     let options = file.options();
     for batch in df.iter_chunks(CompatLevel::newest(), false) {
         let rows = batch.len();
@@ -404,10 +391,7 @@ pub fn write_frame<W: Write>(
                 let pages = encoded
                     .map(|page| compressor.compress(page?, options.compression))
                     .collect::<PolarsResult<Vec<_>>>()?;
-                chunks.push(Ok(DynStreamingIterator::new(Pages {
-                    pages: pages.into_iter(),
-                    current: None,
-                })));
+                chunks.push(column_chunk(pages));
             }
         }
         let group: RowGroupIterColumns<'static, PolarsError> = DynIter::new(chunks.into_iter());
@@ -635,6 +619,29 @@ impl PageCompressor {
 /// give up on sooner); the other pages keep the writer's level, which
 /// packs their keys and differences better.
 const SPLIT_LEVEL: i32 = -1;
+
+/// The writer's Parquet types of the table's columns, and its file,
+/// locked for a row group.
+fn open_file<W: Write>(
+    writer: &mut BatchedWriter<W>,
+) -> PolarsResult<(Vec<ParquetType>, MutexGuard<'_, FileWriter<W>>)> {
+    let types = writer.parquet_schema().fields().to_vec();
+    let file = writer
+        .get_writer()
+        .lock()
+        .map_err(|_| PolarsError::ComputeError("a previous write panicked".into()))?;
+    Ok((types, file))
+}
+
+/// A column chunk of pages compressed already, as the file writer takes it.
+fn column_chunk(
+    pages: Vec<CompressedPage>,
+) -> PolarsResult<DynStreamingIterator<'static, CompressedPage, PolarsError>> {
+    Ok(DynStreamingIterator::new(Pages {
+        pages: pages.into_iter(),
+        current: None,
+    }))
+}
 
 /// One column chunk's pages, compressed already, handed to the file
 /// writer one at a time.
