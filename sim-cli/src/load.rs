@@ -331,6 +331,10 @@ fn yaml_error(file: &Path, text_of_file: &str, e: &yaml_serde::Error) -> InputEr
     {
         message = format!("the number {n} is out of range: numbers go up to about 1.8e308");
     }
+    // The YAML parser stops 128 levels down, to keep its stack.
+    if message == "recursion limit exceeded" {
+        message = "nested more than 128 levels deep: an experiment needs a few".into();
+    }
     let mut at = e.location().map(|l| (l.line(), l.column()));
     let mut path = path;
     // The parser places a duplicate key at its mapping: point at the

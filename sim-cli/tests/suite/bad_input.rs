@@ -565,6 +565,36 @@ fn each_broken_file_names_its_line_field_and_problem() {
     assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
 }
 
+/// A file nested past the YAML parser's depth is one placed error that
+/// says so, not the parser's "recursion limit exceeded".
+#[test]
+fn a_file_nested_too_deep_says_how_deep_is_allowed() {
+    for (name, text) in [
+        (
+            "deep-flow.yaml",
+            format!("name: x\nload: {}{}\n", "[".repeat(5000), "]".repeat(5000)),
+        ),
+        (
+            "deep-map.yaml",
+            format!(
+                "name: x\nload: {}1{}\n",
+                "{a: ".repeat(500),
+                "}".repeat(500)
+            ),
+        ),
+    ] {
+        let errs = errors(name, &text);
+        let shown = errs.to_string();
+        assert_eq!(errs.0.len(), 1, "{shown}");
+        assert_eq!(errs.0[0].at.map(|a| a.0), Some(2), "{shown}");
+        assert!(
+            shown.contains(&format!("{name}:2:"))
+                && shown.contains("nested more than 128 levels deep"),
+            "{shown}"
+        );
+    }
+}
+
 #[test]
 fn limits_are_checked_before_any_work_and_name_their_flag() {
     // An alias bomb.
