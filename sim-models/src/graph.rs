@@ -311,6 +311,7 @@ fn build(cfg: &WorldConfig, p: &mut Problems) -> Topology {
     };
     for (name, s) in &cfg.services {
         let path = format!("services.{name}");
+        check_name(name, &path, p);
         s.check(&path, p);
         t.services.push(ServiceNode {
             name: name.clone(),
@@ -323,6 +324,7 @@ fn build(cfg: &WorldConfig, p: &mut Problems) -> Topology {
     }
     for (name, d) in &cfg.dependencies {
         let path = format!("dependencies.{name}");
+        check_name(name, &path, p);
         d.check(&path, p);
         if cfg.services.contains_key(name) {
             p.add(
@@ -487,6 +489,28 @@ fn build(cfg: &WorldConfig, p: &mut Problems) -> Topology {
     t
 }
 
+/// What separates the parts of the names a node's name goes into: field
+/// paths (`services.api.pods`, `calls[0]`), edges (`api->db#2`) and
+/// random streams (`client/backoff@api->db`).
+const NAME_SEPARATORS: [&str; 6] = [".", "[", "]", "->", "#", "@"];
+
+/// A node's name is one part of those names: not empty, no separator
+/// (a service `api.v2` could not be addressed as `services.api.v2.pods`,
+/// and a service `a->b` calling `c` would make the edge `a->b->c`).
+fn check_name(name: &str, path: &str, p: &mut Problems) {
+    if name.trim().is_empty() {
+        p.add(path, "a name needs a character other than spaces");
+    } else if let Some(s) = NAME_SEPARATORS.iter().find(|s| name.contains(**s)) {
+        p.add(
+            path,
+            format!(
+                "{name:?} contains {s:?}: a name may not contain {}, which separate the parts of paths, edges and streams (write api-v2, not api.v2)",
+                NAME_SEPARATORS.map(|s| format!("{s:?}")).join(", ")
+            ),
+        );
+    }
+}
+
 /// A cycle of service calls, as its edges from the first service on it
 /// (depth first, services in index order: the same cycle every time).
 /// Iterative, so a long chain of services cannot exhaust the stack.
@@ -639,6 +663,29 @@ mod tests {
         );
         let f = Topology::of(&cfg).unwrap().fan_out();
         assert!((f - 4.5).abs() < 1e-12, "{f}");
+    }
+
+    #[test]
+    fn a_name_with_a_separator_is_refused() {
+        for bad in ["api.v2", "db[0]", "a->b", "x#2", "q@1", " "] {
+            let cfg = graph(&[(bad, vec![call("db")])], &["db"], bad);
+            let e = Topology::of(&cfg).unwrap_err();
+            assert!(
+                e.iter()
+                    .any(|e| e.path == format!("services.{bad}") && e.message.contains("a name")),
+                "{bad}: {e:?}"
+            );
+            let cfg = graph(&[("api", vec![call(bad)])], &[bad], "api");
+            let e = Topology::of(&cfg).unwrap_err();
+            assert!(
+                e.iter().any(|e| e.path == format!("dependencies.{bad}")),
+                "{bad}: {e:?}"
+            );
+        }
+        for good in ["api-v2", "支付 服务", "db/1", "shard_3"] {
+            let cfg = graph(&[(good, vec![call("db")])], &["db"], good);
+            Topology::of(&cfg).unwrap_or_else(|e| panic!("{good}: {e:?}"));
+        }
     }
 
     #[test]

@@ -446,6 +446,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "no service or dependency is called \"mysq\"",
     ),
     (
+        "entry: api.v2\nservices:\n  api.v2: { calls: [{ to: db }] }\ndependencies:\n  db: {}\n",
+        3,
+        "services.api.v2",
+        "\"api.v2\" contains \".\": a name may not contain",
+    ),
+    (
         "entry: front\nservices:\n  a: {}\n",
         1,
         "entry",
