@@ -340,7 +340,27 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
     } else {
         None
     };
-    let events = read_table(dir, "events")?;
+    // A sweep over parameters gets its maps only when two axes have two
+    // values or more each; anything else (a before/after, alternatives)
+    // is a comparison of variants, told as one story.
+    let varied: Vec<String> = axes
+        .iter()
+        .filter(|a| has(&summary, a))
+        .filter(|a| {
+            let mut v = strings(&summary, a).unwrap_or_default();
+            v.sort();
+            v.dedup();
+            v.len() >= 2
+        })
+        .cloned()
+        .collect();
+    let story = runs.len() > 1 && varied.len() < 2;
+    // The timeline's markers, for the charts and the story.
+    let events = if few || story {
+        read_table(dir, "events")?
+    } else {
+        None
+    };
     let groups = if runs.len() == 1 {
         read_table(dir, "pod_groups")?
     } else {
@@ -364,21 +384,7 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             &label,
         )?);
     } else {
-        // A sweep over parameters gets its maps only when two axes have two
-        // values or more each; anything else (a before/after, alternatives)
-        // is a comparison of variants, told as one story.
-        let varied: Vec<String> = axes
-            .iter()
-            .filter(|a| has(&summary, a))
-            .filter(|a| {
-                let mut v = strings(&summary, a).unwrap_or_default();
-                v.sort();
-                v.dedup();
-                v.len() >= 2
-            })
-            .cloned()
-            .collect();
-        if varied.len() < 2 {
+        if story {
             sections.push(story_section(&summary, &axes, &objective, &marks, &label)?);
         }
         sections.push(ranked_section(&summary, &axes, &objective)?);
