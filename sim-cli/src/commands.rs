@@ -601,7 +601,7 @@ fn explain_graph(world: &sim_models::config::WorldConfig, what: &str) -> Result<
         );
     }
     crate::say!(
-        "#   fan-out: {} attempts per user request, every call made once and none retried: a run's amplification with no retry (replay flags runs above 3 × this)",
+        "#   fan-out: {} attempts per user request, every call made once and none retried: a run's amplification with no retry (replay flags runs above 3 × this, or above the objective's amplification)",
         show_fan_out(topo.fan_out())
     );
     crate::say!(

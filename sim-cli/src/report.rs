@@ -332,8 +332,9 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
     check_axes(&axes, opts)?;
     let runs = strings(&summary, "run_id")?;
     // The bucket tables are drawn for one run or a comparison of a few; a
-    // larger sweep's report is drawn from its summary and events alone,
-    // so its other tables (most of a sweep's bytes) are not read.
+    // larger sweep's report is drawn from its summary (and its events,
+    // for a story's markers), so its other tables (most of a sweep's
+    // bytes) are not read.
     let few = runs.len() <= OVERLAID_RUNS;
     let timeseries = if few {
         Some(read_columns(dir, "timeseries", report_reads)?.ok_or("no timeseries table")?)
