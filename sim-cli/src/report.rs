@@ -579,12 +579,18 @@ fn tiers_section(
 ) -> Result<Option<Section>, String> {
     let node = strings(nodes, "node")?;
     // Nodes in the order the table lists them (services, edges,
-    // dependencies), runs in the summary's order.
+    // dependencies), runs in the summary's order; each node's rows, found
+    // in one pass (a graph of a thousand nodes has a million rows).
     let mut order: Vec<String> = Vec::new();
-    for n in &node {
-        if !order.contains(n) {
+    let mut rows_of: Vec<Vec<usize>> = Vec::new();
+    let mut index: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (i, n) in node.iter().enumerate() {
+        let k = *index.entry(n).or_insert_with(|| {
             order.push(n.clone());
-        }
+            rows_of.push(Vec::new());
+            order.len() - 1
+        });
+        rows_of[k].push(i);
     }
     if order == ["service", "service->upstream", "upstream"] {
         return Ok(None); // the single tier: its figures are the run's own
@@ -682,10 +688,11 @@ fn tiers_section(
     let mut charts_out = Vec::new();
     if runs.len() == 1 {
         let mut lines = Vec::new();
-        for n in &order {
-            let points: Vec<(f64, f64)> = (0..node.len())
-                .filter(|&i| &node[i] == n && kind[i] != "service")
-                .filter_map(|i| per[i].map(|v| (t[i], v)))
+        for (n, rows) in order.iter().zip(&rows_of) {
+            let points: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|&&i| kind[i] != "service")
+                .filter_map(|&i| per[i].map(|v| (t[i], v)))
                 .collect();
             if !points.is_empty() {
                 lines.push(charts::Series {
