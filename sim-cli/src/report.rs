@@ -76,6 +76,24 @@ const TIMESERIES_READ: &[&str] = &[
 ];
 
 /// Whether the report reads the timeseries column `name`.
+/// The `nodes` columns the tiers section reads (a graph of a thousand
+/// nodes has a row per node and bucket: half its columns, half the
+/// memory).
+const NODES_READ: &[&str] = &[
+    "run_id",
+    "node",
+    "kind",
+    "t_s",
+    "offered",
+    "attempts",
+    "retries",
+    "answered",
+    "failed",
+    "timeouts",
+    "latency_p99_s",
+    "per_request",
+];
+
 fn report_reads(name: &str) -> bool {
     TIMESERIES_READ.contains(&name) || name.starts_with("outcome_")
 }
@@ -367,7 +385,11 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
     } else {
         None
     };
-    let nodes = if few { read_table(dir, "nodes")? } else { None };
+    let nodes = if few {
+        read_columns(dir, "nodes", |c| NODES_READ.contains(&c))?
+    } else {
+        None
+    };
     let clock = wall_clock(dir);
     let label = move |x: f64| {
         let t = SimTime::ZERO.saturating_add(SimDuration::from_secs_f64(x));
@@ -1601,11 +1623,8 @@ mod tests {
         assert_eq!(names(highest_peaks(few, 3)), ["x", "y"]);
     }
 
-    /// Every timeseries column this file names is one the report reads:
-    /// a chart added on a column left out of [`TIMESERIES_READ`] fails
-    /// here, not on a user's dataset.
-    #[test]
-    fn every_timeseries_column_named_here_is_read() {
+    /// A cell and a clock to make an empty table of.
+    fn a_cell() -> (crate::sweep::Cell, sim_core::time::WallClock) {
         let cell = crate::sweep::Cell {
             index: 0,
             id: "0".into(),
@@ -1615,15 +1634,29 @@ mod tests {
             labels: Vec::new(),
         };
         let clock = sim_models::config::ClockConfig::default().wall_clock();
-        let empty = crate::output::timeseries_frame(&cell, "x", &[], &[], &clock).unwrap();
-        let file = include_str!("report.rs");
-        let source = &file[..file.find("#[cfg(test)]").unwrap_or(file.len())];
-        let named: Vec<&str> = empty
+        (cell, clock)
+    }
+
+    /// The columns of `table` that `source` names in quotes.
+    fn quoted_columns<'a>(table: &'a DataFrame, source: &str) -> Vec<&'a str> {
+        table
             .get_column_names()
             .into_iter()
             .map(|n| n.as_str())
             .filter(|n| source.contains(&format!("\"{n}\"")))
-            .collect();
+            .collect()
+    }
+
+    /// Every timeseries column this file names is one the report reads:
+    /// a chart added on a column left out of [`TIMESERIES_READ`] fails
+    /// here, not on a user's dataset.
+    #[test]
+    fn every_timeseries_column_named_here_is_read() {
+        let (cell, clock) = a_cell();
+        let empty = crate::output::timeseries_frame(&cell, "x", &[], &[], &clock).unwrap();
+        let file = include_str!("report.rs");
+        let source = &file[..file.find("#[cfg(test)]").unwrap_or(file.len())];
+        let named = quoted_columns(&empty, source);
         assert!(named.contains(&"goodput_per_s"), "{named:?}");
         for n in named {
             assert!(
@@ -1636,5 +1669,24 @@ mod tests {
         }
         // Identity columns the charts do not use stay unread.
         assert!(!report_reads("label") && !report_reads("bucket"));
+    }
+
+    /// Every `nodes` column the tiers section names is one it reads.
+    #[test]
+    fn every_nodes_column_the_tiers_name_is_read() {
+        let (cell, clock) = a_cell();
+        let empty = crate::output::nodes_frame(&cell, "x", &[], &[], &[], &clock).unwrap();
+        let file = include_str!("report.rs");
+        let start = file.find("\nfn tiers_section(").unwrap();
+        let end = start + 1 + file[start + 1..].find("\nfn ").unwrap();
+        let source = &file[start..end];
+        let named = quoted_columns(&empty, source);
+        assert!(named.contains(&"per_request"), "{named:?}");
+        for n in named {
+            assert!(
+                NODES_READ.contains(&n),
+                "the tiers name `{n}` but it is not read"
+            );
+        }
     }
 }
