@@ -51,7 +51,7 @@ use crate::evaluate::{Observed, ObservedSpec, Running, SeedsSpec, Store, numeric
 use crate::load::{Experiment, InputError, InputErrors, InputLimits};
 use crate::output::write_parquet;
 use crate::runner::{DatasetKind, claim_output, hash_of};
-use crate::stats::{mean_ci, median};
+use crate::stats::{mean_ci_at_least_zero, median};
 use crate::sweep::{Cell, canonical, cell_world_at, readable, set_path};
 
 /// How an unknown's range is spread over the search.
@@ -1179,7 +1179,7 @@ pub fn tables(fit: &Fit) -> String {
             o.name,
             o.range_text(),
             show(b.medians[i]),
-            mean_ci(&xs).map_or("-".into(), |m| m.show(3)),
+            mean_ci_at_least_zero(&xs).map_or("-".into(), |m| m.show(3)),
             format!("{inside}/{n}"),
             if o.met(b.medians[i]) { "ok" } else { "OUT" }
         );

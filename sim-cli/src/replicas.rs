@@ -7,7 +7,7 @@
 use polars::prelude::DataFrame;
 
 use crate::report::{optional_floats, strings};
-use crate::stats::{mean_ci, wilson};
+use crate::stats::{mean_ci_at_least_zero, wilson};
 
 /// One variant: its name and its rows in the summary.
 #[derive(Clone, Debug, PartialEq)]
@@ -108,10 +108,7 @@ pub fn rows(summary: &DataFrame, axes: &[String]) -> Result<Option<Vec<Vec<Strin
                 .map(|x| x * scale)
                 .collect();
             // Every figure here is ≥ 0: a t interval's lower end is cut there.
-            row.push(mean_ci(&xs).map_or("-".into(), |mut m| {
-                m.low = m.low.max(0.0);
-                m.show(1)
-            }));
+            row.push(mean_ci_at_least_zero(&xs).map_or("-".into(), |m| m.show(1)));
         }
         let storms = g
             .rows
