@@ -34,9 +34,16 @@ def main(out: str) -> None:
         # The hive partition column and the in-file run id agree.
         assert (by_polars["cell"].cast(pl.Utf8) == by_polars["run_id"]).all(), table
         assert set(by_pandas["run_id"]) == set(by_duckdb["run_id"]) == set(by_polars["run_id"])
-        meta = pq.read_metadata(files[0]).metadata
-        for key in (b"stormsim.version", b"stormsim.seed", b"stormsim.config", b"stormsim.config_hash"):
-            assert key in meta, f"{table}: metadata {key!r} missing"
+        # Every file names its run and its configuration's hash; the
+        # summary, the run's record, also holds the configuration itself.
+        for f in files:
+            meta = pq.read_metadata(f).metadata
+            for key in (b"stormsim.version", b"stormsim.cell", b"stormsim.seed", b"stormsim.config_hash"):
+                assert key in meta, f"{f}: metadata {key!r} missing"
+            summary = os.path.join(out, "summary", f"cell={meta[b'stormsim.cell'].decode()}", "part-0.parquet")
+            record = pq.read_metadata(summary).metadata
+            assert record[b"stormsim.config_hash"] == meta[b"stormsim.config_hash"], f"{f}: not its summary's configuration"
+            assert (b"stormsim.config" in meta) == (table == "summary"), f"{f}: stormsim.config"
         print(f"{table}: {rows} rows in {len(files)} files, {len(by_polars.columns)} columns; polars, pandas and duckdb agree")
     summary = pl.read_parquet(os.path.join(out, "summary", "**", "*.parquet"), hive_partitioning=True)
     assert summary["success_rate"].is_between(0, 1).all()

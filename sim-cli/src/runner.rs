@@ -73,8 +73,14 @@ pub struct Report {
 
 /// A stable 16-hex hash of a serialisable value's JSON.
 pub fn hash_of<T: serde::Serialize>(v: &T) -> String {
+    hash_text(&serde_json::to_string(v).unwrap_or_default())
+}
+
+/// The hash [`hash_of`] gives a value serialised as `json`: a run's
+/// `stormsim.config_hash` is this of its summary's `stormsim.config`.
+pub fn hash_text(json: &str) -> String {
     let mut h = Fnv1a::new();
-    h.write(serde_json::to_string(v).unwrap_or_default().as_bytes());
+    h.write(json.as_bytes());
     format!("{:016x}", h.finish())
 }
 
@@ -355,16 +361,21 @@ fn run_cell(
         ("stormsim.cell".to_string(), cell.id.clone()),
         ("stormsim.seed".to_string(), cell.seed.to_string()),
         ("stormsim.params".to_string(), describe(&cell.params)),
-        ("stormsim.config_hash".to_string(), hash_of(&world)),
-        ("stormsim.config".to_string(), config),
+        ("stormsim.config_hash".to_string(), hash_text(&config)),
     ];
+    // The resolved configuration goes in the summary alone, the run's
+    // record: a graph of 500 services resolves to about 450 KB of JSON,
+    // which every table of every cell repeated. The other tables name
+    // it by its hash.
+    let mut summary_meta = meta.clone();
+    summary_meta.push(("stormsim.config".to_string(), config));
     let ctx = CellContext {
         cell: cell.clone(),
         experiment: exp.name.clone(),
         kinds: kinds.to_vec(),
         clock: world.clock.wall_clock(),
         spans: pod_group_spans(world.entry_service().pods, world.entry_service().groups()),
-        meta: meta.clone(),
+        meta,
         buckets: world.clock.buckets(),
         edges: Topology::of(&world)
             .map(|t| t.edges.into_iter().map(|e| e.name).collect())
@@ -387,7 +398,7 @@ fn run_cell(
     write_parquet(
         &table_path(out, "summary", &cell.id),
         &mut sm,
-        &meta,
+        &summary_meta,
         writer,
     )?;
     Ok((k, output.events))

@@ -1140,3 +1140,79 @@ fn a_large_sweeps_terminal_tables_are_cut_and_say_where_the_rest_is() {
     assert!(!text.lines().any(|l| l.starts_with("31 ")), "{text}");
     assert!(text.lines().count() < 150, "{} lines", text.lines().count());
 }
+
+/// Key-value metadata of `table`'s one file in `out`.
+fn metadata_of(out: &Path, table: &str) -> BTreeMap<String, String> {
+    use polars::prelude::*;
+    let cell = std::fs::read_dir(out.join(table))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap();
+    let f = std::fs::File::open(cell.path().join("part-0.parquet")).unwrap();
+    let meta = ParquetReader::new(f).get_metadata().unwrap().clone();
+    meta.key_value_metadata()
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
+        .collect()
+}
+
+/// The resolved configuration is written once per run, in its summary:
+/// a chain of 200 services resolves to over 100 KB of JSON, which every
+/// table of every cell used to repeat. Every table names the run and its
+/// configuration's hash, which is the hash of the summary's JSON.
+#[test]
+fn the_resolved_configuration_is_written_once_per_run_and_named_by_its_hash_elsewhere() {
+    let dir = scratch("config-once");
+    let file = dir.join("chain.yaml");
+    let mut text = String::from(
+        "clock: { duration: 2s, bucket: 1s }\nload: { rate: 20 }\noutputs: { attempts: 1.0 }\nentry: s0\nservices:\n",
+    );
+    for i in 0..200 {
+        let to = if i == 199 {
+            "db".to_string()
+        } else {
+            format!("s{}", i + 1)
+        };
+        text.push_str(&format!("  s{i}:\n    calls:\n      - to: {to}\n"));
+    }
+    text.push_str("dependencies:\n  db: { latency: { constant: 1ms } }\n");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("out");
+    run_into(&file, &out);
+    let summary = metadata_of(&out, "summary");
+    let config = &summary["stormsim.config"];
+    assert!(config.len() > 100_000, "{} bytes", config.len());
+    let world: serde_json::Value = serde_json::from_str(config).unwrap();
+    assert_eq!(world["services"].as_object().unwrap().len(), 200);
+    let hash = &summary["stormsim.config_hash"];
+    assert_eq!(*hash, stormsim::runner::hash_text(config));
+    for table in ["timeseries", "pod_groups", "events", "attempts", "nodes"] {
+        let meta = metadata_of(&out, table);
+        assert!(!meta.contains_key("stormsim.config"), "{table}");
+        for key in [
+            "stormsim.version",
+            "stormsim.experiment",
+            "stormsim.cell",
+            "stormsim.seed",
+            "stormsim.params",
+        ] {
+            assert_eq!(meta[key], summary[key], "{table}: {key}");
+        }
+        assert_eq!(meta["stormsim.config_hash"], *hash, "{table}");
+        let size = std::fs::metadata(
+            std::fs::read_dir(out.join(table))
+                .unwrap()
+                .flatten()
+                .next()
+                .unwrap()
+                .path()
+                .join("part-0.parquet"),
+        )
+        .unwrap()
+        .len();
+        assert!(size < config.len() as u64, "{table}: {size} bytes");
+    }
+}
