@@ -5,6 +5,7 @@ mod common;
 mod dataset;
 mod golden;
 mod graphs;
+mod incidents;
 mod maps;
 mod operator;
 mod python;
