@@ -98,3 +98,71 @@ fn a_200ms_database_hiccup_quadruples_the_load_until_the_remedy() {
         }
     }
 }
+
+/// Incident E, "project X" (`experiments/incidents/project-x-jitter.yaml`):
+/// "from a normal 800 QPS to nearly 3,000, 70 % of them retries (the
+/// retry rate went from 1 % to 70 %)", and the upstream held down after
+/// its 10-minute fault was over. The write-up's fix keeps the load near
+/// one attempt a request and lets the upstream recover with the fault.
+#[test]
+fn ten_minutes_of_upstream_jitter_outlast_themselves_until_the_fix() {
+    let seeds = [4u64, 5, 6];
+    let runs = replay("experiments/incidents/project-x-jitter.yaml", &seeds);
+    assert_eq!(runs.len(), 2 * seeds.len());
+    let at = |s: u64| SimTime::from_nanos(s * 1_000_000_000);
+    // Retries ÷ attempts over the buckets starting in [from, to).
+    let retry_share = |rows: &[BucketRow], from: SimTime, to: SimTime| {
+        let (retries, attempts) = rows
+            .iter()
+            .filter(|r| r.start >= from && r.start < to)
+            .fold((0u64, 0u64), |(x, n), r| {
+                (x + r.count(Count::AttemptsRetry), n + r.attempts())
+            });
+        retries as f64 / attempts.max(1) as f64
+    };
+    for (name, seed, k, rows) in &runs {
+        let end = rows.last().unwrap().start;
+        // The last two minutes, from three minutes after the fault.
+        let tail = &rows[rows.len() - 12..];
+        let (ok, all) = tail.iter().fold((0u64, 0u64), |(ok, all), r| {
+            (ok + r.outcome(Reason::Success), all + r.finished())
+        });
+        let tail_success = ok as f64 / all.max(1) as f64;
+        match name.as_str() {
+            "old policy" => {
+                assert!(
+                    (2_700.0..=3_400.0).contains(&k.peak_attempts_per_s),
+                    "seed {seed}: {} attempts/s at the peak",
+                    k.peak_attempts_per_s
+                );
+                let before = retry_share(rows, at(0), at(60));
+                assert!(
+                    (0.005..=0.02).contains(&before),
+                    "seed {seed}: {before:.3} before"
+                );
+                let storm = retry_share(rows, at(120), end);
+                assert!(
+                    (0.65..=0.76).contains(&storm),
+                    "seed {seed}: {storm:.3} in the storm"
+                );
+                assert!(k.metastable, "seed {seed}: the storm outlives the fault");
+                assert!(tail_success < 0.01, "seed {seed}: {tail_success}");
+            }
+            "the fix" => {
+                assert!(
+                    k.peak_attempts_per_s < 1_000.0,
+                    "seed {seed}: {} attempts/s at the peak",
+                    k.peak_attempts_per_s
+                );
+                assert!(!k.metastable, "seed {seed}");
+                assert!(
+                    k.time_to_recover_s.is_some_and(|t| t <= 60.0),
+                    "seed {seed}: recovered after {:?} s",
+                    k.time_to_recover_s
+                );
+                assert!(tail_success > 0.99, "seed {seed}: {tail_success}");
+            }
+            other => panic!("unexpected cell {other}"),
+        }
+    }
+}
