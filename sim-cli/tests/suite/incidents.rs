@@ -166,3 +166,76 @@ fn ten_minutes_of_upstream_jitter_outlast_themselves_until_the_fix() {
         }
     }
 }
+
+/// Incident C (`experiments/incidents/llm-rate-limit.yaml`): "1 call
+/// became 4 (QPS x4)" and tripped the provider's rate limit, which the
+/// calls alone never reach. The write-up's client, its 429 waits not
+/// counted as its comment says, fails least but asks again every
+/// Retry-After until its deadline: many times the attempts, nearly all
+/// of them refused; counted, as its code's `continue` does, it stays
+/// within four attempts a call.
+#[test]
+fn retries_trip_an_llm_apis_rate_limit_and_uncounted_429_waits_multiply_attempts() {
+    let seeds = [2u64, 3, 4];
+    let runs = replay("experiments/incidents/llm-rate-limit.yaml", &seeds);
+    assert_eq!(runs.len(), 3 * seeds.len());
+    for &seed in &seeds {
+        let cell = |name: &str| {
+            &runs
+                .iter()
+                .find(|(n, s, _, _)| n == name && *s == seed)
+                .unwrap_or_else(|| panic!("no cell {name}"))
+                .2
+        };
+        let (old, client, counted) = (
+            cell("old client"),
+            cell("the write-up's client"),
+            cell("its 429 waits counted"),
+        );
+        for k in [old, client, counted] {
+            assert!(
+                !k.metastable && k.time_to_recover_s.is_some(),
+                "seed {seed}"
+            );
+        }
+        assert!(
+            (2.7..=4.0).contains(&old.amplification_peak),
+            "seed {seed}: {}",
+            old.amplification_peak
+        );
+        // 60 calls/s alone never reach the limit of 100/s: the retries do.
+        assert!(
+            old.rate_limited > 2_000,
+            "seed {seed}: {} 429s",
+            old.rate_limited
+        );
+        assert!(
+            client.amplification_peak > 8.0,
+            "seed {seed}: {}",
+            client.amplification_peak
+        );
+        assert!(
+            client.rate_limited > 4 * old.rate_limited,
+            "seed {seed}: {} 429s against {}",
+            client.rate_limited,
+            old.rate_limited
+        );
+        assert!(
+            client.peak_error_rate < old.peak_error_rate - 0.05,
+            "seed {seed}: {} against {}",
+            client.peak_error_rate,
+            old.peak_error_rate
+        );
+        assert!(
+            counted.amplification_peak <= 4.0,
+            "seed {seed}: {}",
+            counted.amplification_peak
+        );
+        assert!(
+            (counted.rate_limited as f64) < 1.5 * old.rate_limited as f64,
+            "seed {seed}: {} 429s against {}",
+            counted.rate_limited,
+            old.rate_limited
+        );
+    }
+}
