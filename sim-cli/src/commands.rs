@@ -613,7 +613,7 @@ fn explain_graph(world: &sim_models::config::WorldConfig, what: &str) -> Result<
             "#   {}: latency {}, {} attempt(s) at {} per user request",
             p.nodes.join(" -> "),
             p.latency.map_or("unbounded".to_string(), |l| l.to_string()),
-            p.amplification,
+            analysis::show_count(p.amplification),
             p.nodes.last().map_or("", String::as_str)
         );
         for line in &p.derivation {
@@ -673,8 +673,8 @@ pub fn explain(file: &Path, limits: &InputLimits, cell: Option<&str>) -> Result<
         );
         crate::say!(
             "#   attempts per call: {}; upstream attempts per user request: {}",
-            w.attempts_per_call,
-            w.amplification
+            analysis::show_count(w.attempts_per_call),
+            analysis::show_count(w.amplification)
         );
         for line in &w.derivation {
             crate::say!("#     {line}");

@@ -6,17 +6,20 @@ use sim_core::time::SimDuration;
 
 use crate::config::{ClientConfig, PoolConfig, RetryAfterMode, TimeoutStart, WorldConfig};
 use crate::graph::Topology;
+use crate::outcome::{AttemptOutcome, Pushback};
 
 /// Worst cases of a configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorstCase {
     /// Longest a call can take (`None`: unbounded).
     pub latency: Option<SimDuration>,
-    /// Most attempts one call sends to the upstream.
-    pub attempts_per_call: u64,
+    /// Most attempts one call sends to the upstream (`None`: the policy
+    /// sets no bound, as when waits the server asks for are not counted
+    /// as retries).
+    pub attempts_per_call: Option<u64>,
     /// Most upstream attempts per user request, all tiers multiplied
-    /// (saturating).
-    pub amplification: u64,
+    /// (saturating; `None`: unbounded).
+    pub amplification: Option<u64>,
     /// How the figures were reached, one line per term.
     pub derivation: Vec<String>,
 }
@@ -96,7 +99,7 @@ pub fn worst_case(cfg: &WorldConfig) -> WorstCase {
             "gateway dispatches each request up to {dispatches} times"
         ));
     }
-    w.amplification = w.attempts_per_call.saturating_mul(dispatches);
+    w.amplification = w.attempts_per_call.map(|a| a.saturating_mul(dispatches));
     w
 }
 
@@ -109,8 +112,9 @@ pub struct PathWorstCase {
     /// unbounded).
     pub latency: Option<SimDuration>,
     /// Most attempts one user request puts on the path's last node: each
-    /// edge's attempts per call multiplied, and the gateway's dispatches.
-    pub amplification: u64,
+    /// edge's attempts per call multiplied, and the gateway's dispatches
+    /// (`None`: an edge sets no bound).
+    pub amplification: Option<u64>,
     /// Each edge's figures, top first.
     pub derivation: Vec<String>,
 }
@@ -131,7 +135,7 @@ pub fn paths_worst_case(cfg: &WorldConfig, topo: &Topology) -> (Vec<PathWorstCas
             let mut below: Option<SimDuration> = None;
             let mut bounded_below = false;
             let mut lines = Vec::new();
-            let mut amplification = dispatches;
+            let mut amplification = Some(dispatches);
             let mut worst: Vec<WorstCase> = Vec::new();
             for &e in path.iter().rev() {
                 let edge = &topo.edges[e as usize];
@@ -146,13 +150,18 @@ pub fn paths_worst_case(cfg: &WorldConfig, topo: &Topology) -> (Vec<PathWorstCas
             }
             worst.reverse();
             for (&e, w) in path.iter().zip(&worst) {
-                amplification = amplification.saturating_mul(w.attempts_per_call);
+                amplification = amplification
+                    .zip(w.attempts_per_call)
+                    .map(|(a, b)| a.saturating_mul(b));
                 lines.push(format!(
                     "{}: {} attempt(s) per call, latency {}",
                     topo.edges[e as usize].name,
-                    w.attempts_per_call,
+                    show_count(w.attempts_per_call),
                     w.latency.map_or("unbounded".to_string(), |l| l.to_string())
                 ));
+                for line in w.derivation.iter().filter(|l| l.starts_with(UNCOUNTED)) {
+                    lines.push(format!("  {line}"));
+                }
             }
             if dispatches > 1 {
                 lines.push(format!(
@@ -174,6 +183,32 @@ pub fn paths_worst_case(cfg: &WorldConfig, topo: &Topology) -> (Vec<PathWorstCas
     (cases, more)
 }
 
+/// A count, or "unbounded".
+pub fn show_count(n: Option<u64>) -> String {
+    n.map_or("unbounded".to_string(), |n| n.to_string())
+}
+
+/// How the line that says a policy's attempts are unbounded starts.
+const UNCOUNTED: &str = "waits the server asks for";
+
+/// Whether `c` retries after a wait the server asks for (a 429's
+/// Retry-After, a 503's pushback) without counting it against
+/// `max_retries`: then nothing in the policy bounds a call's attempts
+/// (only its total deadline or the caller's bounds its time), and a limit
+/// that holds has every waiting call ask again after each wait.
+fn pushback_uncounted(c: &ClientConfig) -> bool {
+    let r = &c.retry;
+    let asked = [
+        AttemptOutcome::RateLimited(0),
+        AttemptOutcome::ServerError(503, Pushback::After(0)),
+    ];
+    r.retry_after.mode != RetryAfterMode::Ignore
+        && !r.retry_after.counts_as_retry
+        && asked
+            .iter()
+            .any(|&o| r.retry_on.iter().any(|x| x.matches(o)))
+}
+
 /// Worst-case latency and attempts of one call with `c` over `pool`;
 /// `callee` bounds one attempt when the far end cannot take longer (a
 /// service whose own calls are bounded).
@@ -193,9 +228,16 @@ fn call_worst_case(c: &ClientConfig, pool: &PoolConfig, callee: Option<SimDurati
                 h.max_attempts
             ));
             (
-                u64::from(h.max_attempts),
+                Some(u64::from(h.max_attempts)),
                 per_try(c, pool).map(|t| last_start.saturating_add(t)),
             )
+        }
+        None if pushback_uncounted(c) => {
+            lines.push(format!(
+                "{UNCOUNTED} (Retry-After, pushback) are not counted as retries: a call asks again after each, as long as the server asks, beyond {} retries",
+                r.max_retries
+            ));
+            (None, None)
         }
         None => {
             let attempts = 1 + u64::from(r.max_retries) + u64::from(fast);
@@ -213,7 +255,7 @@ fn call_worst_case(c: &ClientConfig, pool: &PoolConfig, callee: Option<SimDurati
                     None => total = None,
                 }
             }
-            (attempts, total)
+            (Some(attempts), total)
         }
     };
     let latency = match (latency, c.total_deadline) {
@@ -250,7 +292,43 @@ mod tests {
         cfg.client.retry.backoff = Backoff::fixed(SimDuration::from_millis(500));
         let w = worst_case(&cfg);
         assert_eq!(w.latency, Some(SimDuration::from_secs(27)));
-        assert_eq!(w.amplification, 5);
+        assert_eq!(w.amplification, Some(5));
+    }
+
+    /// The LLM-API write-up's client waits out a 429's Retry-After
+    /// without counting it as a retry: nothing bounds its attempts, only
+    /// its 60 s total deadline its time. Counted (as the write-up's code
+    /// does), or with only timeouts retried, it is four attempts.
+    #[test]
+    fn waits_the_server_asks_for_that_do_not_count_leave_attempts_unbounded() {
+        let mut cfg = WorldConfig::default();
+        crate::policy::presets::get("llm-api-adaptive")
+            .unwrap()
+            .apply(&mut cfg);
+        let w = worst_case(&cfg);
+        assert_eq!((w.attempts_per_call, w.amplification), (None, None));
+        assert_eq!(w.latency, Some(SimDuration::from_secs(60)));
+        assert!(
+            w.derivation[0].contains("not counted as retries"),
+            "{:?}",
+            w.derivation
+        );
+        let mut counted = cfg.clone();
+        counted.client.retry.retry_after.counts_as_retry = true;
+        assert_eq!(worst_case(&counted).attempts_per_call, Some(4));
+        // Retrying neither 429 nor 5xx (whose 503 may carry pushback):
+        // timeouts only.
+        let mut timeouts = cfg.clone();
+        timeouts.client.retry.retry_on = vec![crate::client::RetryOn::Timeout];
+        assert_eq!(worst_case(&timeouts).attempts_per_call, Some(4));
+        // A 503's pushback, honoured and not counted, is the same as a 429.
+        let mut pushback = timeouts.clone();
+        pushback
+            .client
+            .retry
+            .retry_on
+            .push(crate::client::RetryOn::Status(503));
+        assert_eq!(worst_case(&pushback).attempts_per_call, None);
     }
 
     #[test]
@@ -276,7 +354,7 @@ mod tests {
             max_retries: 2,
             on: vec![],
         });
-        assert_eq!(worst_case(&cfg).amplification, 9);
+        assert_eq!(worst_case(&cfg).amplification, Some(9));
     }
 
     #[test]
@@ -305,10 +383,10 @@ mod tests {
                 on: vec![],
             });
             let w = worst_case(&cfg);
-            assert_eq!(w.attempts_per_call, 1 + u64::from(retries));
+            assert_eq!(w.attempts_per_call, Some(1 + u64::from(retries)));
             assert_eq!(
                 w.amplification,
-                (1 + u64::from(retries)).saturating_mul(1 + u64::from(u32::MAX))
+                Some((1 + u64::from(retries)).saturating_mul(1 + u64::from(u32::MAX)))
             );
             assert!(w.latency.is_some());
         }

@@ -185,7 +185,7 @@ fn retries_multiply_across_tiers_exactly_when_the_bottom_always_fails() {
     assert!(!more);
     assert_eq!(paths.len(), 1);
     assert_eq!(paths[0].nodes, ["a", "b", "c", "db"]);
-    assert_eq!(paths[0].amplification, 64);
+    assert_eq!(paths[0].amplification, Some(64));
 }
 
 #[test]

@@ -242,7 +242,7 @@ fn retries_at_two_tiers_multiply() {
     );
     assert_eq!(
         sim_models::policy::analysis::worst_case(&cfg).amplification,
-        12
+        Some(12)
     );
 }
 
