@@ -3,6 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use rayon::prelude::*;
+use sim_models::recorder::BucketRow;
+
 /// The repository root.
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -57,4 +60,58 @@ pub fn result_files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
         }
     }
     out
+}
+
+/// Runs `world` in process (no dataset) and judges it by `exp`'s
+/// recovery settings, as `stormsim run` does: its key figures and its
+/// bucket rows.
+pub fn run_and_judge(
+    exp: &stormsim::load::Experiment,
+    world: &sim_models::config::WorldConfig,
+) -> (sim_models::kpi::Kpis, Vec<sim_models::recorder::BucketRow>) {
+    use sim_models::kpi::{kpi_rows, kpis};
+    let out = sim_models::world::run(world, Vec::new()).expect("the world runs");
+    let k = kpis(
+        &kpi_rows(&out.sink),
+        &out.totals,
+        &out.steps,
+        &exp.outputs.recovery,
+        world.clock.window,
+    );
+    (k, out.sink)
+}
+
+/// Every cell of the bundled `file` on each of `seeds`: the cell's name,
+/// the seed, its key figures and its bucket rows.
+pub fn replay(
+    file: &str,
+    seeds: &[u64],
+) -> Vec<(String, u64, sim_models::kpi::Kpis, Vec<BucketRow>)> {
+    let path = root().join(file);
+    let exp = stormsim::load::load(&path, &stormsim::load::InputLimits::default())
+        .expect("the experiment loads");
+    let cells = stormsim::sweep::cells(&exp).expect("cells");
+    cells
+        .par_iter()
+        .flat_map(|cell| seeds.par_iter().map(move |&seed| (cell, seed)))
+        .map(|(cell, seed)| {
+            let mut world = stormsim::sweep::cell_world(&exp, cell).expect("cell world");
+            world.seed = seed;
+            let (k, rows) = run_and_judge(&exp, &world);
+            (cell.name(), seed, k, rows)
+        })
+        .collect()
+}
+
+/// Successes ÷ requests finished in the last `n` buckets.
+pub fn tail_success(rows: &[BucketRow], n: usize) -> f64 {
+    let (ok, all) = rows[rows.len() - n..]
+        .iter()
+        .fold((0u64, 0u64), |(ok, all), r| {
+            (
+                ok + r.outcome(sim_models::outcome::Reason::Success),
+                all + r.finished(),
+            )
+        });
+    ok as f64 / all.max(1) as f64
 }

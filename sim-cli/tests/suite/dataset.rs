@@ -890,15 +890,20 @@ fn f64_at(df: &polars::prelude::DataFrame, name: &str) -> f64 {
     c.f64().unwrap().get(0).unwrap()
 }
 
-/// `table` of the one cell in `out`.
-fn read_one(out: &Path, table: &str) -> polars::prelude::DataFrame {
-    use polars::prelude::*;
+/// The file of `table` of the one cell in `out`.
+fn one_file(out: &Path, table: &str) -> PathBuf {
     let cell = std::fs::read_dir(out.join(table))
         .unwrap()
         .flatten()
         .next()
         .unwrap();
-    let f = std::fs::File::open(cell.path().join("part-0.parquet")).unwrap();
+    cell.path().join("part-0.parquet")
+}
+
+/// `table` of the one cell in `out`.
+fn read_one(out: &Path, table: &str) -> polars::prelude::DataFrame {
+    use polars::prelude::*;
+    let f = std::fs::File::open(one_file(out, table)).unwrap();
     ParquetReader::new(f).finish().unwrap()
 }
 
@@ -1144,12 +1149,7 @@ fn a_large_sweeps_terminal_tables_are_cut_and_say_where_the_rest_is() {
 /// Key-value metadata of `table`'s one file in `out`.
 fn metadata_of(out: &Path, table: &str) -> BTreeMap<String, String> {
     use polars::prelude::*;
-    let cell = std::fs::read_dir(out.join(table))
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap();
-    let f = std::fs::File::open(cell.path().join("part-0.parquet")).unwrap();
+    let f = std::fs::File::open(one_file(out, table)).unwrap();
     let meta = ParquetReader::new(f).get_metadata().unwrap().clone();
     meta.key_value_metadata()
         .as_ref()
@@ -1202,17 +1202,7 @@ fn the_resolved_configuration_is_written_once_per_run_and_named_by_its_hash_else
             assert_eq!(meta[key], summary[key], "{table}: {key}");
         }
         assert_eq!(meta["stormsim.config_hash"], *hash, "{table}");
-        let size = std::fs::metadata(
-            std::fs::read_dir(out.join(table))
-                .unwrap()
-                .flatten()
-                .next()
-                .unwrap()
-                .path()
-                .join("part-0.parquet"),
-        )
-        .unwrap()
-        .len();
+        let size = std::fs::metadata(one_file(&out, table)).unwrap().len();
         assert!(size < config.len() as u64, "{table}: {size} bytes");
     }
 }

@@ -7,8 +7,6 @@
 use std::collections::BTreeMap;
 
 use rayon::prelude::*;
-use sim_models::kpi::{kpi_rows, kpis};
-use sim_models::world::run;
 use stormsim::load::{InputLimits, load};
 use stormsim::sweep::{canonical, cell_world, cells};
 
@@ -23,14 +21,7 @@ fn map(file: &str) -> BTreeMap<(String, String), bool> {
         .par_iter()
         .map(|cell| {
             let world = cell_world(&exp, cell).expect("cell world");
-            let out = run(&world, Vec::new()).expect("runs");
-            let k = kpis(
-                &kpi_rows(&out.sink),
-                &out.totals,
-                &out.steps,
-                &exp.outputs.recovery,
-                world.clock.window,
-            );
+            let (k, _) = common::run_and_judge(&exp, &world);
             let key = (canonical(&cell.params[0].1), canonical(&cell.params[1].1));
             (key, k.metastable)
         })

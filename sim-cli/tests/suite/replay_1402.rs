@@ -18,8 +18,7 @@
 use sim_core::dist::DistSpec;
 use sim_core::time::SimDuration;
 use sim_models::config::WorldConfig;
-use sim_models::kpi::{Kpis, kpi_rows, kpis};
-use sim_models::world::run;
+use sim_models::kpi::Kpis;
 use stormsim::load::{InputLimits, load};
 
 use crate::common;
@@ -108,14 +107,7 @@ fn figures_of(file: &str, seed: u64, tweak: impl Fn(&mut WorldConfig)) -> Vec<Op
     let mut cfg = exp.world.clone();
     cfg.seed = seed;
     tweak(&mut cfg);
-    let out = run(&cfg, Vec::new()).expect("the replay runs");
-    let k = kpis(
-        &kpi_rows(&out.sink),
-        &out.totals,
-        &out.steps,
-        &exp.outputs.recovery,
-        cfg.clock.window,
-    );
+    let (k, _) = common::run_and_judge(&exp, &cfg);
     FIGURES.iter().map(|f| (f.read)(&k)).collect()
 }
 
