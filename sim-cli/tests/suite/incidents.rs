@@ -196,3 +196,50 @@ fn retries_trip_an_llm_apis_rate_limit_and_uncounted_429_waits_multiply_attempts
         );
     }
 }
+
+/// Incident E, the first (`experiments/incidents/httpclient-outage.yaml`):
+/// "each request waited about 25 s in the worst case; the thread pools
+/// were exhausted within seconds; it took restarts to recover". The
+/// write-up's fix fails fast: no pod restarts, a p99 of about 3 s.
+#[test]
+fn an_8s_outage_holds_requests_27s_and_restarts_pods_until_the_fix() {
+    use sim_models::outcome::Reason;
+    use sim_models::recorder::Level;
+    let seeds = [4u64, 5, 6];
+    let runs = common::replay("experiments/incidents/httpclient-outage.yaml", &seeds);
+    assert_eq!(runs.len(), 2 * seeds.len());
+    let outage = SimTime::from_nanos(60_000_000_000);
+    let sum = |rows: &[BucketRow], f: &dyn Fn(&BucketRow) -> u64| rows.iter().map(f).sum::<u64>();
+    let turned_away = |seed: u64, name: &str| {
+        let rows = &runs.iter().find(|r| r.0 == name && r.1 == seed).unwrap().3;
+        sum(rows, &|r| r.outcome(Reason::PodOverloaded))
+    };
+    for (name, seed, k, rows) in &runs {
+        let restarts = sum(rows, &|r| r.count(Count::PodRestarts));
+        let p99 = k.peak_e2e_p99_s.unwrap();
+        assert!(
+            !k.metastable && k.time_to_recover_s.is_some(),
+            "{name}, seed {seed}"
+        );
+        match name.as_str() {
+            "old policy" => {
+                // 5 × 5 s + 4 × 500 ms.
+                assert!((26.0..=27.5).contains(&p99), "seed {seed}: p99 {p99} s");
+                // Every thread of every pod taken in the outage's first 5 s.
+                let first = rows.iter().find(|r| r.start >= outage).unwrap();
+                let busy = first.level(Level::ServiceInFlight).max;
+                assert!(busy >= 2_000, "seed {seed}: {busy} in flight");
+                assert!(restarts >= 5, "seed {seed}: {restarts} restarts");
+                assert!(
+                    turned_away(*seed, "old policy") > 5 * turned_away(*seed, "the fix"),
+                    "seed {seed}"
+                );
+            }
+            "the fix" => {
+                assert!(p99 <= 4.0, "seed {seed}: p99 {p99} s");
+                assert_eq!(restarts, 0, "seed {seed}");
+            }
+            other => panic!("unexpected cell {other}"),
+        }
+    }
+}
