@@ -118,7 +118,7 @@ impl<E> EventQueue<E> for IndexedHeap<E> {
     fn pop(&mut self) -> Option<(EventKey, E)> {
         let (key, _) = *self.heap.first()?;
         let slot = self.remove_at(0);
-        self.slots.release(EventId { slot, seq: key.seq });
+        self.slots.release(EventId::new(slot, key.seq));
         let event = self.events[slot as usize]
             .take()
             .expect("live slot holds its event");

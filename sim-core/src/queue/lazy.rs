@@ -46,10 +46,7 @@ struct Entry {
 impl Entry {
     #[inline]
     fn id(&self) -> EventId {
-        EventId {
-            slot: self.slot,
-            seq: self.seq,
-        }
+        EventId::new(self.slot, self.seq)
     }
 
     #[inline]

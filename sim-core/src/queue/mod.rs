@@ -66,16 +66,31 @@ pub struct EventKey {
 /// Ids are never reused: the sequence number inside makes a stale id
 /// (fired or cancelled already) recognisable, even if its storage slot now
 /// holds another event.
+///
+/// The sequence number is kept plus one, in a `NonZeroU64`: an
+/// `Option<EventId>` (a record's timer) then takes 16 bytes, not 24, and
+/// the records that hold two or three of them (a request, a call) take
+/// fewer cache lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EventId {
     pub(crate) slot: u32,
-    pub(crate) seq: u64,
+    seq_plus_one: std::num::NonZeroU64,
 }
 
 impl EventId {
+    /// The id of the event with sequence `seq` stored in `slot`.
+    #[inline]
+    pub(crate) fn new(slot: u32, seq: u64) -> Self {
+        // Saturates rather than branches: a sequence of u64::MAX would
+        // take centuries of events to reach.
+        let seq_plus_one = std::num::NonZeroU64::MIN.saturating_add(seq);
+        EventId { slot, seq_plus_one }
+    }
+
     /// The sequence number of the event (its position in scheduling order).
+    #[inline]
     pub fn seq(self) -> u64 {
-        self.seq
+        self.seq_plus_one.get() - 1
     }
 }
 

@@ -58,7 +58,7 @@ impl<E> EventQueue<E> for PqQueue<E> {
 
     fn pop(&mut self) -> Option<(EventKey, E)> {
         let (slot, Reverse(key)) = self.pq.pop()?;
-        self.slots.release(EventId { slot, seq: key.seq });
+        self.slots.release(EventId::new(slot, key.seq));
         let event = self.events[slot as usize]
             .take()
             .expect("live slot holds its event");

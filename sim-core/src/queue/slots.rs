@@ -30,13 +30,13 @@ impl Slots {
                 slot
             }
         };
-        EventId { slot, seq }
+        EventId::new(slot, seq)
     }
 
     /// True while the event behind `id` is pending and not cancelled.
     #[inline]
     pub(crate) fn is_live(&self, id: EventId) -> bool {
-        self.owner.get(id.slot as usize) == Some(&id.seq)
+        self.owner.get(id.slot as usize) == Some(&id.seq())
     }
 
     /// Starts loading `slot`'s owner, to be read soon (a hint).

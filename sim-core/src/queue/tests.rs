@@ -248,3 +248,11 @@ fn stale_ids_are_harmless() {
     assert!(!q.cancel(b), "double cancel");
     assert_eq!(q.pop(), None);
 }
+
+#[test]
+fn an_event_id_gives_back_its_sequence_from_zero_on() {
+    for seq in [0, 1, 41, u64::MAX / 2] {
+        assert_eq!(EventId::new(7, seq).seq(), seq);
+    }
+    assert_ne!(EventId::new(7, 0), EventId::new(7, 1));
+}
