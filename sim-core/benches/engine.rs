@@ -150,6 +150,7 @@ mod hold {
     fn engine(bencher: Bencher, n: usize) {
         let limits = Limits {
             max_events: u64::MAX,
+            max_events_at_instant: u64::MAX,
             check_every_event: false,
         };
         bencher

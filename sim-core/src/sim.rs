@@ -271,6 +271,11 @@ pub trait Model {
 pub struct Limits {
     /// The most events one simulation may process in total.
     pub max_events: u64,
+    /// The most events one instant may hold: a loop of zero delays (an
+    /// answer given at once and asked again at once) never moves the
+    /// clock, and stops here rather than at `max_events`, which it would
+    /// take minutes to reach.
+    pub max_events_at_instant: u64,
     /// Run [`Model::check_invariants`] after every event (on by default in
     /// debug builds; always once at the end of a run call).
     pub check_every_event: bool,
@@ -280,6 +285,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_events: 1_000_000_000,
+            max_events_at_instant: 100_000_000,
             check_every_event: cfg!(debug_assertions),
         }
     }
@@ -293,6 +299,14 @@ pub enum RunError {
         /// The limit that was hit.
         limit: u64,
         /// The clock when it was hit.
+        now: SimTime,
+    },
+    /// More than [`Limits::max_events_at_instant`] events ran at one
+    /// instant.
+    ClockStoodStill {
+        /// The limit that was hit.
+        limit: u64,
+        /// The instant.
         now: SimTime,
     },
     /// [`Model::check_invariants`] failed.
@@ -312,6 +326,10 @@ impl fmt::Display for RunError {
             RunError::EventLimit { limit, now } => write!(
                 f,
                 "stopped at {now}: the limit of {limit} events (max_events) was reached"
+            ),
+            RunError::ClockStoodStill { limit, now } => write!(
+                f,
+                "stopped at {now}: {limit} events or more ran at that instant without the clock moving (max_events_at_instant): a loop of zero delays"
             ),
             RunError::InvariantViolated {
                 now,
@@ -334,6 +352,14 @@ pub struct Simulation<M: Model> {
     sched: Scheduler<M::Event>,
     limits: Limits,
     events: u64,
+    /// The event count at which the limits are next checked: every few
+    /// thousand events, so the loop pays one compare per event for both.
+    next_check: u64,
+    /// The clock at the last check, and the event count when a check
+    /// first saw it: the clock never goes back, so while it reads the same
+    /// at each check, every event since ran at that instant.
+    instant: SimTime,
+    instant_since: u64,
 }
 
 impl<M: Model> Simulation<M> {
@@ -344,6 +370,9 @@ impl<M: Model> Simulation<M> {
             sched: Scheduler::new(),
             limits,
             events: 0,
+            next_check: 0,
+            instant: SimTime::ZERO,
+            instant_since: 0,
         }
     }
 
@@ -387,6 +416,43 @@ impl<M: Model> Simulation<M> {
             })
     }
 
+    /// The event limits, checked every [`Simulation::check_interval`]
+    /// events and at every event past `max_events`: the total (when an
+    /// event is still due by `end`), then the events of one instant,
+    /// which stop a run within the limit plus twice the interval.
+    #[cold]
+    fn check_limits(&mut self, end: SimTime) -> Result<(), RunError> {
+        let now = self.sched.now;
+        if self.events >= self.limits.max_events {
+            if self.sched.peek_time().is_some_and(|t| t <= end) {
+                return Err(RunError::EventLimit {
+                    limit: self.limits.max_events,
+                    now,
+                });
+            }
+            return Ok(());
+        }
+        if now != self.instant {
+            (self.instant, self.instant_since) = (now, self.events);
+        } else if self.events - self.instant_since >= self.limits.max_events_at_instant {
+            return Err(RunError::ClockStoodStill {
+                limit: self.limits.max_events_at_instant,
+                now,
+            });
+        }
+        self.next_check = self
+            .limits
+            .max_events
+            .min(self.events.saturating_add(self.check_interval()));
+        Ok(())
+    }
+
+    /// Events between two checks of the instant limit: a quarter of it,
+    /// at most 65,536 (a check costs about as much as an event).
+    fn check_interval(&self) -> u64 {
+        (self.limits.max_events_at_instant / 4).clamp(1, 65_536)
+    }
+
     /// Processes the next event, if any; `Ok(false)` when none is pending.
     pub fn step(&mut self) -> Result<bool, RunError> {
         self.step_until(SimTime::MAX)
@@ -399,12 +465,8 @@ impl<M: Model> Simulation<M> {
     /// instructions.
     #[inline(always)]
     fn step_until(&mut self, end: SimTime) -> Result<bool, RunError> {
-        if self.events >= self.limits.max_events && self.sched.peek_time().is_some_and(|t| t <= end)
-        {
-            return Err(RunError::EventLimit {
-                limit: self.limits.max_events,
-                now: self.sched.now,
-            });
+        if self.events >= self.next_check {
+            self.check_limits(end)?;
         }
         let Some(event) = self.sched.pop_due(end) else {
             return Ok(false);
@@ -642,6 +704,53 @@ mod tests {
             }
         );
         assert!(err.to_string().contains("max_events"));
+    }
+
+    /// Schedules itself again at once: the clock never moves.
+    struct Zeno;
+    impl Model for Zeno {
+        type Event = ();
+        fn handle(&mut self, _: (), sched: &mut Scheduler<()>) {
+            sched.schedule_now(());
+        }
+    }
+
+    #[test]
+    fn a_loop_of_zero_delays_stops_at_the_instant_limit_and_names_it() {
+        let limits = Limits {
+            max_events_at_instant: 500,
+            ..Limits::default()
+        };
+        let mut sim = Simulation::new(Zeno, limits);
+        sim.scheduler()
+            .schedule_at(SimTime::from_nanos(7), ())
+            .unwrap();
+        let err = sim.run_until_idle().unwrap_err();
+        assert_eq!(
+            err,
+            RunError::ClockStoodStill {
+                limit: 500,
+                now: SimTime::from_nanos(7)
+            }
+        );
+        // Checked every 125 events: stopped within 500 + 2 × 125.
+        assert!((500..=750).contains(&sim.events_processed()));
+        assert!(err.to_string().contains("max_events_at_instant"), "{err}");
+        // A model whose clock moves runs past the same count, and so does
+        // one that waits at an instant the clock was moved to.
+        let mut sim = Simulation::new(Forever, limits);
+        sim.scheduler().schedule_in(SimDuration::ZERO, ());
+        sim.run_until(SimTime::from_nanos(2_000)).unwrap();
+        assert!(sim.events_processed() > 2_000);
+        let mut sim = Simulation::new(Zeno, limits);
+        sim.scheduler()
+            .schedule_at(SimTime::from_nanos(10), ())
+            .unwrap();
+        for (i, end) in [9, 10].into_iter().enumerate() {
+            let r = sim.run_until(SimTime::from_nanos(end));
+            assert_eq!(r.is_err(), i == 1, "{r:?}");
+        }
+        assert!((500..=750).contains(&sim.events_processed()));
     }
 
     struct Broken(u32);

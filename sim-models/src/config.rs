@@ -153,6 +153,12 @@ impl ClockConfig {
 pub struct WorldLimits {
     /// Most events in one run (default 2·10^9).
     pub max_events: u64,
+    /// Most events at one instant of simulated time (default 10^8): a
+    /// loop of zero delays, such as users with no think time answered at
+    /// once, stops here in seconds instead of grinding to `max_events`.
+    /// The most a real instant holds is about ten events per request in
+    /// flight (a pod restart failing all it holds), within it by default.
+    pub max_events_at_instant: u64,
     /// Most requests in the system at once, users' and orphaned work, and
     /// most jobs the upstream holds (default 2·10^6: about 1 GB).
     pub max_in_flight: u64,
@@ -174,6 +180,7 @@ impl Default for WorldLimits {
     fn default() -> Self {
         WorldLimits {
             max_events: 2_000_000_000,
+            max_events_at_instant: 100_000_000,
             max_in_flight: 2_000_000,
             max_pods: 100_000,
             max_buckets: 1_000_000,
@@ -413,6 +420,9 @@ impl WorldConfig {
         }
         if self.limits.max_events == 0 {
             p.add("limits.max_events", "must be at least 1");
+        }
+        if self.limits.max_events_at_instant == 0 {
+            p.add("limits.max_events_at_instant", "must be at least 1");
         }
         self.limits.check(self, &mut p);
         if p.0.is_empty() { Ok(()) } else { Err(p.0) }

@@ -870,11 +870,11 @@ pub enum WorldError {
 /// Why a run stopped before its end.
 #[derive(Debug)]
 pub enum RunFailure {
-    /// The engine stopped it: the event limit, or a failed per-event check.
+    /// The engine stopped it: an event limit, or a failed per-event check.
     Engine {
         /// What the engine reported.
         source: RunError,
-        /// For the event limit: the kinds of event that made up most of the
+        /// For an event limit: the kinds of event that made up most of the
         /// run, so the user sees which part generated them.
         busiest: Option<String>,
     },
@@ -922,10 +922,13 @@ impl std::fmt::Display for RunFailure {
             RunFailure::Engine {
                 source,
                 busiest: Some(b),
-            } => write!(
-                f,
-                "{source} (raise limits.max_events); most events were {b}"
-            ),
+            } => {
+                let limit = match source {
+                    RunError::ClockStoodStill { .. } => "max_events_at_instant",
+                    _ => "max_events",
+                };
+                write!(f, "{source} (raise limits.{limit}); most events were {b}")
+            }
             RunFailure::Engine { source, .. } => write!(f, "{source}"),
             RunFailure::Invariant(v) => write!(f, "{v}"),
             RunFailure::Limit(v) => {
@@ -1019,6 +1022,7 @@ pub fn run_with<S: RowSink>(
     let world = World::new(cfg, sink).map_err(WorldError::Config)?;
     let limits = Limits {
         max_events: cfg.limits.max_events,
+        max_events_at_instant: cfg.limits.max_events_at_instant,
         check_every_event: checks.every_event,
     };
     let mut sim = Simulation::new(world, limits);
@@ -1037,8 +1041,11 @@ pub fn run_with<S: RowSink>(
     while at < end {
         at = at.saturating_add(cfg.clock.bucket).min(end);
         sim.run_until(at).map_err(|source| {
-            let busiest =
-                matches!(source, RunError::EventLimit { .. }).then(|| sim.model().busiest_events());
+            let busiest = matches!(
+                source,
+                RunError::EventLimit { .. } | RunError::ClockStoodStill { .. }
+            )
+            .then(|| sim.model().busiest_events());
             fail(RunFailure::Engine { source, busiest })
         })?;
         if let Some(v) = &sim.model().sh.violation {
@@ -1091,6 +1098,7 @@ mod tests {
         let limits = Limits {
             max_events: 1_000_000,
             check_every_event: false,
+            ..Limits::default()
         };
         let mut sim = Simulation::new(world, limits);
         {

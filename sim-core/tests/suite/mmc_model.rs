@@ -225,6 +225,7 @@ pub fn run(p: MmcParams) -> (Mmc, SimTime) {
     let limits = Limits {
         max_events: 10 * (p.customers + p.warmup) + 100,
         check_every_event: false,
+        ..Limits::default()
     };
     let mut sim = Simulation::new(Mmc::new(p), limits);
     sim.scheduler()

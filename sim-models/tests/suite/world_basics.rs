@@ -502,3 +502,46 @@ fn a_tiny_event_limit_still_names_the_busiest_events() {
     let named = msg.split("most events were ").nth(1).unwrap_or("");
     assert!(named.contains('%'), "{msg}");
 }
+
+/// A loop of zero delays (a user with no think time refused at once by
+/// the gateway's rate limit, and asking again at once) never moves the
+/// clock: the run stops at the instant limit, naming it and the kind of
+/// event that looped, instead of grinding on to the event limit.
+#[test]
+fn a_loop_of_zero_delays_stops_at_the_instant_limit() {
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(10);
+    cfg.load.rate = 0.0;
+    cfg.load.closed_loop = Some(sim_models::config::ClosedLoopConfig {
+        users: 1,
+        think: DistSpec::Constant(SimDuration::ZERO),
+    });
+    cfg.gateway.rate_limit = Some(sim_models::config::RateLimitConfig {
+        rps: 0.001,
+        burst: Some(1),
+        retry_after: secs(1),
+    });
+    cfg.limits.max_events_at_instant = 100_000;
+    let err = run(&cfg, Vec::new()).err().expect("the limit stops it");
+    let msg = err.to_string();
+    assert!(
+        matches!(
+            err,
+            WorldError::Run {
+                failure: RunFailure::Engine {
+                    source: sim_core::sim::RunError::ClockStoodStill { limit: 100_000, .. },
+                    ..
+                },
+                ..
+            }
+        ),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("raise limits.max_events_at_instant") && msg.contains("load/UserReady"),
+        "{msg}"
+    );
+    // The same users thinking for a millisecond run to the end.
+    cfg.load.closed_loop.as_mut().unwrap().think = DistSpec::Constant(ms(1));
+    assert!(run(&cfg, Vec::new()).is_ok());
+}
