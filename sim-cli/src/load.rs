@@ -1347,52 +1347,48 @@ pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, 
     })?;
     let secs = w.clock.duration.as_secs_f64();
     let users = w.load.closed_loop.as_ref().map_or(0, |c| c.users);
-    let requests = requests_per_run(w);
+    let sources = rate_sources(w, &topo);
+    let requests = sources.iter().map(|s| s.requests).sum::<f64>() + f64::from(users) * secs;
     if requests > limits.max_requests {
-        let mut parts = vec![format!("open loop {} requests/s", rate(w.load.rate))];
-        for d in &topo.dependencies {
-            if d.cfg.background_rps > 0.0 {
-                let whose = match topo.dependencies.len() {
-                    1 => String::new(),
-                    _ => format!(" at {}", d.name),
-                };
-                parts.push(format!(
-                    "background {} requests/s{whose}",
-                    rate(d.cfg.background_rps)
-                ));
-            }
-        }
+        let mut parts: Vec<String> = sources
+            .iter()
+            .filter(|s| s.path == "load.rate" || s.initial > 0.0 || s.requests > 0.0)
+            .map(RateSource::describe)
+            .collect();
         if users > 0 {
             parts.push(format!(
                 "{users} closed-loop users (counted at 1 request/s each)"
             ));
         }
+        // A timeline that raises a rate past what the file starts with is
+        // where to look, when the rates as written would be within it.
+        let as_written: f64 =
+            sources.iter().map(|s| s.initial * secs).sum::<f64>() + f64::from(users) * secs;
+        let path = match highest_rate_step(w) {
+            Some(field) if as_written <= limits.max_requests => field,
+            _ => "clock.duration".to_string(),
+        };
         return Err((
-            "clock.duration".into(),
+            path,
             format!(
-                "one run would simulate about {requests:.3e} requests ({} of {}), over the limit of {:.0e} (raise it with --max-requests)",
+                "one run would simulate about {:.3e} requests ({} of {}), over the limit of {:.0e} (raise it with --max-requests)",
+                requests.min(f64::MAX),
                 w.clock.duration,
                 parts.join(", "),
                 limits.max_requests
             ),
         ));
     }
-    let mut generators: Vec<(f64, String, String)> = vec![(
-        w.load.rate * secs * MIN_EVENTS_PER_REQUEST,
-        "load.rate".into(),
-        format!("{} requests/s for {}", rate(w.load.rate), w.clock.duration),
-    )];
-    for d in &topo.dependencies {
-        generators.push((
-            d.cfg.background_rps * secs * MIN_EVENTS_PER_REQUEST,
-            format!("{}.background_rps", d.path),
-            format!(
-                "{} background requests/s for {}",
-                rate(d.cfg.background_rps),
-                w.clock.duration
-            ),
-        ));
-    }
+    let mut generators: Vec<(f64, String, String)> = sources
+        .iter()
+        .map(|s| {
+            (
+                s.requests * MIN_EVENTS_PER_REQUEST,
+                s.path.clone(),
+                format!("{} for {}", s.describe(), w.clock.duration),
+            )
+        })
+        .collect();
     generators.push((
         secs / w.clock.bucket.as_secs_f64().max(1e-9),
         "clock.bucket".into(),
@@ -1425,18 +1421,106 @@ pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, 
     Ok(())
 }
 
-/// About how many requests a run simulates (open loop and background).
+/// About how many requests a run simulates: open loop and background,
+/// each rate as the timeline moves it, and closed-loop users at one
+/// request a second each.
 pub fn requests_per_run(w: &WorldConfig) -> f64 {
     let users = w
         .load
         .closed_loop
         .as_ref()
         .map_or(0.0, |c| f64::from(c.users));
-    let background: f64 = match w.is_graph() {
-        false => w.upstream.background_rps,
-        true => w.dependencies.values().map(|d| d.background_rps).sum(),
+    let Ok(topo) = sim_models::graph::Topology::of(w) else {
+        return 0.0;
     };
-    (w.load.rate + background + users) * w.clock.duration.as_secs_f64()
+    let sources: f64 = rate_sources(w, &topo).iter().map(|s| s.requests).sum();
+    sources + users * w.clock.duration.as_secs_f64()
+}
+
+/// A rate that makes requests: the open loop's, or a dependency's
+/// background.
+struct RateSource {
+    /// Its field (`load.rate`, `dependencies.db.background_rps`).
+    path: String,
+    /// `open loop`, `background`.
+    name: &'static str,
+    /// ` at db` for a graph's dependency, else empty.
+    at: String,
+    /// Requests per second as written.
+    initial: f64,
+    /// Requests over the run, the timeline's changes included.
+    requests: f64,
+    /// Seconds the run lasts.
+    secs: f64,
+}
+
+impl RateSource {
+    /// `open loop 80 requests/s`, with its mean when the timeline moves it.
+    fn describe(&self) -> String {
+        let written = format!("{} {} requests/s{}", self.name, rate(self.initial), self.at);
+        let mean = self.requests / self.secs.max(1e-9);
+        if (mean - self.initial).abs() <= 1e-9 * self.initial.max(1.0) {
+            written
+        } else {
+            let mean = rate(mean.min(f64::MAX));
+            format!("{written}, {mean} on average as the timeline sets it")
+        }
+    }
+}
+
+/// The world's request rates: the open loop's, then each dependency's
+/// background, each integrated over the run along its timeline.
+fn rate_sources(w: &WorldConfig, topo: &sim_models::graph::Topology) -> Vec<RateSource> {
+    use sim_models::timeline::{Param, integral_over_run, resolve};
+    let steps = resolve(w);
+    let secs = w.clock.duration.as_secs_f64();
+    let mut out = vec![RateSource {
+        path: "load.rate".into(),
+        name: "open loop",
+        at: String::new(),
+        initial: w.load.rate,
+        requests: integral_over_run(w, &steps, Param::LoadRate, 0, w.load.rate),
+        secs,
+    }];
+    for (i, d) in topo.dependencies.iter().enumerate() {
+        let initial = d.cfg.background_rps;
+        out.push(RateSource {
+            path: format!("{}.background_rps", d.path),
+            name: "background",
+            at: match topo.dependencies.len() {
+                1 => String::new(),
+                _ => format!(" at {}", d.name),
+            },
+            initial,
+            requests: integral_over_run(w, &steps, Param::UpstreamBackgroundRps, i as u32, initial),
+            secs,
+        });
+    }
+    out
+}
+
+/// The field of the timeline entry that sets a request rate highest
+/// (`timeline[2].ramp.to`), if any sets one.
+fn highest_rate_step(w: &WorldConfig) -> Option<String> {
+    use sim_models::timeline::{Param, StepAction, resolve};
+    let (entry, _) = resolve(w)
+        .iter()
+        .filter_map(|s| match s.action {
+            StepAction::Set(Param::LoadRate | Param::UpstreamBackgroundRps, _, v) => {
+                Some((s.entry, v))
+            }
+            _ => None,
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))?;
+    let e = &w.timeline[entry];
+    let field = if e.ramp.is_some() {
+        "ramp.to"
+    } else if e.pulse.is_some() {
+        "pulse.value"
+    } else {
+        "set.value"
+    };
+    Some(format!("timeline[{entry}].{field}"))
 }
 
 #[cfg(test)]

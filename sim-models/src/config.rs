@@ -293,6 +293,23 @@ impl std::error::Error for ConfigError {}
 #[derive(Default)]
 pub(crate) struct Problems(pub(crate) Vec<ConfigError>);
 
+/// The most a rate may be, per second: one event a nanosecond, the
+/// clock's resolution. Above it, gaps between arrivals round to zero and
+/// the clock would stand still.
+pub const MAX_RATE: f64 = 1e9;
+
+/// What is wrong with a rate outside `0..=MAX_RATE`.
+pub(crate) fn rate_problem(v: f64) -> String {
+    let found = if v.abs() >= 1e9 {
+        format!("{v:.3e}")
+    } else {
+        v.to_string()
+    };
+    format!(
+        "must be a non-negative rate per second, at most 10^9 (one per ns, the clock's resolution), found {found}"
+    )
+}
+
 impl Problems {
     pub(crate) fn add(&mut self, path: &str, message: impl Into<String>) {
         self.0.push(ConfigError {
@@ -301,11 +318,8 @@ impl Problems {
         });
     }
     pub(crate) fn rate(&mut self, path: &str, v: f64) {
-        if !v.is_finite() || v < 0.0 {
-            self.add(
-                path,
-                format!("must be a non-negative rate per second, found {v}"),
-            );
+        if !(0.0..=MAX_RATE).contains(&v) {
+            self.add(path, rate_problem(v));
         }
     }
     pub(crate) fn probability(&mut self, path: &str, p: f64) {

@@ -178,7 +178,10 @@ impl Param {
             Param::UpstreamCapacity | Param::UpstreamQueueLimit => {
                 (0.0..=1e7).contains(&v) && v.fract() == 0.0
             }
-            Param::UpstreamRateLimitRps => v.is_finite() && v > 0.0,
+            Param::UpstreamRateLimitRps => v > 0.0 && v <= crate::config::MAX_RATE,
+            Param::LoadRate | Param::UpstreamBackgroundRps => {
+                (0.0..=crate::config::MAX_RATE).contains(&v)
+            }
             _ => v.is_finite() && v >= 0.0,
         };
         if ok {
@@ -192,7 +195,9 @@ impl Param {
             Param::UpstreamCapacity | Param::UpstreamQueueLimit => {
                 format!("must be a whole number from 0 to 10^7, found {v}")
             }
+            Param::UpstreamRateLimitRps if v > 0.0 => crate::config::rate_problem(v),
             Param::UpstreamRateLimitRps => format!("must be above 0, found {v}"),
+            Param::LoadRate | Param::UpstreamBackgroundRps => crate::config::rate_problem(v),
             _ => format!("must be a non-negative number, found {v}"),
         })
     }
@@ -890,6 +895,34 @@ pub fn resolve(cfg: &WorldConfig) -> Vec<Step> {
     // Stable: same-instant steps keep entry order.
     steps.sort_by_key(|s| s.at);
     steps
+}
+
+/// What `param` of node `node` adds up to over the run, in value ×
+/// seconds (a rate's requests): `initial` until the first of `steps` that
+/// sets it, then each step's value until the next, up to the end of the
+/// clock. The up-front estimate of a run's work counts a rate the
+/// timeline raises as it will be simulated, not as the file starts it.
+pub fn integral_over_run(
+    cfg: &WorldConfig,
+    steps: &[Step],
+    param: Param,
+    node: u32,
+    initial: f64,
+) -> f64 {
+    let end = SimTime::ZERO.saturating_add(cfg.clock.duration);
+    let (mut since, mut value, mut sum) = (SimTime::ZERO, initial, 0.0);
+    for s in steps {
+        let StepAction::Set(p, n, v) = s.action else {
+            continue;
+        };
+        if p != param || n != node {
+            continue;
+        }
+        let at = s.at.min(end);
+        sum += value * at.saturating_since(since).as_secs_f64();
+        (since, value) = (at, v);
+    }
+    sum + value * end.saturating_since(since).as_secs_f64()
 }
 
 /// The end of the last trigger: the latest instant at which a timeline

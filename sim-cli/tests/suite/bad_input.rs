@@ -409,7 +409,7 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "limits.max_events",
     ),
     (
-        "sweep:\n  axes:\n    - path: load.rate\n      values: [10, 1e12]\n",
+        "sweep:\n  axes:\n    - path: load.rate\n      values: [10, 1e9]\n",
         3,
         "sweep.axes[0]",
         "--max-requests",
@@ -642,6 +642,47 @@ fn limits_are_checked_before_any_work_and_name_their_flag() {
     );
     let e = load(&big, &InputLimits::default()).unwrap_err().to_string();
     assert!(e.contains("--max-file-size"), "{e}");
+}
+
+#[test]
+fn a_timeline_that_raises_a_rate_counts_in_the_work_limits() {
+    // 80 requests/s as written, 10^9 from the second minute: a run that
+    // would grind until the event limit is refused before it starts, at
+    // the entry that raises the rate.
+    let base = "clock: { duration: 3m, bucket: 10s }\nload: { rate: 80 }\n";
+    for (action, field) in [
+        ("ramp: { param: load.rate, to: 1e9, over: 30s }", "ramp.to"),
+        ("set: { param: load.rate, value: 1e9 }", "set.value"),
+        (
+            "pulse: { param: upstream.background_rps, value: 1e9, for: 10s }",
+            "pulse.value",
+        ),
+    ] {
+        let text = format!("{base}timeline:\n  - at: 1m\n    {action}\n");
+        let errs = errors("rate-timeline.yaml", &text);
+        assert_eq!(errs.0.len(), 1, "{errs}");
+        let e = &errs.0[0];
+        assert_eq!(
+            e.path.as_deref(),
+            Some(format!("timeline[0].{field}").as_str()),
+            "{errs}"
+        );
+        assert_eq!(e.at.map(|(l, _)| l), Some(5), "{errs}");
+        let m = errs.to_string();
+        assert!(
+            m.contains("--max-requests") && m.contains("on average as the timeline sets it"),
+            "{m}"
+        );
+    }
+    // The same rates for ten seconds of a pulse are within the limits,
+    // counted as what they add: 80 × 180 + 10^6 × 10 requests.
+    let text = format!(
+        "{base}timeline:\n  - at: 1m\n    pulse: {{ param: load.rate, value: 1e6, for: 10s }}\n"
+    );
+    let path = write("rate-pulse.yaml", &text);
+    let exp = load(&path, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
+    let n = stormsim::load::requests_per_run(&exp.world);
+    assert!((n - (80.0 * 170.0 + 1e6 * 10.0)).abs() < 1.0, "{n}");
 }
 
 #[test]

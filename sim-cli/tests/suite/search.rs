@@ -479,7 +479,7 @@ fn bad_searches_are_refused_with_their_location() {
             "--max-cells",
         ),
         (
-            "calibrate:\n  unknowns:\n    - { path: load.rate, range: [10, 1e12] }\n  observed:\n    - { figure: peak_error_rate, at_most: 0.1 }\n",
+            "calibrate:\n  unknowns:\n    - { path: load.rate, range: [10, 1e9] }\n  observed:\n    - { figure: peak_error_rate, at_most: 0.1 }\n",
             "--max-requests",
         ),
         (
