@@ -1347,7 +1347,8 @@ pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, 
     })?;
     let secs = w.clock.duration.as_secs_f64();
     let users = w.load.closed_loop.as_ref().map_or(0, |c| c.users);
-    let sources = rate_sources(w, &topo);
+    let steps = sim_models::timeline::resolve(w);
+    let sources = rate_sources(w, &topo, &steps);
     let requests = sources.iter().map(|s| s.requests).sum::<f64>() + f64::from(users) * secs;
     if requests > limits.max_requests {
         let mut parts: Vec<String> = sources
@@ -1394,14 +1395,32 @@ pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, 
         "clock.bucket".into(),
         format!("buckets of {} for {}", w.clock.bucket, w.clock.duration),
     ));
-    for s in &topo.services {
+    for (i, s) in topo.services.iter().enumerate() {
         if let Some(h) = &s.cfg.health {
+            // Probes of every pod the service has, as the timeline sets
+            // their number.
+            let pods = sim_models::timeline::integral_over_run(
+                w,
+                &steps,
+                sim_models::timeline::Param::ServicePods,
+                i as u32,
+                f64::from(s.cfg.pods),
+            );
             generators.push((
-                f64::from(s.cfg.pods) * secs / h.period.as_secs_f64().max(1e-9),
+                pods / h.period.as_secs_f64().max(1e-9),
                 format!("{}.health.period", s.path),
                 format!(
-                    "health probes of {} pods every {} for {}",
-                    s.cfg.pods, h.period, w.clock.duration
+                    "health probes of {} pods{} every {} for {}",
+                    s.cfg.pods,
+                    match pods == f64::from(s.cfg.pods) * secs {
+                        true => String::new(),
+                        false => format!(
+                            " ({:.0} on average as the timeline sets them)",
+                            pods / secs.max(1e-9)
+                        ),
+                    },
+                    h.period,
+                    w.clock.duration
                 ),
             ));
         }
@@ -1433,7 +1452,11 @@ pub fn requests_per_run(w: &WorldConfig) -> f64 {
     let Ok(topo) = sim_models::graph::Topology::of(w) else {
         return 0.0;
     };
-    let sources: f64 = rate_sources(w, &topo).iter().map(|s| s.requests).sum();
+    let steps = sim_models::timeline::resolve(w);
+    let sources: f64 = rate_sources(w, &topo, &steps)
+        .iter()
+        .map(|s| s.requests)
+        .sum();
     sources + users * w.clock.duration.as_secs_f64()
 }
 
@@ -1470,16 +1493,19 @@ impl RateSource {
 
 /// The world's request rates: the open loop's, then each dependency's
 /// background, each integrated over the run along its timeline.
-fn rate_sources(w: &WorldConfig, topo: &sim_models::graph::Topology) -> Vec<RateSource> {
-    use sim_models::timeline::{Param, integral_over_run, resolve};
-    let steps = resolve(w);
+fn rate_sources(
+    w: &WorldConfig,
+    topo: &sim_models::graph::Topology,
+    steps: &[sim_models::timeline::Step],
+) -> Vec<RateSource> {
+    use sim_models::timeline::{Param, integral_over_run};
     let secs = w.clock.duration.as_secs_f64();
     let mut out = vec![RateSource {
         path: "load.rate".into(),
         name: "open loop",
         at: String::new(),
         initial: w.load.rate,
-        requests: integral_over_run(w, &steps, Param::LoadRate, 0, w.load.rate),
+        requests: integral_over_run(w, steps, Param::LoadRate, 0, w.load.rate),
         secs,
     }];
     for (i, d) in topo.dependencies.iter().enumerate() {

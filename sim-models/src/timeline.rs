@@ -667,6 +667,18 @@ impl TimelineEntry {
             }
             if let Err(e) = param.param.check(v) {
                 p.add(&format!("{path}.{field}"), format!("{param}: {e}"));
+            } else if param.param == Param::ServicePods {
+                let (pods, limit) = (counted_pods(cfg, param, v), cfg.limits.max_pods);
+                if pods > u64::from(limit) {
+                    let counted = match cfg.is_graph() {
+                        true => " in the graph, each counted once and once more per call it makes",
+                        false => "",
+                    };
+                    p.add(
+                        &format!("{path}.{field}"),
+                        format!("{param}: {pods} pods{counted}, over the limit of {limit} (raise it with limits.max_pods)"),
+                    );
+                }
             }
             if param.param == Param::UpstreamRateLimitRps && !param.has_rate_limit(cfg) {
                 let at = param.to_string();
@@ -776,6 +788,27 @@ fn pods_of(name: Option<&str>) -> ParamRef {
         param: Param::ServicePods,
         node: name.map(str::to_string),
     }
+}
+
+/// The pods `limits.max_pods` counts when the timeline gives the service
+/// of `pods` `v` of them: those, or in a graph every service's, each
+/// counted once and once more per call it makes (a pool each), as the
+/// configured pods are counted.
+fn counted_pods(cfg: &WorldConfig, pods: &ParamRef, v: f64) -> u64 {
+    let v = v as u64;
+    if !cfg.is_graph() {
+        return v;
+    }
+    cfg.services
+        .iter()
+        .map(|(name, s)| {
+            let n = match pods.node.as_deref() == Some(name.as_str()) {
+                true => v,
+                false => u64::from(s.pods),
+            };
+            n.saturating_mul(1 + s.calls.len() as u64)
+        })
+        .fold(0, u64::saturating_add)
 }
 
 /// The most pods the timeline ever asks of a service (pods added by

@@ -686,6 +686,36 @@ fn a_timeline_that_raises_a_rate_counts_in_the_work_limits() {
 }
 
 #[test]
+fn pods_the_timeline_adds_count_in_the_pod_and_event_limits() {
+    // limits.max_pods counts the pods the timeline gives a service, as it
+    // counts configured ones (in a graph, once more per call).
+    for (text, path, said) in [
+        (
+            "timeline:\n  - at: 10s\n    set: { param: service.pods, value: 900000 }\n",
+            "timeline[0].set.value",
+            "service.pods: 900000 pods, over the limit of 100000 (raise it with limits.max_pods)",
+        ),
+        (
+            "entry: api\nservices:\n  api:\n    calls:\n      - to: db\ndependencies:\n  db: {}\ntimeline:\n  - at: 10s\n    ramp: { param: services.api.pods, to: 60000, over: 5s }\n",
+            "timeline[0].ramp.to",
+            "120000 pods in the graph, each counted once and once more per call it makes",
+        ),
+        // Probes every millisecond of the 75,000 pods a timeline keeps
+        // for 50 s of the minute make 4.5·10^9 events.
+        (
+            "clock: { duration: 60s }\nservice: { pods: 2, health: { period: 1ms } }\ntimeline:\n  - at: 10s\n    set: { param: service.pods, value: 90000 }\n",
+            "service.health.period",
+            "(75000 on average as the timeline sets them) every 1ms for 1m make at least 4.50e9 events",
+        ),
+    ] {
+        let errs = errors("timeline-pods.yaml", text);
+        assert_eq!(errs.0.len(), 1, "{errs}");
+        assert_eq!(errs.0[0].path.as_deref(), Some(path), "{errs}");
+        assert!(errs.to_string().contains(said), "{errs}");
+    }
+}
+
+#[test]
 fn a_log_range_never_leaks_nan_and_a_byte_order_mark_is_read_as_yaml_allows() {
     let e = errors(
         "log-range.yaml",
