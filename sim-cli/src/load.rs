@@ -1518,7 +1518,7 @@ fn rate_sources(
                 _ => format!(" at {}", d.name),
             },
             initial,
-            requests: integral_over_run(w, &steps, Param::UpstreamBackgroundRps, i as u32, initial),
+            requests: integral_over_run(w, steps, Param::UpstreamBackgroundRps, i as u32, initial),
             secs,
         });
     }
