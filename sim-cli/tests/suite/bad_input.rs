@@ -984,3 +984,93 @@ proptest! {
         exercise(&path);
     }
 }
+
+/// Values at the edges of what a field allows, as YAML: what the loader
+/// takes of them must run to its end or stop at a named limit.
+const EDGES: &[(&str, &[&str])] = &[
+    ("load.rate", &["0", "1e-9", "5000", "1e9"]),
+    ("load.arrivals", &["poisson", "constant"]),
+    ("upstream.capacity", &["0", "1", "10000000"]),
+    ("upstream.queue_limit", &["0", "1", "10000000"]),
+    ("upstream.latency_scale", &["0", "1e-9", "1e6"]),
+    ("upstream.errors.http_500", &["0", "1"]),
+    ("upstream.background_rps", &["0", "1e9"]),
+    ("client.attempt_timeout", &["1ns", "1h", "null"]),
+    ("client.retry.max_retries", &["0", "1000", "4294967295"]),
+    (
+        "client.retry.backoff",
+        &["{ fixed: { delay: 0s } }", "{ fixed: { delay: 1ns } }"],
+    ),
+    ("service.pods", &["1", "1000"]),
+    ("service.pool.max_connections", &["1", "1000000"]),
+    (
+        "service.pool.connect_time",
+        &["{ constant: 0s }", "{ constant: 1h }"],
+    ),
+    ("gateway.deadline", &["1ns", "null"]),
+];
+
+/// The bundled single-tier worlds the edges are set on.
+const EDGE_BASES: &[&str] = &[
+    "basics/steady.yaml",
+    "basics/overload.yaml",
+    "basics/load-and-users.yaml",
+    "incidents/db-hiccup-4x.yaml",
+];
+
+/// `a.b.c` set to `v`, as nested YAML.
+fn nested(path: &str, v: &str) -> String {
+    let keys: Vec<&str> = path.split('.').collect();
+    let mut text = String::new();
+    for (depth, k) in keys.iter().enumerate() {
+        let value = if depth + 1 == keys.len() { v } else { "" };
+        text.push_str(&format!("{}{k}: {value}\n", "  ".repeat(depth)));
+    }
+    text
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(fuzz_cases() / 5))]
+
+    /// A bundled world with a few fields at their edges (each file of the
+    /// chain setting one over the one before) is refused with an error,
+    /// or runs: to its end, or to a limit it names. Never a panic or an
+    /// overflow (the dev profile checks them), a broken invariant or a
+    /// request unaccounted for at the end.
+    #[test]
+    fn worlds_at_their_edges_run_or_stop_at_a_named_limit(
+        base in 0..EDGE_BASES.len(),
+        edges in proptest::collection::vec((0..EDGES.len(), 0usize..8), 1..5),
+    ) {
+        let experiments = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
+        let mut parent = experiments.join(EDGE_BASES[base]);
+        let name = format!("edge-{base}-{}", edges.iter().map(|(k, v)| format!("{k}.{v}")).collect::<Vec<_>>().join("-"));
+        for (i, &(knob, pick)) in edges.iter().enumerate() {
+            let (path, values) = EDGES[knob];
+            let text = format!("extends: {}\n{}", parent.display(), nested(path, values[pick % values.len()]));
+            parent = write(&format!("{name}-{i}.yaml"), &text);
+        }
+        let file = write(
+            &format!("{name}.yaml"),
+            &format!("extends: {}\nlimits: {{ max_events: 300000, max_events_at_instant: 20000 }}\n", parent.display()),
+        );
+        let limits = InputLimits { max_requests: 1e6, ..InputLimits::default() };
+        let Ok(exp) = load(&file, &limits) else {
+            return Ok(());
+        };
+        match sim_models::world::run(&exp.world, sim_models::recorder::Discard::default()) {
+            Ok(_) => {}
+            Err(sim_models::world::WorldError::Run { failure, .. }) => {
+                use sim_models::world::RunFailure;
+                prop_assert!(
+                    matches!(failure, RunFailure::Engine { .. } | RunFailure::Limit(_)),
+                    "{}: {failure}",
+                    file.display()
+                );
+                let said = failure.to_string();
+                prop_assert!(said.contains("raise"), "{said}");
+            }
+            Err(e) => prop_assert!(false, "{}: {e}", file.display()),
+        }
+    }
+}
