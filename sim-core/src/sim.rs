@@ -301,8 +301,8 @@ pub enum RunError {
         /// The clock when it was hit.
         now: SimTime,
     },
-    /// More than [`Limits::max_events_at_instant`] events ran at one
-    /// instant.
+    /// At least [`Limits::max_events_at_instant`] events ran at one
+    /// instant (counted from the first check that saw it).
     ClockStoodStill {
         /// The limit that was hit.
         limit: u64,
