@@ -1349,7 +1349,7 @@ pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, 
     let users = w.load.closed_loop.as_ref().map_or(0, |c| c.users);
     let steps = sim_models::timeline::resolve(w);
     let sources = rate_sources(w, &topo, &steps);
-    let requests = sources.iter().map(|s| s.requests).sum::<f64>() + f64::from(users) * secs;
+    let requests = total_requests(&sources, |s| s.requests, w);
     if requests > limits.max_requests {
         let mut parts: Vec<String> = sources
             .iter()
@@ -1363,9 +1363,8 @@ pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, 
         }
         // A timeline that raises a rate past what the file starts with is
         // where to look, when the rates as written would be within it.
-        let as_written: f64 =
-            sources.iter().map(|s| s.initial * secs).sum::<f64>() + f64::from(users) * secs;
-        let path = match highest_rate_step(w) {
+        let as_written = total_requests(&sources, |s| s.initial * secs, w);
+        let path = match highest_rate_step(w, &steps) {
             Some(field) if as_written <= limits.max_requests => field,
             _ => "clock.duration".to_string(),
         };
@@ -1412,12 +1411,9 @@ pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, 
                 format!(
                     "health probes of {} pods{} every {} for {}",
                     s.cfg.pods,
-                    match pods == f64::from(s.cfg.pods) * secs {
-                        true => String::new(),
-                        false => format!(
-                            " ({:.0} on average as the timeline sets them)",
-                            pods / secs.max(1e-9)
-                        ),
+                    match moved(pods / secs.max(1e-9), f64::from(s.cfg.pods)) {
+                        None => String::new(),
+                        Some(mean) => format!(" ({mean:.0} on average as the timeline sets them)"),
                     },
                     h.period,
                     w.clock.duration
@@ -1444,20 +1440,32 @@ pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, 
 /// each rate as the timeline moves it, and closed-loop users at one
 /// request a second each.
 pub fn requests_per_run(w: &WorldConfig) -> f64 {
+    let Ok(topo) = sim_models::graph::Topology::of(w) else {
+        return 0.0;
+    };
+    let steps = sim_models::timeline::resolve(w);
+    total_requests(&rate_sources(w, &topo, &steps), |s| s.requests, w)
+}
+
+/// The requests of `sources`, each counted by `requests`, and of the
+/// closed-loop users at one request a second each.
+fn total_requests(
+    sources: &[RateSource],
+    requests: impl Fn(&RateSource) -> f64,
+    w: &WorldConfig,
+) -> f64 {
     let users = w
         .load
         .closed_loop
         .as_ref()
         .map_or(0.0, |c| f64::from(c.users));
-    let Ok(topo) = sim_models::graph::Topology::of(w) else {
-        return 0.0;
-    };
-    let steps = sim_models::timeline::resolve(w);
-    let sources: f64 = rate_sources(w, &topo, &steps)
-        .iter()
-        .map(|s| s.requests)
-        .sum();
-    sources + users * w.clock.duration.as_secs_f64()
+    sources.iter().map(requests).sum::<f64>() + users * w.clock.duration.as_secs_f64()
+}
+
+/// The mean a timeline gives a value written as `initial`, when it
+/// differs from it (beyond the rounding of its integral).
+fn moved(mean: f64, initial: f64) -> Option<f64> {
+    ((mean - initial).abs() > 1e-9 * initial.max(1.0)).then_some(mean)
 }
 
 /// A rate that makes requests: the open loop's, or a dependency's
@@ -1481,12 +1489,12 @@ impl RateSource {
     /// `open loop 80 requests/s`, with its mean when the timeline moves it.
     fn describe(&self) -> String {
         let written = format!("{} {} requests/s{}", self.name, rate(self.initial), self.at);
-        let mean = self.requests / self.secs.max(1e-9);
-        if (mean - self.initial).abs() <= 1e-9 * self.initial.max(1.0) {
-            written
-        } else {
-            let mean = rate(mean.min(f64::MAX));
-            format!("{written}, {mean} on average as the timeline sets it")
+        match moved(self.requests / self.secs.max(1e-9), self.initial) {
+            None => written,
+            Some(mean) => format!(
+                "{written}, {} on average as the timeline sets it",
+                rate(mean.min(f64::MAX))
+            ),
         }
     }
 }
@@ -1525,11 +1533,11 @@ fn rate_sources(
     out
 }
 
-/// The field of the timeline entry that sets a request rate highest
-/// (`timeline[2].ramp.to`), if any sets one.
-fn highest_rate_step(w: &WorldConfig) -> Option<String> {
-    use sim_models::timeline::{Param, StepAction, resolve};
-    let (entry, _) = resolve(w)
+/// The field of the timeline entry whose `steps` set a request rate
+/// highest (`timeline[2].ramp.to`), if any sets one.
+fn highest_rate_step(w: &WorldConfig, steps: &[sim_models::timeline::Step]) -> Option<String> {
+    use sim_models::timeline::{Param, StepAction};
+    let (entry, _) = steps
         .iter()
         .filter_map(|s| match s.action {
             StepAction::Set(Param::LoadRate | Param::UpstreamBackgroundRps, _, v) => {
