@@ -194,3 +194,91 @@ fn every_notebook_executes_headless_on_bundled_experiments() {
         assert!(text.contains(&format!("{nb}: ")), "{text}");
     }
 }
+
+/// The bench's profile by part (`sim-cli/benches/speed/parts.py`, the
+/// table of the bench README's "What is left, by where the instructions
+/// go") charges a run's instructions to the world's parts: M/M/8 run
+/// under callgrind for 20 simulated seconds less the same world for 1,
+/// per request. A callgrind format or an `addr2line` output the script
+/// misreads puts everything in "the rest", and a part whose sources
+/// moved loses its share. Needs valgrind (CI installs it); skipped, and
+/// says so, without it (or without binutils' `addr2line` and `nm`).
+#[test]
+fn the_profile_by_part_charges_instructions_to_the_parts() {
+    for tool in ["valgrind", "addr2line", "nm"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            eprintln!(
+                "SKIPPED: no {tool} on this machine (apt-get install valgrind binutils); CI runs this check"
+            );
+            return;
+        }
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("profile-by-part");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let world = std::fs::read_to_string(root().join("sim-cli/benches/worlds/mmc-8.yaml")).unwrap();
+    let bin = env!("CARGO_BIN_EXE_stormsim");
+    for (name, secs) in [("run", 20), ("start", 1)] {
+        let yaml = world.replace("duration: 1389s", &format!("duration: {secs}s"));
+        assert_ne!(yaml, world, "mmc-8.yaml sets clock.duration to 1389s");
+        let file = dir.join(format!("{name}.yaml"));
+        std::fs::write(&file, yaml).unwrap();
+        let o = Command::new("valgrind")
+            .args(["--tool=callgrind", "--dump-instr=yes"])
+            .arg(format!(
+                "--callgrind-out-file={}",
+                dir.join(format!("{name}.cg")).display()
+            ))
+            .args([bin, "run", "--quiet", "--out"])
+            .arg(dir.join(name))
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    // 720 requests a second for the 19 s between the runs.
+    let o = Command::new(python())
+        .arg(root().join("sim-cli/benches/speed/parts.py"))
+        .arg(bin)
+        .arg(dir.join("run.cg"))
+        .arg("--minus")
+        .arg(dir.join("start.cg"))
+        .args(["--per", "13680"])
+        .output()
+        .unwrap();
+    let text = succeeded(o);
+    let share = |part: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.contains(part))
+            .unwrap_or_else(|| panic!("no line for {part}:\n{text}"));
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields[1].parse().unwrap()
+    };
+    let per_request: f64 = text
+        .lines()
+        .find(|l| l.ends_with("total"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no total:\n{text}"));
+    // About 4,600 in release, 6,400 in the test profile.
+    assert!(
+        (2_000.0..20_000.0).contains(&per_request),
+        "{per_request} instructions per request:\n{text}"
+    );
+    assert!(share("the rest") < 10.0, "{text}");
+    for part in [
+        "routing:",
+        "engine: event loop",
+        "engine: the heap",
+        "records:",
+        "figures:",
+        "client:",
+        "service:",
+        "dependency:",
+        "draws:",
+        "load:",
+    ] {
+        assert!(share(part) >= 1.0, "{part}:\n{text}");
+    }
+}
