@@ -28,6 +28,7 @@ binary needs line tables (`CARGO_PROFILE_RELEASE_DEBUG=line-tables-only`).
 import argparse
 import collections
 import functools
+import os
 import re
 import subprocess
 import sys
@@ -61,9 +62,11 @@ OTHER = "start-up, loading, writing (the rest)"
 NAMED = re.compile(r"^(c?)(ob|fn)=\((\d+)\)(?: (.*))?$")
 
 
-def profile(path):
-    """(cost by address in the stormsim object, cost by function name elsewhere, function by address)."""
+def profile(path, binary):
+    """(cost by address in `binary`'s object, cost by function name
+    elsewhere, function by address)."""
     costs, elsewhere, fn_at = collections.Counter(), collections.Counter(), {}
+    own = os.path.basename(binary)
     names = {"ob": {}, "fn": {}}
     ob = fn = None
     addr = 0
@@ -71,6 +74,8 @@ def profile(path):
     with open(path) as f:
         for raw in f:
             line = raw.rstrip("\n")
+            if line.startswith("positions:") and "instr" not in line.split():
+                sys.exit(f"{path}: no instruction addresses (run callgrind with --dump-instr=yes)")
             m = NAMED.match(line)
             if m:
                 called, kind, key, name = m.groups()
@@ -101,7 +106,7 @@ def profile(path):
                 after_call = False
                 continue
             cost = int(fields[2])
-            if ob and ob.endswith("/stormsim"):
+            if ob and os.path.basename(ob) == own:
                 costs[addr] += cost
                 fn_at[addr] = fn
             else:
@@ -143,9 +148,12 @@ def load_base(binary, fn_at):
     for addr, fn in fn_at.items():
         lowest[fn] = min(addr, lowest.get(fn, addr))
     votes = collections.Counter(a - symbols[f] for f, a in lowest.items() if f in symbols)
-    if not votes:
-        sys.exit("no profiled function matches the binary's symbols: is it the binary that was profiled?")
-    return votes.most_common(1)[0][0]
+    # The profiled binary's functions all sit at one offset from their
+    # symbols; a rebuilt binary's scatter (a fifth agree, not nearly all).
+    base, agree = votes.most_common(1)[0] if votes else (0, 0)
+    if agree < 0.5 * sum(votes.values()) or not votes:
+        sys.exit(f"{binary}: its symbols do not match the profile's functions; was it rebuilt after the profile was taken?")
+    return base
 
 
 @functools.cache
@@ -187,7 +195,7 @@ def main():
     ap.add_argument("--minus", help="callgrind output of a run to take away (start-up, loading, writing)")
     ap.add_argument("--per", type=float, default=1.0, help="divide by this (the requests run)")
     args = ap.parse_args()
-    profiles = [profile(p) for p in [args.profile] + ([args.minus] if args.minus else [])]
+    profiles = [profile(p, args.binary) for p in [args.profile] + ([args.minus] if args.minus else [])]
     base = load_base(args.binary, profiles[0][2])
     addresses = sorted({a - base for costs, _, _ in profiles for a in costs})
     files = frames(args.binary, addresses)
