@@ -86,8 +86,15 @@ impl Histogram {
             self.min = v;
             self.max = v;
         } else {
-            self.min = self.min.min(v);
-            self.max = self.max.max(v);
+            // Branches, as in a gauge: a new extreme gets rarer with every
+            // value recorded, so the branch is predicted and the store
+            // skipped.
+            if v < self.min {
+                self.min = v;
+            }
+            if v > self.max {
+                self.max = v;
+            }
         }
         self.count += n;
         self.sum += u128::from(v) * u128::from(n);
