@@ -21,7 +21,9 @@ loading and writing.
 
 `--minus` takes away a run too short to matter (the same world for one
 second: start-up, loading and writing), `--per` divides by the
-requests of the difference. Needs valgrind and binutils' addr2line; the
+requests of the difference, `--lines N` lists under each part its N
+heaviest source lines (where to look next; `file:?` is code the
+compiler gave no line, mostly moves between an inlined call's frames). Needs valgrind and binutils' addr2line; the
 binary needs line tables (`CARGO_PROFILE_RELEASE_DEBUG=line-tables-only`).
 """
 
@@ -163,15 +165,25 @@ def part_of_file(path):
     return next((name for name, keys in PARTS if any(k in path for k in keys)), None)
 
 
+def source_line(loc):
+    """`file:line` of an addr2line location, the file from the project's
+    root (`sim-models/src/world.rs:570`), its discriminator dropped."""
+    loc = loc.split(" ")[0]
+    m = re.search(r"(sim-(?:core|models|cli)/.*)$", loc)
+    return m.group(1) if m else loc
+
+
 def by_part(profiled, base, files):
-    """A profile's instructions by part, given each address's frames."""
+    """A profile's instructions by part, and by part and source line,
+    given each address's frames."""
     costs, elsewhere, fn_at = profiled
-    parts = collections.Counter()
+    parts, lines = collections.Counter(), collections.Counter()
     for addr, cost in costs.items():
         part = None
         for loc in files.get(addr - base, []):
             part = part_of_file(loc.rsplit(":", 1)[0])
             if part:
+                lines[(part, source_line(loc))] += cost
                 break
         if part is None:
             name = fn_at.get(addr) or ""
@@ -185,7 +197,7 @@ def by_part(profiled, base, files):
     for name, cost in elsewhere.items():
         is_log = name and ("ieee754_log" in name or name in ("log", "__log"))
         parts["draws: distributions, ChaCha" if is_log else OTHER] += cost
-    return parts
+    return parts, lines
 
 
 def main():
@@ -194,18 +206,31 @@ def main():
     ap.add_argument("profile", help="callgrind output of the run, with --dump-instr=yes")
     ap.add_argument("--minus", help="callgrind output of a run to take away (start-up, loading, writing)")
     ap.add_argument("--per", type=float, default=1.0, help="divide by this (the requests run)")
+    ap.add_argument(
+        "--lines",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also list each part's N heaviest source lines (the line in the part's own sources)",
+    )
     args = ap.parse_args()
     profiles = [profile(p, args.binary) for p in [args.profile] + ([args.minus] if args.minus else [])]
     base = load_base(args.binary, profiles[0][2])
     addresses = sorted({a - base for costs, _, _ in profiles for a in costs})
     files = frames(args.binary, addresses)
-    parts = by_part(profiles[0], base, files)
+    parts, lines = by_part(profiles[0], base, files)
     if args.minus:
-        parts.subtract(by_part(profiles[1], base, files))
+        less, less_lines = by_part(profiles[1], base, files)
+        parts.subtract(less)
+        lines.subtract(less_lines)
     total = sum(parts.values())
     print(f"{total / args.per:10.0f}  100.0 %  total")
     for name, cost in sorted(parts.items(), key=lambda kv: -kv[1]):
         print(f"{cost / args.per:10.0f}  {100 * cost / total:5.1f} %  {name}")
+        if args.lines:
+            own = sorted(((c, line) for (part, line), c in lines.items() if part == name), reverse=True)
+            for c, line in own[: args.lines]:
+                print(f"{'':10}  {c / args.per:8.1f}  {line}")
 
 
 if __name__ == "__main__":

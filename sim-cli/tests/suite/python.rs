@@ -199,9 +199,10 @@ fn every_notebook_executes_headless_on_bundled_experiments() {
 /// table of the bench README's "What is left, by where the instructions
 /// go") charges a run's instructions to the world's parts: M/M/8 run
 /// under callgrind for 20 simulated seconds less the same world for 1,
-/// per request. A callgrind format or an `addr2line` output the script
-/// misreads puts everything in "the rest", and a part whose sources
-/// moved loses its share. Needs valgrind (CI installs it); skipped, and
+/// per request, with each part's three heaviest source lines. A
+/// callgrind format or an `addr2line` output the script misreads puts
+/// everything in "the rest", and a part whose sources moved loses its
+/// share. Needs valgrind (CI installs it); skipped, and
 /// says so, without it (or without binutils' `addr2line` and `nm`).
 #[test]
 fn the_profile_by_part_charges_instructions_to_the_parts() {
@@ -243,7 +244,7 @@ fn the_profile_by_part_charges_instructions_to_the_parts() {
         .arg(dir.join("run.cg"))
         .arg("--minus")
         .arg(dir.join("start.cg"))
-        .args(["--per", "13680"])
+        .args(["--per", "13680", "--lines", "3"])
         .output()
         .unwrap();
     let text = succeeded(o);
@@ -280,5 +281,15 @@ fn the_profile_by_part_charges_instructions_to_the_parts() {
         "load:",
     ] {
         assert!(share(part) >= 1.0, "{part}:\n{text}");
+    }
+    // `--lines 3`: each part's heaviest lines follow it, in its sources.
+    let lines = text.lines().collect::<Vec<_>>();
+    let at = lines.iter().position(|l| l.contains("routing:")).unwrap();
+    for line in &lines[at + 1..at + 4] {
+        assert!(
+            line.contains("sim-models/src/world.rs:")
+                || line.contains("sim-models/src/context.rs:"),
+            "{line} is not the routing's:\n{text}"
+        );
     }
 }
