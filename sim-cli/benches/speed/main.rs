@@ -11,7 +11,9 @@
 //! - `mmc`: the M/M/8 experiment `worlds/mmc-8.yaml` (10^6 requests, the
 //!   dataset written) against the hand-written loop in `mmc_loop.rs`, in
 //!   turn; and against SimPy (`mmc_simpy.py`) when `python3` (or
-//!   `$STORMSIM_PYTHON`) can import `simpy`. Goal: ≤ 2× the loop.
+//!   `$STORMSIM_PYTHON`) can import `simpy`. Goal: ≤ 2× the loop. With
+//!   `STORMSIM_BASELINE_BIN`, that build too, whole process: its ratio
+//!   to the loop and this build's to it, in turn.
 //! - `storm`: `worlds/storm-10k.yaml` (3 M requests, a metastable retry
 //!   storm): requests and events per CPU-second, events per request. With
 //!   `STORMSIM_BASELINE_BIN=<an older stormsim>` it also runs that binary
@@ -260,6 +262,28 @@ fn mmc(pairs: usize) {
     println!(
         "  the loop keeping stormsim's records and figures {b:.3} s: {br:.2}× the loop ({blo:.2}–{bhi:.2}), what they cost without the routing between parts"
     );
+    // The same experiment on the build the goals were set against, in
+    // turn with this one: the before and after of goal 1 on one machine
+    // in one run (the ratio the goal quotes was measured elsewhere, on
+    // its own experiment).
+    if let Ok(old) = std::env::var("STORMSIM_BASELINE_BIN") {
+        let ours_bin = stormsim_bin();
+        let (mut then_ratios, mut ours_over_then) = (Vec::new(), Vec::new());
+        for _ in 0..pairs {
+            let start = ProcessTime::now();
+            mmc_loop::run();
+            let by_hand = secs(start.elapsed());
+            let then = secs(run_child(&old, "mmc-8.yaml").0);
+            let now = secs(run_child(&ours_bin, "mmc-8.yaml").0);
+            then_ratios.push(then / by_hand);
+            ours_over_then.push(now / then);
+        }
+        let (t, tlo, thi) = spread(then_ratios);
+        let (o, olo, ohi) = spread(ours_over_then);
+        println!(
+            "  {old}, whole process, ÷ loop {t:.2}× ({tlo:.2}–{thi:.2}); this build ÷ it, whole process, {o:.2}× the CPU ({olo:.2}–{ohi:.2})"
+        );
+    }
     let python = std::env::var("STORMSIM_PYTHON").unwrap_or_else(|_| "python3".into());
     let has_simpy = Command::new(&python)
         .args(["-c", "import simpy"])
