@@ -346,7 +346,12 @@ impl<T: Copy> DeadlineLine<T> {
     /// Deadlines held, stale ones included.
     #[inline]
     pub fn len(&self) -> usize {
-        self.runs.iter().map(Fifo::len).sum()
+        // One run is the usual line (one fixed delay), asked at every
+        // arm: its length without a loop over the runs.
+        match &self.runs[..] {
+            [only] => only.len(),
+            runs => runs.iter().map(Fifo::len).sum(),
+        }
     }
 
     /// Runs held (one per delay in use, at most [`MAX_RUNS`]).

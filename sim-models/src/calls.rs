@@ -102,9 +102,9 @@ impl Service {
         q.step_need = need;
         // Each call begins in turn; one ended by a sibling before its turn
         // (the step failed or completed) is not begun.
-        for call in calls.iter() {
-            ctx.sh.out.push(Ask::BeginCall { call });
-        }
+        calls
+            .iter()
+            .for_each(|call| ctx.sh.out.push(Ask::BeginCall { call }));
         q.calls = calls;
     }
 

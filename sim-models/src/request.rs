@@ -98,10 +98,9 @@ impl Call {
     /// Forgets a live attempt.
     #[inline]
     pub fn remove_live(&mut self, a: AttRef) {
-        for place in &mut self.live {
-            if *place == Some(a) {
-                *place = None;
-            }
+        // An attempt holds one place at most.
+        if let Some(place) = self.live.iter_mut().find(|x| **x == Some(a)) {
+            *place = None;
         }
     }
 }

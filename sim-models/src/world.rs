@@ -669,9 +669,9 @@ impl Parts {
         }
         let calls = std::mem::take(&mut q.calls);
         let service = q.service as usize;
-        for call in calls.iter() {
-            self.cut_call(call, reason, cx);
-        }
+        calls
+            .iter()
+            .for_each(|call| self.cut_call(call, reason, cx));
         let released = self.with(cx, |p, cx| p.services[service].release(req, cx));
         let r = stale!(released);
         let retry = self.with(cx, |p, cx| {

@@ -56,7 +56,13 @@ impl<T> Fifo<T> {
     /// The last entry, if any is unread.
     #[inline]
     pub(crate) fn back(&self) -> Option<&T> {
-        self.items[self.head..].last()
+        // The list's last entry, unless every entry was read (no slice of
+        // the unread ones: its bounds check costs more than this test).
+        if self.head < self.items.len() {
+            self.items.last()
+        } else {
+            None
+        }
     }
 
     /// Adds an entry at the back.
