@@ -28,9 +28,10 @@
 //!   CPU-second; with `STORMSIM_BASELINE_BIN`, that build too, in turn:
 //!   the goal as a ratio (3 M ÷ the 1.8 M measured when it was set).
 //! - `readme`: with `STORMSIM_DEV_BIN=target/debug/stormsim` (built by
-//!   `cargo build -p sim-cli`, the profile `cargo run` uses), that binary
-//!   ÷ this release build on the storm, both as whole processes. Goal:
-//!   ≤ 1.5×.
+//!   `cargo build -p sim-cli`, the profile `cargo run` uses, with cargo's
+//!   own defaults: not CI's `CARGO_INCREMENTAL=0`, which once hid the
+//!   cost of an incremental build), that binary ÷ this release build on
+//!   the storm, both as whole processes. Goal: ≤ 1.5×.
 //!
 //! In-process runs are timed by the process's CPU clock, whole-process
 //! runs by their CPU time as the kernel accounts it to a waited-for child.
