@@ -101,7 +101,8 @@ impl Service {
         q.step_made = n;
         q.step_need = need;
         // Each call begins in turn; one ended by a sibling before its turn
-        // (the step failed or completed) is not begun.
+        // (the step failed or completed) is not begun. `for_each` walks the
+        // list's two halves in turn, where `for` asks both at every step.
         calls
             .iter()
             .for_each(|call| ctx.sh.out.push(Ask::BeginCall { call }));

@@ -669,6 +669,8 @@ impl Parts {
         }
         let calls = std::mem::take(&mut q.calls);
         let service = q.service as usize;
+        // `for_each` walks the list's two halves in turn, where `for`
+        // asks both at every step.
         calls
             .iter()
             .for_each(|call| self.cut_call(call, reason, cx));
