@@ -238,6 +238,7 @@ pub fn schema(columns: &[Encoded]) -> Schema {
 /// A text column built as its dictionary: the distinct values in the order
 /// first seen, and each row's key. For columns of a few values (outcomes,
 /// edges), found by a short scan rather than a hash.
+#[derive(Default)]
 pub struct Dictionary<'a> {
     values: Vec<&'a str>,
     keys: Vec<u32>,

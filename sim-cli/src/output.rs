@@ -57,7 +57,8 @@ const RECORD_CHUNK: usize = 16_384;
 /// out as one row group, at first: see [`TableStream::group_rows`].
 const BUCKET_ROW_GROUP: usize = 1_024;
 /// Rows of the attempts and events tables per row group (attempts are
-/// held as records until a row group's worth, about 10 MB, has come).
+/// held in their columns until a row group's worth, about 7 MB, has
+/// come).
 const RECORD_ROW_GROUP: usize = 131_072;
 
 /// What a cell's tables need to turn rows into columns.
@@ -281,7 +282,7 @@ pub struct CellSink<'w> {
     /// The key figures' view of every bucket.
     pub kpi_rows: Vec<KpiRow>,
     rows: Vec<BucketRow>,
-    attempts: Vec<AttemptRecord>,
+    attempts: AttemptRows,
     events: Vec<WorldEvent>,
     timeseries: TableStream,
     pod_groups: TableStream,
@@ -319,7 +320,7 @@ impl<'w> CellSink<'w> {
             writer,
             kpi_rows: Vec::with_capacity(buckets),
             rows: Vec::with_capacity(BUCKET_CHUNK),
-            attempts: Vec::new(),
+            attempts: AttemptRows::default(),
             events: Vec::new(),
             sample,
             error: None,
@@ -364,13 +365,14 @@ impl<'w> CellSink<'w> {
             return;
         };
         if self.attempts.is_empty() || self.error.is_some() {
-            self.attempts.clear();
+            self.attempts = AttemptRows::default();
             return;
         }
         let c = &self.ctx;
-        let columns = attempt_columns(&c.cell, &c.experiment, &self.attempts, &c.edges);
-        let r = table.write_encoded(self.attempts.len(), columns, &c.meta);
-        self.attempts.clear();
+        let rows = self.attempts.len();
+        let full = self.attempts.take();
+        let columns = attempt_columns(&c.cell, &c.experiment, full, &c.edges);
+        let r = table.write_encoded(rows, columns, &c.meta);
         self.keep(r);
     }
 
@@ -458,7 +460,7 @@ impl<'w> CellSink<'w> {
         if let Some(a) = attempts_table {
             a.finish(
                 || {
-                    let empty = attempt_columns(cell, name, &[], &c.edges);
+                    let empty = attempt_columns(cell, name, AttemptRows::default(), &c.edges);
                     Ok(DataFrame::empty_with_schema(&columns::schema(&empty)))
                 },
                 &c.meta,
@@ -482,7 +484,7 @@ impl RowSink for CellSink<'_> {
         self.sample
     }
     fn attempt(&mut self, record: AttemptRecord) {
-        self.attempts.push(record);
+        self.attempts.push(&record);
         if self.attempts.len() >= RECORD_ROW_GROUP {
             self.flush_attempts();
         }
@@ -1050,47 +1052,116 @@ pub fn events_frame(
     DataFrame::new(n, cols)
 }
 
-/// The `attempts` table's columns for `attempts`, each with the encoding
-/// its values call for (`columns.rs`: a million rows a minute in a storm,
-/// so nothing is guessed per row).
+/// The attempts of the open row group, held column by column: each
+/// attempt's fields go to their columns as it ends. Held as records
+/// instead, a row group was 11 MB of 88-byte records written once and
+/// then read again for each column, every read strided over them.
+#[derive(Default)]
+pub struct AttemptRows {
+    request: Vec<u64>,
+    attempt: Vec<u32>,
+    hedge: Vec<bool>,
+    pod: Vec<u32>,
+    start: Vec<f64>,
+    end: Vec<f64>,
+    pool_wait: Vec<f64>,
+    outcome: Dictionary<'static>,
+    late: Vec<bool>,
+    /// Each row's price, from the first priced attempt on: empty while
+    /// none has been (most worlds price none, and 16 bytes of absence
+    /// written per attempt took the storm's caches for nothing).
+    cost: Vec<Option<f64>>,
+    /// The edges by index, named when the row group is written.
+    edge: Vec<u32>,
+}
+
+impl AttemptRows {
+    /// Appends `a`'s row.
+    #[inline]
+    pub fn push(&mut self, a: &AttemptRecord) {
+        let row = self.len();
+        if a.cost.is_some() || !self.cost.is_empty() {
+            self.cost.resize(row, None);
+            self.cost.push(a.cost);
+        }
+        self.request.push(a.request);
+        self.attempt.push(a.attempt);
+        self.hedge.push(a.hedge);
+        self.pod.push(a.pod);
+        self.start.push(a.start.as_secs_f64());
+        self.end.push(a.end.as_secs_f64());
+        self.pool_wait.push(a.pool_wait.as_secs_f64());
+        self.outcome.push(a.outcome);
+        self.late.push(a.late);
+        self.edge.push(a.edge);
+    }
+
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.request.len()
+    }
+
+    /// Whether no row is held.
+    pub fn is_empty(&self) -> bool {
+        self.request.is_empty()
+    }
+
+    /// The rows held, leaving room for as many in their place (a full
+    /// row group is followed by another, in a storm).
+    fn take(&mut self) -> AttemptRows {
+        let rows = self.len();
+        std::mem::replace(
+            self,
+            AttemptRows {
+                request: Vec::with_capacity(rows),
+                attempt: Vec::with_capacity(rows),
+                hedge: Vec::with_capacity(rows),
+                pod: Vec::with_capacity(rows),
+                start: Vec::with_capacity(rows),
+                end: Vec::with_capacity(rows),
+                pool_wait: Vec::with_capacity(rows),
+                outcome: Dictionary::with_capacity(rows),
+                late: Vec::with_capacity(rows),
+                cost: Vec::new(),
+                edge: Vec::with_capacity(rows),
+            },
+        )
+    }
+}
+
+/// The `attempts` table's columns for `rows`, each with the encoding its
+/// values call for (`columns.rs`: a million rows a minute in a storm, so
+/// nothing is guessed per row).
 pub fn attempt_columns(
     cell: &Cell,
     experiment: &str,
-    attempts: &[AttemptRecord],
+    rows: AttemptRows,
     edges: &[String],
 ) -> Vec<Encoded> {
-    let n = attempts.len();
-    let (mut outcomes, mut edge_names) =
-        (Dictionary::with_capacity(n), Dictionary::with_capacity(n));
+    let n = rows.len();
+    let mut cost = rows.cost;
+    cost.resize(n, None);
+    let mut edge_names = Dictionary::with_capacity(n);
     let mut edge_keys = IndexedKeys::default();
-    for a in attempts {
-        outcomes.push(a.outcome);
-        edge_names.push_indexed(a.edge as usize, edges, &mut edge_keys);
+    for &e in &rows.edge {
+        edge_names.push_indexed(e as usize, edges, &mut edge_keys);
     }
-    let secs = |f: fn(&AttemptRecord) -> f64| attempts.iter().map(f).collect::<Vec<_>>();
     vec![
         Encoded::constant_text("run_id", &cell.id, n),
         Encoded::constant_text("variant", &cell.name(), n),
         Encoded::constant_text("experiment", experiment, n),
         Encoded::constant("seed", DataType::UInt64, cell.seed, n),
         Encoded::constant("replication", DataType::UInt32, cell.replication, n),
-        Encoded::rising(
-            "request",
-            DataType::UInt64,
-            attempts.iter().map(|a| a.request).collect(),
-        ),
-        Encoded::ints("attempt", attempts.iter().map(|a| a.attempt).collect()),
-        Encoded::bools(
-            "hedge",
-            &attempts.iter().map(|a| a.hedge).collect::<Vec<_>>(),
-        ),
-        Encoded::ints("pod", attempts.iter().map(|a| a.pod).collect()),
-        Encoded::floats("start_s", secs(|a| a.start.as_secs_f64())),
-        Encoded::floats("end_s", secs(|a| a.end.as_secs_f64())),
-        Encoded::floats("pool_wait_s", secs(|a| a.pool_wait.as_secs_f64())),
-        Encoded::text("outcome", outcomes),
-        Encoded::bools("late", &attempts.iter().map(|a| a.late).collect::<Vec<_>>()),
-        Encoded::optional_floats("cost", &attempts.iter().map(|a| a.cost).collect::<Vec<_>>()),
+        Encoded::rising("request", DataType::UInt64, rows.request),
+        Encoded::ints("attempt", rows.attempt),
+        Encoded::bools("hedge", &rows.hedge),
+        Encoded::ints("pod", rows.pod),
+        Encoded::floats("start_s", rows.start),
+        Encoded::floats("end_s", rows.end),
+        Encoded::floats("pool_wait_s", rows.pool_wait),
+        Encoded::text("outcome", rows.outcome),
+        Encoded::bools("late", &rows.late),
+        Encoded::optional_floats("cost", &cost),
         Encoded::text("edge", edge_names),
     ]
 }
