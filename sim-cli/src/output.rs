@@ -1106,10 +1106,15 @@ impl AttemptRows {
         self.request.is_empty()
     }
 
-    /// The rows held, leaving room for as many in their place (a full
-    /// row group is followed by another, in a storm).
+    /// The rows held, leaving room for a row group in their place when
+    /// they were one (in a storm, a full row group is followed by
+    /// another; the last, partial one by none).
     fn take(&mut self) -> AttemptRows {
-        let rows = self.len();
+        let rows = if self.len() >= RECORD_ROW_GROUP {
+            RECORD_ROW_GROUP
+        } else {
+            0
+        };
         std::mem::replace(
             self,
             AttemptRows {
