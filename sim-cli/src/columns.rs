@@ -118,6 +118,15 @@ impl Encoded {
         Self::new(name, DataType::Float64, array.boxed(), Encoding::Plain)
     }
 
+    /// `rows` floats, every one missing: written as
+    /// [`Encoded::optional_floats`] writes them, with no absences built
+    /// one by one first.
+    pub fn missing_floats(name: &str, rows: usize) -> Self {
+        let array =
+            PrimitiveArray::<f64>::new_null(polars_arrow::datatypes::ArrowDataType::Float64, rows);
+        Self::new(name, DataType::Float64, array.boxed(), Encoding::Plain)
+    }
+
     /// The same integer on each of `rows` rows: a dictionary of one value.
     pub fn constant<T: NativeType>(name: &str, dtype: DataType, value: T, rows: usize) -> Self {
         let values = PrimitiveArray::from_vec(vec![value]);
@@ -1075,6 +1084,29 @@ mod tests {
         // -0.0 equals 0.0: its sign must survive too.
         let start = df.column("start_s").unwrap().f64().unwrap().get(2).unwrap();
         assert!(start.is_sign_negative());
+    }
+
+    /// A column of floats all missing, made as such, is written byte for
+    /// byte as the same absences given one by one.
+    #[test]
+    fn missing_floats_are_written_as_absences_one_by_one() {
+        let bytes = |column: fn(usize) -> Encoded| {
+            let path = scratch("missing");
+            let schema = schema(&[column(0)]);
+            let file = fs::File::create(&path).unwrap();
+            let mut w = ParquetWriter::new(file).batched(&schema).unwrap();
+            let mut compressor = PageCompressor::default();
+            for rows in [3, 2000] {
+                write_row_group(&mut w, rows, vec![column(rows)], &mut compressor).unwrap();
+            }
+            w.finish().unwrap();
+            let b = fs::read(&path).unwrap();
+            fs::remove_file(&path).unwrap();
+            b
+        };
+        let made = bytes(|n| Encoded::missing_floats("cost", n));
+        let given = bytes(|n| Encoded::optional_floats("cost", &vec![None; n]));
+        assert_eq!(made, given);
     }
 
     /// A float column's Parquet type and the writer's options, pages cut

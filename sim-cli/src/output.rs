@@ -1144,8 +1144,13 @@ pub fn attempt_columns(
     edges: &[String],
 ) -> Vec<Encoded> {
     let n = rows.len();
-    let mut cost = rows.cost;
-    cost.resize(n, None);
+    let cost = match rows.cost {
+        c if c.is_empty() => Encoded::missing_floats("cost", n),
+        mut c => {
+            c.resize(n, None);
+            Encoded::optional_floats("cost", &c)
+        }
+    };
     let mut edge_names = Dictionary::with_capacity(n);
     let mut edge_keys = IndexedKeys::default();
     for &e in &rows.edge {
@@ -1166,7 +1171,7 @@ pub fn attempt_columns(
         Encoded::floats("pool_wait_s", rows.pool_wait),
         Encoded::text("outcome", rows.outcome),
         Encoded::bools("late", &rows.late),
-        Encoded::optional_floats("cost", &cost),
+        cost,
         Encoded::text("edge", edge_names),
     ]
 }
