@@ -8,8 +8,8 @@ about which part costs what. This reads a callgrind profile taken with
 inlined frames, and charges the instruction to the part whose source
 file is the innermost project frame (an `Option` or slice method inlined
 into the client counts as the client's). Instructions outside the
-project's sources go by the function callgrind names (the heap crate,
-the random-number crates, libm's logarithm), the rest to start-up,
+project's sources go by the function callgrind names (an older build's
+heap crate, the random-number crates, libm's logarithm), the rest to start-up,
 loading and writing.
 
     valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file=run.cg \
@@ -38,8 +38,10 @@ import sys
 # Each part and the sources it owns, first match wins (innermost frame
 # first). Paths are matched as substrings of addr2line's file names.
 PARTS = [
+    # The heap before the rest of `queue/` (and the crate that held it
+    # before it, for profiles of older builds).
+    ("engine: the heap", ["sim-core/src/queue/quad.rs", "/dary_heap-"]),
     ("engine: event loop, lanes, streams, slots", ["sim-core/src/sim.rs", "sim-core/src/queue/"]),
-    ("engine: the heap", ["/dary_heap-"]),
     ("records: slabs of requests, calls, attempts", ["sim-core/src/slab.rs", "sim-models/src/request.rs"]),
     ("figures: levels, histograms, counts", ["sim-core/src/metrics/", "sim-models/src/recorder.rs"]),
     ("routing: events, asks, the context", ["sim-models/src/world.rs", "sim-models/src/context.rs"]),

@@ -1,8 +1,9 @@
 //! A four-ary heap with lazy cancellation and compaction, and FIFO
 //! streams beside it.
 //!
-//! Four children per node (`dary_heap`'s `QuaternaryHeap`, the standard
-//! library's `BinaryHeap` generalised) halve the heap's depth: a pop
+//! Four children per node (`quad.rs`: the standard library's
+//! `BinaryHeap` generalised, its pop choosing among children without
+//! branches) halve the heap's depth: a pop
 //! compares more keys per level but touches half the levels, which wins
 //! once the heap outgrows the cache (2.2× a binary heap at 10^6 pending,
 //! 1.35× at 10^3; `sim-core/benches/README.md`). Keys are unique (time,
@@ -17,10 +18,8 @@
 //! the heap's top and the streams' fronts: the order of events is the
 //! same whichever structure holds them.
 
-use dary_heap::QuaternaryHeap;
-use std::cmp::Ordering;
-
 use super::fifo::Fifo;
+use super::quad::{QuadHeap, Ranked};
 use super::slots::Slots;
 use super::{EventId, EventKey, EventQueue};
 use crate::time::SimDuration;
@@ -58,31 +57,12 @@ impl Entry {
     }
 }
 
-impl Entry {
+impl Ranked for Entry {
     /// Time then sequence as one integer: one wide comparison instead of
     /// two dependent ones, at every level of every sift.
-    #[inline]
+    #[inline(always)]
     fn rank(&self) -> u128 {
         (u128::from(self.time) << 64) | u128::from(self.seq)
-    }
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.rank() == other.rank()
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    /// Reversed: the heap is a max-heap and we want the least key first.
-    #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.rank().cmp(&self.rank())
     }
 }
 
@@ -95,7 +75,7 @@ impl Ord for Entry {
 /// slot; slots are recycled, so the slab is as large as the most events
 /// ever pending at once.
 pub struct LazyHeap<E> {
-    heap: QuaternaryHeap<Entry>,
+    heap: QuadHeap<Entry>,
     /// Each stream's entries, in ascending key order.
     streams: Vec<Fifo<Entry>>,
     /// The least of the streams' fronts: its rank ([`NONE`] when every
@@ -112,7 +92,7 @@ pub struct LazyHeap<E> {
 impl<E> Default for LazyHeap<E> {
     fn default() -> Self {
         LazyHeap {
-            heap: QuaternaryHeap::new(),
+            heap: QuadHeap::default(),
             streams: Vec::new(),
             front: (NONE, 0),
             slots: Slots::default(),

@@ -12,7 +12,7 @@
 //! tests and, with the `queue-variants` feature, its benchmarks
 //! (`cargo bench -p sim-core --features queue-variants`):
 //!
-//! * [`LazyHeap`]: a four-ary heap (`dary_heap`) with lazy cancellation
+//! * [`LazyHeap`]: a four-ary heap (`quad.rs`) with lazy cancellation
 //!   (a cancelled entry stays as a tombstone until it surfaces) and
 //!   compaction once tombstones outnumber live entries, so memory stays
 //!   within twice the live events. The heap orders 24-byte keys; events
@@ -40,6 +40,7 @@ mod lanes;
 mod lazy;
 #[cfg(any(test, feature = "queue-variants"))]
 mod pq;
+mod quad;
 mod slots;
 
 #[cfg(any(test, feature = "queue-variants"))]
