@@ -52,6 +52,13 @@ pub struct Pool {
     /// Idle connections by the time they became idle (oldest first); the
     /// most recently used is reused first, as Go and HttpClient do.
     idle: VecDeque<SimTime>,
+    /// When the oldest idle connection passes the idle timeout
+    /// ([`SimTime::MAX`] with none idle or no timeout): kept here so that
+    /// every acquire checks a field of the pool rather than the front of
+    /// the idle line, a line of memory nothing else touches (sampled on
+    /// the steady world, that check was 2.3 % of the CPU for 0.55 % of the
+    /// instructions).
+    idle_expires: SimTime,
     /// Attempts waiting for a connection (stale entries are skipped).
     waiters: WaitLine<Waiter>,
     /// Idle connections closed by the idle timeout, total.
@@ -75,6 +82,7 @@ impl Pool {
             refused: 0,
             leaked: 0,
             idle: VecDeque::new(),
+            idle_expires: SimTime::MAX,
             waiters: WaitLine::new(),
             closed_idle: 0,
             streams: None,
@@ -161,16 +169,32 @@ impl Pool {
     }
 
     /// Closes idle connections older than the idle timeout.
+    #[inline]
     pub fn expire_idle(&mut self, now: SimTime) {
-        if let Some(limit) = self.idle_timeout {
-            while self
-                .idle
-                .front()
-                .is_some_and(|&t| now.saturating_since(t) > limit)
-            {
-                self.idle.pop_front();
-                self.closed_idle += 1;
-            }
+        if now > self.idle_expires {
+            self.close_expired(now);
+        }
+    }
+
+    /// The idle connections idle longer than the timeout at `now` are
+    /// closed, oldest first.
+    #[cold]
+    #[inline(never)]
+    fn close_expired(&mut self, now: SimTime) {
+        while now > self.idle_expires {
+            self.idle.pop_front();
+            self.closed_idle += 1;
+            self.idle_expires = self.expiry_of_oldest();
+        }
+    }
+
+    /// When the oldest idle connection expires (see `idle_expires`).
+    #[inline]
+    fn expiry_of_oldest(&self) -> SimTime {
+        match (self.idle.front(), self.idle_timeout) {
+            // Idle longer than the limit: `now - t > limit`.
+            (Some(&t), Some(limit)) => t.saturating_add(limit),
+            _ => SimTime::MAX,
         }
     }
 
@@ -179,7 +203,7 @@ impl Pool {
     pub fn acquire(&mut self, now: SimTime) -> Acquire {
         self.expire_idle(now);
         // A free stream on an open connection, or an idle connection.
-        if self.free_streams() > 0 || self.idle.pop_back().is_some() {
+        if self.free_streams() > 0 || self.take_idle() {
             self.in_use += 1;
             Acquire::Reused
         } else if self.total() < self.max {
@@ -188,6 +212,18 @@ impl Pool {
         } else {
             Acquire::Wait
         }
+    }
+
+    /// Takes the idle connection used last, if any.
+    #[inline]
+    fn take_idle(&mut self) -> bool {
+        if self.idle.pop_back().is_none() {
+            return false;
+        }
+        if self.idle.is_empty() {
+            self.idle_expires = SimTime::MAX;
+        }
+        true
     }
 
     /// Puts an attempt in line (`is_live` tells the waiters still waiting,
@@ -277,6 +313,9 @@ impl Pool {
             self.closed_idle += 1;
         } else {
             self.idle.push_back(now);
+            if self.idle.len() == 1 {
+                self.idle_expires = self.expiry_of_oldest();
+            }
         }
     }
 
@@ -479,6 +518,51 @@ mod tests {
         );
         p.reset();
         assert_eq!(p.acquire(t(4_000)), Acquire::Dial);
+    }
+
+    #[test]
+    fn the_oldest_idle_connection_expires_just_past_the_limit_whatever_was_reused_since() {
+        let mut p = Pool::new(3, Some(SimDuration::from_secs(1)));
+        for _ in 0..3 {
+            assert_eq!(p.acquire(t(0)), Acquire::Dial);
+            p.dialled();
+            p.hand_over();
+        }
+        for at in [0, 100, 200] {
+            assert!(p.release(false));
+            p.put_idle(t(at));
+        }
+        // The newest (idle since 200 ms) is reused and returned later;
+        // the oldest (since 0) is still idle, not yet past 1 s at 1 s.
+        assert_eq!(p.acquire(t(300)), Acquire::Reused);
+        assert!(p.release(false));
+        p.put_idle(t(900));
+        assert_eq!(p.acquire(t(1_000)), Acquire::Reused);
+        assert_eq!((p.idle(), p.closed_idle), (2, 0));
+        assert!(p.release(false));
+        p.put_idle(t(1_000));
+        // Just past 1 s the one idle since 0 closes (and the one since
+        // 1 s is reused); just past 1.1 s the one since 100 ms.
+        assert_eq!(p.acquire(t(1_001)), Acquire::Reused);
+        assert_eq!((p.idle(), p.closed_idle), (1, 1));
+        assert!(p.release(false));
+        p.put_idle(t(1_001));
+        p.expire_idle(t(1_100));
+        assert_eq!((p.idle(), p.closed_idle), (2, 1));
+        p.expire_idle(t(1_101));
+        assert_eq!((p.idle(), p.closed_idle), (1, 2));
+        p.expire_idle(t(2_002));
+        assert_eq!((p.idle(), p.closed_idle), (0, 3));
+        // With none idle nothing expires, and a new idle one starts anew.
+        assert_eq!(p.acquire(t(5_000)), Acquire::Dial);
+        p.dialled();
+        p.hand_over();
+        assert!(p.release(false));
+        p.put_idle(t(5_000));
+        p.expire_idle(t(6_000));
+        assert_eq!(p.idle(), 1);
+        p.expire_idle(t(6_001));
+        assert_eq!((p.idle(), p.closed_idle), (0, 4));
     }
 
     #[test]
