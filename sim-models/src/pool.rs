@@ -192,7 +192,8 @@ impl Pool {
     #[inline]
     fn expiry_of_oldest(&self) -> SimTime {
         match (self.idle.front(), self.idle_timeout) {
-            // Idle longer than the limit: `now - t > limit`.
+            // Closed once idle longer than the limit, `now - t > limit`,
+            // that is `now > t + limit` (never, past the end of time).
             (Some(&t), Some(limit)) => t.saturating_add(limit),
             _ => SimTime::MAX,
         }

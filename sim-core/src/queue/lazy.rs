@@ -5,8 +5,9 @@
 //! `BinaryHeap` generalised, its pop choosing among children without
 //! branches) halve the heap's depth: a pop
 //! compares more keys per level but touches half the levels, which wins
-//! once the heap outgrows the cache (2.2× a binary heap at 10^6 pending,
-//! 1.35× at 10^3; `sim-core/benches/README.md`). Keys are unique (time,
+//! once the heap outgrows the cache (1.9× a bare binary heap at 10^6
+//! pending, 1.3× at 10^3, in the hold model; `sim-core/benches/README.md`,
+//! "A heap that does not guess"). Keys are unique (time,
 //! sequence), so the order of events is the same with any arity.
 //!
 //! A stream ([`LazyHeap::push_in_stream`]) is a FIFO for events whose

@@ -197,13 +197,8 @@ mod tests {
         }
         // Ranks that differ only in their high half (the time).
         let hi = |t: u64| (t as u128) << 64;
+        #[derive(Clone, Copy)]
         struct R(u128);
-        impl Clone for R {
-            fn clone(&self) -> Self {
-                *self
-            }
-        }
-        impl Copy for R {}
         impl Ranked for R {
             fn rank(&self) -> u128 {
                 self.0
