@@ -13,7 +13,10 @@
 //!   turn; and against SimPy (`mmc_simpy.py`) when `python3` (or
 //!   `$STORMSIM_PYTHON`) can import `simpy`. Goal: ≤ 2× the loop. With
 //!   `STORMSIM_BASELINE_BIN`, that build too, whole process: its ratio
-//!   to the loop and this build's to it, in turn.
+//!   to the loop and this build's to it, in turn. Beside it, the same
+//!   queue written as a service's own work on 8 cores
+//!   (`worlds/mmc-8-cores.yaml`, no call to a dependency): what the
+//!   engine and one service cost against the loop without the hop.
 //! - `storm`: `worlds/storm-10k.yaml` (3 M requests, a metastable retry
 //!   storm): requests and events per CPU-second, events per request. With
 //!   `STORMSIM_BASELINE_BIN=<an older stormsim>` it also runs that binary
@@ -225,6 +228,8 @@ fn verdict(met: bool) -> &'static str {
 fn mmc(pairs: usize) {
     let (mut ratios, mut ours, mut loops) = (Vec::new(), Vec::new(), Vec::new());
     let (mut booked, mut booked_ratios) = (Vec::new(), Vec::new());
+    let (mut cores, mut cores_ratios) = (Vec::new(), Vec::new());
+    let (mut events, mut cores_events) = (0.0, 0.0);
     let mut wait = (0.0, 0.0);
     for _ in 0..pairs {
         let start = ProcessTime::now();
@@ -244,6 +249,15 @@ fn mmc(pairs: usize) {
         ratios.push(secs(run.cpu) / by_hand);
         ours.push(secs(run.cpu));
         loops.push(by_hand);
+        events = run.events as f64 / run.requests as f64;
+        // The same queue as the service's own work: the loop's model
+        // without the hop to a dependency.
+        let own = run_world("mmc-8-cores.yaml");
+        let sent = own.requests as f64 / mmc_loop::REQUESTS as f64;
+        assert!((sent - 1.0).abs() < 0.01, "about the loop's request count");
+        cores_ratios.push(secs(own.cpu) / by_hand);
+        cores.push(secs(own.cpu));
+        cores_events = own.events as f64 / own.requests as f64;
     }
     let (r, lo, hi) = spread(ratios);
     let (s, _, _) = spread(ours.clone());
@@ -255,8 +269,13 @@ fn mmc(pairs: usize) {
         wait.1 * 1e3
     );
     println!(
-        "  stormsim ÷ loop {r:.2}× ({lo:.2}–{hi:.2}); goal ≤ 2×: {}",
+        "  stormsim ÷ loop {r:.2}× ({lo:.2}–{hi:.2}); goal ≤ 2×: {}; {events:.2} events a request",
         verdict(r <= 2.0)
+    );
+    let (c, _, _) = spread(cores);
+    let (cr, clo, chi) = spread(cores_ratios);
+    println!(
+        "  the same queue as a service's own work on 8 cores, no dependency (mmc-8-cores.yaml): {c:.3} s, {cr:.2}× the loop ({clo:.2}–{chi:.2}), {cores_events:.2} events a request"
     );
     let (b, _, _) = spread(booked);
     let (br, blo, bhi) = spread(booked_ratios);
@@ -299,6 +318,10 @@ fn mmc(pairs: usize) {
         println!(
             "  SimPy ({said}) {simpy:.2} s, stormsim {ours_now:.3} s: SimPy ÷ stormsim {ratio:.0}×; goal ≥ 60×: {}",
             verdict(ratio >= 60.0)
+        );
+        println!(
+            "  SimPy ÷ the same queue as a service's own work {:.0}×",
+            simpy / c
         );
     } else {
         println!(
