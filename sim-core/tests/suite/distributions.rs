@@ -18,6 +18,16 @@ fn ms(v: u64) -> SimDuration {
     SimDuration::from_millis(v)
 }
 
+/// A log-normal law given by its median and p99, in milliseconds.
+fn log_normal(median: u64, p99: u64) -> DistSpec {
+    DistSpec::LogNormal {
+        median: Some(ms(median)),
+        p99: Some(ms(p99)),
+        mu: None,
+        sigma: None,
+    }
+}
+
 /// Draws N samples; returns them sorted, in seconds.
 fn draws(spec: &DistSpec) -> (Dist, Vec<f64>) {
     let dist = Dist::new(spec).expect("valid spec");
@@ -94,12 +104,7 @@ fn truncated_normal_mean_matches_closed_form() {
 
 #[test]
 fn log_normal_from_median_and_p99() {
-    let (d, v) = draws(&DistSpec::LogNormal {
-        median: Some(ms(5_000)),
-        p99: Some(ms(12_000)),
-        mu: None,
-        sigma: None,
-    });
+    let (d, v) = draws(&log_normal(5_000, 12_000));
     close("p50", quantile(&v, 0.5), 5.0, 0.01);
     close("p99", quantile(&v, 0.99), 12.0, 0.02);
     close("mean", mean(&v), d.mean_secs(), 0.01);
@@ -183,15 +188,7 @@ fn invalid_specs_name_the_field() {
             },
             "mean",
         ),
-        (
-            DistSpec::LogNormal {
-                median: Some(ms(5)),
-                p99: Some(ms(4)),
-                mu: None,
-                sigma: None,
-            },
-            "p99",
-        ),
+        (log_normal(5, 4), "p99"),
         (
             DistSpec::LogNormal {
                 median: Some(ms(5)),
@@ -364,16 +361,7 @@ fn a_draw_rounded_to_the_nanosecond_hides_the_math_librarys_last_bit() {
             DistSpec::Exponential { mean: ms(10) },
             0,
         ),
-        (
-            "log-normal 20 ms, p99 80 ms",
-            DistSpec::LogNormal {
-                median: Some(ms(20)),
-                p99: Some(ms(80)),
-                mu: None,
-                sigma: None,
-            },
-            0,
-        ),
+        ("log-normal 20 ms, p99 80 ms", log_normal(20, 80), 0),
         (
             "Pareto 100 ms, shape 2.5",
             DistSpec::Pareto {
@@ -382,16 +370,7 @@ fn a_draw_rounded_to_the_nanosecond_hides_the_math_librarys_last_bit() {
             },
             0,
         ),
-        (
-            "log-normal 5 s, p99 12 s",
-            DistSpec::LogNormal {
-                median: Some(ms(5_000)),
-                p99: Some(ms(12_000)),
-                mu: None,
-                sigma: None,
-            },
-            1,
-        ),
+        ("log-normal 5 s, p99 12 s", log_normal(5_000, 12_000), 1),
     ];
     for (name, spec, most) in laws {
         let (floats, nanos) = nanoseconds_apart(&Dist::new(&spec).unwrap(), DRAWS);
