@@ -350,8 +350,8 @@ fn nanoseconds_apart(dist: &Dist, draws: usize) -> (usize, usize) {
 /// chance that grows with the duration (about 2^-53 of it in nanoseconds
 /// for each draw whose bits differ). 10^6 draws of each law with the
 /// fixed seed: none of the millisecond ones moves, and the 14:02 replay's
-/// 5 s log-normal moves at most one draw by one nanosecond (about one draw
-/// in eight million; ARCHITECTURE.md gives the 10^8 figures).
+/// 5 s log-normal moves at most one draw by one nanosecond (its chance is
+/// about one draw in ten million: ARCHITECTURE.md, `dist.rs`).
 #[test]
 fn a_draw_rounded_to_the_nanosecond_hides_the_math_librarys_last_bit() {
     const DRAWS: usize = 1_000_000;
