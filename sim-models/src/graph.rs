@@ -376,6 +376,26 @@ fn build(cfg: &WorldConfig, p: &mut Problems) -> Topology {
                         "a parallel group names its calls under parallel, not a target of its own",
                     );
                 }
+                // A group is a step, not a call: what a call carries is
+                // written on each of its calls, where it takes effect. A
+                // value left on the group would be read by nobody.
+                for (field, set) in [
+                    ("client", call.client != ClientConfig::default()),
+                    ("pool", call.pool.is_some()),
+                    ("there", call.there.is_some()),
+                    ("back", call.back.is_some()),
+                    ("optional", call.optional),
+                    ("probability", call.probability != 1.0),
+                ] {
+                    if set {
+                        p.add(
+                            &format!("{at}.{field}"),
+                            format!(
+                                "a parallel group takes only `parallel` and `wait_for`; write `{field}` on each of its calls (under {at}.parallel)"
+                            ),
+                        );
+                    }
+                }
                 if call.parallel.len() > crate::request::MAX_PARALLEL {
                     p.add(
                         &format!("{at}.parallel"),
@@ -582,6 +602,7 @@ fn unknown(name: &str, t: &Topology, services_only: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sim_core::time::SimDuration;
 
     fn graph(yaml_calls: &[(&str, Vec<CallSpec>)], deps: &[&str], entry: &str) -> WorldConfig {
         let mut cfg = WorldConfig::default();
@@ -638,6 +659,74 @@ mod tests {
         assert_eq!(t.services[0].steps[1].wait_for, 1);
         assert_eq!(t.paths(10), (vec![vec![0, 3], vec![1, 3], vec![2]], false));
         assert_eq!(t.paths(2), (vec![vec![0, 3], vec![1, 3]], true));
+    }
+
+    #[test]
+    fn a_parallel_group_refuses_what_only_its_calls_can_carry() {
+        let group = CallSpec {
+            parallel: vec![call("b"), call("db")],
+            ..Default::default()
+        };
+        let fields: [(&str, CallSpec); 6] = [
+            (
+                "client",
+                CallSpec {
+                    client: ClientConfig {
+                        attempt_timeout: Some(SimDuration::from_secs(1)),
+                        ..Default::default()
+                    },
+                    ..group.clone()
+                },
+            ),
+            (
+                "pool",
+                CallSpec {
+                    pool: Some(PoolConfig::default()),
+                    ..group.clone()
+                },
+            ),
+            (
+                "there",
+                CallSpec {
+                    there: Some(DistSpec::Constant(SimDuration::from_millis(5))),
+                    ..group.clone()
+                },
+            ),
+            (
+                "back",
+                CallSpec {
+                    back: Some(DistSpec::Constant(SimDuration::from_millis(5))),
+                    ..group.clone()
+                },
+            ),
+            (
+                "optional",
+                CallSpec {
+                    optional: true,
+                    ..group.clone()
+                },
+            ),
+            (
+                "probability",
+                CallSpec {
+                    probability: 0.3,
+                    ..group.clone()
+                },
+            ),
+        ];
+        for (field, spec) in fields {
+            let cfg = graph(&[("a", vec![spec]), ("b", vec![])], &["db"], "a");
+            let e = Topology::of(&cfg).unwrap_err();
+            assert_eq!(e.len(), 1, "{field}: {e:?}");
+            assert_eq!(e[0].path, format!("services.a.calls[0].{field}"));
+            assert!(
+                e[0].message.contains("write `") && e[0].message.contains("parallel"),
+                "{field}: {}",
+                e[0].message
+            );
+        }
+        let cfg = graph(&[("a", vec![group]), ("b", vec![])], &["db"], "a");
+        Topology::of(&cfg).unwrap();
     }
 
     #[test]
