@@ -1015,6 +1015,22 @@ fn warnings(exp: &Experiment) -> Vec<InputError> {
             format!("no call from the entry reaches this {what}: it is simulated without traffic from the graph; call it, or remove it"),
         )
     }));
+    let services: Vec<(String, &sim_models::pods::ServiceConfig)> = if w.entry.is_some() {
+        w.services
+            .iter()
+            .map(|(n, s)| (format!("services.{n}"), s))
+            .collect()
+    } else {
+        vec![("service".to_string(), &w.service)]
+    };
+    for (at, s) in services {
+        if let (Some(n), None) = (s.cores, &s.work) {
+            out.push(exp.error_at(
+                &format!("{at}.cores"),
+                format!("{n} cores limit the service's own work, and it has none: they change nothing (give it `work`, or remove `cores`)"),
+            ));
+        }
+    }
     let r = &exp.outputs.recovery;
     let steps = sim_models::timeline::resolve(w);
     let run_end = sim_core::time::SimTime::ZERO.saturating_add(w.clock.duration);
@@ -1802,6 +1818,33 @@ mod tests {
             ),
             "{w:?}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn cores_without_work_are_warned_of_where_they_are_written() {
+        let dir = std::env::temp_dir().join(format!("stormsim-cores-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cases = [
+            (
+                "graph.yaml",
+                "entry: a\nservices:\n  a: { cores: 4, calls: [{ to: b }] }\n  b: { cores: 2, work: { constant: 1ms } }\ndependencies: {}\n",
+                "graph.yaml:3:8: services.a.cores: 4 cores limit the service's own work, and it has none",
+            ),
+            (
+                "tier.yaml",
+                "service:\n  pods: 2\n  cores: 8\n",
+                "tier.yaml:3:3: service.cores: 8 cores limit the service's own work, and it has none",
+            ),
+        ];
+        for (name, text, expected) in cases {
+            let file = dir.join(name);
+            std::fs::write(&file, text).unwrap();
+            let exp = load(&file, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
+            let w: Vec<String> = exp.warnings.iter().map(|w| w.to_string()).collect();
+            assert_eq!(w.len(), 1, "{w:?}");
+            assert!(w[0].contains(expected), "{w:?}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
