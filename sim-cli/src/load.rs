@@ -444,6 +444,15 @@ pub fn closest<'a>(found: &str, candidates: impl Iterator<Item = &'a str>) -> Op
 /// A serde message in the file's words, with a "did you mean" for a
 /// misspelt name.
 fn plain_message(message: &str) -> String {
+    // serde names an untagged enum's type, not what its forms look like.
+    let untagged = "data did not match any variant of untagged enum ";
+    if let Some(name) = message.strip_prefix(untagged) {
+        let forms = match name.trim() {
+            "SeedsSpec" => "a count of seeds (`5`) or a list of them (`[1, 2, 3]`)",
+            _ => return message.to_string(),
+        };
+        return format!("expected {forms}");
+    }
     let mut message = plain_expected(message);
     if let Some(hint) = did_you_mean(&message) {
         message.push_str(&format!("; did you mean `{hint}`?"));

@@ -65,13 +65,41 @@ pub struct Range {
 }
 
 /// A range's bound or step: a number, or a duration with its unit.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Bound {
     /// A number.
     Number(f64),
     /// A duration (`250ms`).
     Duration(SimDuration),
+}
+
+/// Read by hand rather than as an untagged enum, whose error names
+/// neither form: text is a duration, and says why it is not one
+/// (`0.4ns`: finer than one nanosecond).
+impl<'de> Deserialize<'de> for Bound {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Bound;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number, or a duration with its unit (`250ms`, `1.5s`)")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Bound, E> {
+                v.parse().map(Bound::Duration).map_err(E::custom)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Bound, E> {
+                Ok(Bound::Number(v as f64))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Bound, E> {
+                Ok(Bound::Number(v as f64))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Bound, E> {
+                Ok(Bound::Number(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl fmt::Display for Bound {
@@ -469,6 +497,74 @@ impl SweepSpec {
         Ok(out)
     }
 
+    /// Refuses a value an axis repeats (in a zip, a row of values every
+    /// axis repeats): its cells would have one id and seed, run twice and
+    /// write one partition twice, and a count of cells would say more
+    /// than were simulated. Values are compared as their cells' keys
+    /// compare them, so `2` and `2.0` differ and a range whose step
+    /// rounds to the same nanosecond repeats.
+    fn refuse_repeated_cells(
+        &self,
+        exp: &Experiment,
+        values: &[Vec<Value>],
+    ) -> Result<(), InputErrors> {
+        let rows: Vec<(usize, Vec<Vec<String>>)> = match self.mode {
+            Mode::Grid => values
+                .iter()
+                .enumerate()
+                .map(|(a, v)| (a, v.iter().map(|x| vec![canonical(x)]).collect()))
+                .collect(),
+            Mode::Zip => {
+                let n = values.first().map_or(0, Vec::len);
+                let rows = (0..n)
+                    .map(|i| values.iter().map(|v| canonical(&v[i])).collect())
+                    .collect();
+                vec![(0, rows)]
+            }
+        };
+        let mut errors = Vec::new();
+        for (a, keys) in rows {
+            let mut first = std::collections::BTreeMap::new();
+            for (k, key) in keys.iter().enumerate() {
+                let &mut j = first.entry(key).or_insert(k);
+                if j != k {
+                    let what = if self.mode == Mode::Zip {
+                        format!("the values at [{k}] of every axis repeat those at [{j}]")
+                    } else {
+                        format!("{} repeats values[{j}]", key[0])
+                    };
+                    // A range's values are not written one by one.
+                    let at = if self.axes[a].values.is_some() {
+                        format!("sweep.axes[{a}].values[{k}]")
+                    } else {
+                        format!("sweep.axes[{a}]")
+                    };
+                    errors.push(exp.error_at(
+                        &at,
+                        format!("{what}: those cells would run twice under one id; remove one"),
+                    ));
+                }
+            }
+        }
+        let mut paths = std::collections::BTreeMap::new();
+        for (i, axis) in self.axes.iter().enumerate() {
+            if let Some(j) = paths.insert(axis.path.as_str(), i) {
+                errors.push(exp.error_at(
+                    &format!("sweep.axes[{i}].path"),
+                    format!(
+                        "{} is also swept by sweep.axes[{j}]: one cell would set it twice; write its values on one axis",
+                        axis.path
+                    ),
+                ));
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(InputErrors(errors))
+        }
+    }
+
     /// How many cells, replications included, without listing any value
     /// (saturating: seven axes of a million values are "over the limit",
     /// not an overflow).
@@ -507,7 +603,8 @@ impl SweepSpec {
                 ),
             )]));
         }
-        self.axis_values(exp)?;
+        let values = self.axis_values(exp)?;
+        self.refuse_repeated_cells(exp, &values)?;
         let mut errors = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
         // Every cell's resolved configuration gets the checks the base

@@ -547,6 +547,49 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "timeline[0].deploy.client.hedging",
         "set timeline[0].deploy.client.retry.max_retries to 0",
     ),
+    // A sweep whose cells would repeat, or whose range is not a range.
+    (
+        "sweep:\n  axes:\n    - path: client.retry.max_retries\n      values: [1, 2, 1]\n",
+        4,
+        "sweep.axes[0].values[2]",
+        "1 repeats values[0]: those cells would run twice under one id",
+    ),
+    (
+        "sweep:\n  mode: zip\n  axes:\n    - path: client.retry.max_retries\n      values: [1, 1, 1]\n    - path: client.attempt_timeout\n      values: [1s, 2s, 1s]\n",
+        5,
+        "sweep.axes[0].values[2]",
+        "the values at [2] of every axis repeat those at [0]",
+    ),
+    (
+        "sweep:\n  axes:\n    - path: load.rate\n      range: { from: 1, to: 1.0000000000000002, step: 0.0000000000000001 }\n",
+        3,
+        "sweep.axes[0]",
+        "1 repeats values[0]",
+    ),
+    (
+        "sweep:\n  axes:\n    - path: client.attempt_timeout\n      values: [1s]\n    - path: client.attempt_timeout\n      values: [2s]\n",
+        5,
+        "sweep.axes[1].path",
+        "also swept by sweep.axes[0]",
+    ),
+    (
+        "sweep:\n  axes:\n    - path: client.attempt_timeout\n      range: { from: 1ms, to: 2ms, step: 0.4ns }\n",
+        4,
+        "sweep.axes[0].range.step",
+        "invalid duration \"0.4ns\": finer than one nanosecond",
+    ),
+    (
+        "sweep:\n  axes:\n    - path: client.attempt_timeout\n      range: { from: 1ms, to: 2ms, step: [1] }\n",
+        4,
+        "sweep.axes[0].range.step",
+        "expected a number, or a duration with its unit",
+    ),
+    (
+        "services:\n  a: { calls: [{ probability: 0.5, parallel: [{ to: d }, { to: d }] }] }\ndependencies: { d: {} }\nentry: a\n",
+        2,
+        "services.a.calls[0].probability",
+        "a parallel group takes only `parallel` and `wait_for`",
+    ),
 ];
 
 #[test]
