@@ -340,6 +340,10 @@ impl Service {
         q.has_worker = true;
         let pod = q.pod;
         if self.work.is_none() {
+            // Out of the worker line whichever way it came: a request whose
+            // steps make no call is answered by an ask routed after this,
+            // and must not be taken then for one still waiting in line.
+            q.phase = Phase::Calling;
             self.run_step(req, 0, ctx);
             return;
         }

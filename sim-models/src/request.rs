@@ -116,7 +116,8 @@ pub enum Phase {
     WaitingCore,
     /// Doing its own work on a core.
     Working,
-    /// Its calls are running (the current step of the service's calls).
+    /// Past its own work: its calls are running (the current step of the
+    /// service's calls), or it made none and is being answered.
     Calling,
     /// The service is done with it (answered or failed).
     Finished,

@@ -272,6 +272,59 @@ fn an_open_network_of_exponential_services_matches_jackson() {
     }
 }
 
+/// A service whose one worker makes its call on half its requests and
+/// answers the other half at once is an M/G/1 queue: service time 0 or an
+/// exponential 10 ms, E[S] = 5 ms, E[S²] = ½ · 2 · (10 ms)². At λ = 100/s
+/// (ρ = ½) Pollaczek–Khinchine's mean wait is λE[S²] / 2(1 − ρ) = 10 ms,
+/// so a request spends 15 ms on average. The requests that make no call
+/// leave the worker line as the others do, so the line keeps its count.
+#[test]
+fn a_worker_whose_requests_sometimes_call_nothing_is_pollaczek_khinchine() {
+    let (lambda, mean_s) = (100.0, 0.010);
+    let mut e2e = Vec::new();
+    for seed in [1, 2, 3, 4] {
+        let mut cfg = WorldConfig::default();
+        cfg.seed = seed;
+        cfg.clock.duration = secs(600);
+        cfg.clock.bucket = secs(60);
+        cfg.load.rate = lambda;
+        cfg.entry = Some("a".into());
+        let half = CallSpec {
+            probability: 0.5,
+            ..call("db", ClientConfig::default())
+        };
+        cfg.services.insert(
+            "a".into(),
+            ServiceConfig {
+                workers: Some(1),
+                worker_queue: 1_000_000,
+                ..service(1, vec![half])
+            },
+        );
+        cfg.dependencies.insert(
+            "db".into(),
+            UpstreamConfig {
+                capacity: 100_000,
+                latency: exp(ms(10)),
+                ..Default::default()
+            },
+        );
+        stop_load_at(&mut cfg, secs(590));
+        let (_, totals) = go(&cfg);
+        assert_eq!(
+            totals.outcome(sim_models::outcome::Reason::Success),
+            totals.count(sim_models::recorder::Count::Offered),
+            "seed {seed}: every request answered"
+        );
+        e2e.push(totals.latency(Latency::EndToEnd).mean().unwrap() / 1e9);
+    }
+    let (es, es2) = (0.5 * mean_s, 0.5 * 2.0 * mean_s * mean_s);
+    let rho = lambda * es;
+    let wait = lambda * es2 / (2.0 * (1.0 - rho));
+    let got = e2e.iter().sum::<f64>() / e2e.len() as f64;
+    within(got, wait + es, 0.03, "the mean time in system against P-K");
+}
+
 /// Fails unless `got` is within `tolerance` (a share) of `want`.
 fn within(got: f64, want: f64, tolerance: f64, what: &str) {
     assert!(
