@@ -141,6 +141,22 @@ impl<T> WaitLine<T> {
         self.entries.len()
     }
 
+    /// Whether the count kept by `push`, `left` and `pop` is the number of
+    /// entries `is_live` calls live, counted one by one: a check of the
+    /// model's `left` calls (a waiter told as leaving that still waits, or
+    /// one leaving untold), for the world's audit, not its hot path.
+    pub fn check(&self, mut is_live: impl Waiting<T>) -> Result<(), String> {
+        let counted = self.entries.iter().filter(|w| is_live.is_live(w)).count();
+        if counted == self.live {
+            Ok(())
+        } else {
+            Err(format!(
+                "a line counts {} waiters but holds {counted} still waiting",
+                self.live
+            ))
+        }
+    }
+
     /// Empties the line (everyone waiting has been dealt with elsewhere).
     pub fn clear(&mut self) {
         self.entries.clear();
@@ -170,6 +186,14 @@ mod tests {
         assert_eq!(line.pop(|w: &i32| !gone.contains(w)), Some(2));
         assert_eq!(line.pop(|w: &i32| !gone.contains(w)), Some(3));
         assert_eq!(line.len(), 1);
+        assert_eq!(line.check(|w: &i32| !gone.contains(w)), Ok(()));
+        // A waiter told as leaving that still waits shows in the check.
+        line.push(5, |_: &i32| true);
+        line.left();
+        assert_eq!(
+            line.check(|w: &i32| !gone.contains(w)),
+            Err("a line counts 1 waiters but holds 2 still waiting".into())
+        );
     }
 
     #[test]

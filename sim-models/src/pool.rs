@@ -373,6 +373,12 @@ impl Pool {
         self.in_use = self.max + 1;
     }
 
+    /// Whether the line's count of waiters is those `is_live` finds in it
+    /// (see [`WaitLine::check`]).
+    pub fn check_waiters(&self, is_live: impl Waiting<Waiter>) -> Result<(), String> {
+        self.waiters.check(is_live)
+    }
+
     /// Checks the pool's bound; `Err` describes the violation.
     pub fn check(&self) -> Result<(), String> {
         if let Some(k) = self.streams

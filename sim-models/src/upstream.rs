@@ -260,6 +260,11 @@ impl Upstream {
     pub fn queued(&self) -> u32 {
         self.queue.len() as u32
     }
+    /// Whether the queue's count is the jobs it holds still queued (see
+    /// [`WaitLine::check`]).
+    pub fn check_queue(&self) -> Result<(), String> {
+        self.queue.check(QueuedJobs(&self.jobs))
+    }
     /// Jobs held (in service, queued, or cancelled but not yet swept).
     #[inline]
     pub fn jobs_held(&self) -> usize {

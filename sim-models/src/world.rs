@@ -31,7 +31,9 @@ use crate::dependency::Dependency;
 use crate::graph::{Target, Topology};
 use crate::load::{Load, LoadEvent};
 use crate::outcome::Reason;
-use crate::pods::{PodState, Service, ServiceEvent};
+use crate::pods::{
+    PodState, PoolWaiters, Service, ServiceEvent, core_waiter_is_live, worker_waiter_is_live,
+};
 use crate::recorder::{Level, Recorder, RowSink, RunTotals};
 use crate::request::{CallRef, Caller, ReqRef, Requests};
 use crate::timeline::{self, Step};
@@ -528,11 +530,51 @@ impl<S: RowSink> World<S> {
         Ok(())
     }
 
+    /// Every wait line's count against the waiters it holds: the pods'
+    /// worker and core lines, the pools' waiters, the dependencies'
+    /// queues. A count off by one admits past a line's limit or, below
+    /// zero, refuses everyone after.
+    fn check_lines(&self) -> Result<(), String> {
+        let topo = &self.env.topo;
+        let reqs = &self.sh.reqs;
+        for (s, service) in self.parts.services.iter().enumerate() {
+            let name = &topo.services[s].name;
+            for (i, p) in service.pods.iter().enumerate() {
+                p.worker_queue
+                    .check(worker_waiter_is_live(reqs))
+                    .map_err(|m| format!("{name} pod {i}, worker line: {m}"))?;
+                p.core_queue
+                    .check(core_waiter_is_live(reqs))
+                    .map_err(|m| format!("{name} pod {i}, core line: {m}"))?;
+            }
+            for (i, p) in self.sh.links.all()[s].iter().enumerate() {
+                for (e, pool) in p.pools.iter().enumerate() {
+                    let live = PoolWaiters {
+                        reqs,
+                        pod: i as u32,
+                        epoch: p.epoch,
+                    };
+                    pool.check_waiters(live).map_err(|m| {
+                        let edge = &topo.edges[topo.services[s].edges[e] as usize].name;
+                        format!("{name} pod {i}, pool of {edge}: {m}")
+                    })?;
+                }
+            }
+        }
+        for (d, dep) in self.parts.dependencies.iter().enumerate() {
+            dep.upstream
+                .check_queue()
+                .map_err(|m| format!("{}'s queue: {m}", topo.dependencies[d].name))?;
+        }
+        Ok(())
+    }
+
     fn on_bucket_ended(&mut self, sched: &mut Scheduler<Event>) {
         let now = sched.now();
         // The cheap bounds at every bucket close, in every build: a broken
         // pool is caught within a bucket even when per-event checks are off.
-        if let Err(e) = self.check_bounds() {
+        // The lines' counts too, here only: a count scans its line.
+        if let Err(e) = self.check_bounds().and_then(|()| self.check_lines()) {
             self.violated(now, || e);
         }
         self.sh.rec.close_bucket(now);
