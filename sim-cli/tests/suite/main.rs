@@ -9,6 +9,7 @@ mod incidents;
 mod maps;
 mod operator;
 mod python;
+mod random_graphs;
 mod replay_1402;
 mod report;
 mod search;
