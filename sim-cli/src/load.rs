@@ -271,6 +271,14 @@ pub struct Experiment {
 }
 
 impl Experiment {
+    /// Whether a file of the chain writes the field at `path` (a default
+    /// filled in is not written).
+    pub fn writes(&self, path: &str) -> bool {
+        self.sources
+            .iter()
+            .any(|src| matches!(src.index.find(path), Some((_, true))))
+    }
+
     /// Locates a field path in the chain: the first file that writes it
     /// (or its deepest ancestor).
     pub fn error_at(&self, path: &str, message: impl Into<String>) -> InputError {
@@ -1039,6 +1047,19 @@ fn warnings(exp: &Experiment) -> Vec<InputError> {
                 format!("{n} cores limit the service's own work, and it has none: they change nothing (give it `work`, or remove `cores`)"),
             ));
         }
+        let line = format!("{at}.worker_queue");
+        if s.workers.is_none() && exp.writes(&line) {
+            out.push(exp.error_at(
+                &line,
+                "the line for a worker, and the service's workers are unbounded (no `workers`): nobody ever waits in it (give it `workers`, or remove `worker_queue`)",
+            ));
+        }
+    }
+    if w.gateway.cancel_service_on_deadline && w.gateway.deadline.is_none() {
+        out.push(exp.error_at(
+            "gateway.cancel_service_on_deadline",
+            "cancels the service's work when the user's deadline passes, and the gateway has none: it changes nothing (give `gateway.deadline`, or remove it)",
+        ));
     }
     let r = &exp.outputs.recovery;
     let steps = sim_models::timeline::resolve(w);
@@ -1831,7 +1852,7 @@ mod tests {
     }
 
     #[test]
-    fn cores_without_work_are_warned_of_where_they_are_written() {
+    fn settings_that_change_nothing_are_warned_of_where_they_are_written() {
         let dir = std::env::temp_dir().join(format!("stormsim-cores-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let cases = [
@@ -1844,6 +1865,16 @@ mod tests {
                 "tier.yaml",
                 "service:\n  pods: 2\n  cores: 8\n",
                 "tier.yaml:3:3: service.cores: 8 cores limit the service's own work, and it has none",
+            ),
+            (
+                "line.yaml",
+                "entry: a\nservices:\n  a: { worker_queue: 10, calls: [{ to: b }] }\n  b: { workers: 2, worker_queue: 10, calls: [{ to: d }] }\ndependencies: { d: {} }\n",
+                "line.yaml:3:8: services.a.worker_queue: the line for a worker, and the service's workers are unbounded",
+            ),
+            (
+                "gateway.yaml",
+                "gateway:\n  cancel_service_on_deadline: true\n",
+                "gateway.yaml:2:3: gateway.cancel_service_on_deadline: cancels the service's work when the user's deadline passes, and the gateway has none",
             ),
         ];
         for (name, text, expected) in cases {
