@@ -296,6 +296,7 @@ impl Service {
             ServiceEvent::RequestReachedPod {
                 service: self.index,
                 req: child,
+                dispatch: 1,
             }
             .into(),
         );

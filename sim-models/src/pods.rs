@@ -39,6 +39,10 @@ crate::part_events! {
             service: u32,
             /// The request.
             req: ReqRef,
+            /// Which of its dispatches this is: a request the gateway sends
+            /// again while an earlier dispatch is still on the wire (its pod
+            /// went down in the same instant) must not arrive twice.
+            dispatch: u32,
         },
         /// A request's own work on its core is done.
         WorkDone {
@@ -254,7 +258,9 @@ impl Service {
     #[inline]
     pub(crate) fn on_event<S: RowSink>(&mut self, e: ServiceEvent, ctx: &mut Ctx<'_, S>) {
         match e {
-            ServiceEvent::RequestReachedPod { req, .. } => self.on_request_reached_pod(req, ctx),
+            ServiceEvent::RequestReachedPod { req, dispatch, .. } => {
+                self.on_request_reached_pod(req, dispatch, ctx)
+            }
             ServiceEvent::WorkDone { req, .. } => self.on_work_done(req, ctx),
             ServiceEvent::PodCameBack { pod, epoch, .. } => self.on_pod_came_back(pod, epoch, ctx),
             ServiceEvent::RequestDeadlinePassed { .. } | ServiceEvent::HealthProbeDue { .. } => {
@@ -285,12 +291,14 @@ impl Service {
         q.reached = None;
         self.lb.outstanding_changed(pod, 1);
         ctx.sh.rec.level_add(Level::ServiceInFlight, now, 1);
+        let dispatch = q.dispatches;
         let d = ctx.sh.net.gateway_to_pod();
         ctx.cross(
             d,
             ServiceEvent::RequestReachedPod {
                 service: self.index,
                 req,
+                dispatch,
             }
             .into(),
         );
@@ -298,10 +306,16 @@ impl Service {
     }
 
     /// A request is on its pod: it takes a worker or queues for one.
-    pub(crate) fn on_request_reached_pod<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) {
+    pub(crate) fn on_request_reached_pod<S: RowSink>(
+        &mut self,
+        req: ReqRef,
+        dispatch: u32,
+        ctx: &mut Ctx<'_, S>,
+    ) {
         let now = ctx.now();
         let q = stale!(ctx.sh.reqs.get_mut(req));
-        if q.service_done {
+        // Done with, or an earlier dispatch overtaken by a later one.
+        if q.service_done || q.dispatches != dispatch {
             return;
         }
         q.reached = Some(now);

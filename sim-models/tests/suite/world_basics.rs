@@ -182,6 +182,44 @@ fn saturated_pods_fail_their_probes_and_restart() {
     assert!(rows.iter().all(|r| r.level(Level::PoolInUse).max <= 10));
 }
 
+/// Scaling three pods down to one fails the requests the two others
+/// hold (`pod_restarted`), and the gateway sends them again at once: one
+/// sent to the second pod before the same step takes that pod down too is
+/// sent a third time, to the first, while its second dispatch is still
+/// on the wire. It reaches the pod once: it once arrived for each
+/// dispatch, queued twice, and the worker line counted more waiters than
+/// it held.
+#[test]
+fn a_request_sent_again_while_an_earlier_dispatch_is_on_the_wire_arrives_once() {
+    use sim_models::config::GatewayRetry;
+    use sim_models::timeline::SetAction;
+    let mut cfg = WorldConfig::default();
+    cfg.seed = 3;
+    cfg.clock.duration = secs(20);
+    cfg.load.rate = 200.0;
+    cfg.gateway.retry = Some(GatewayRetry {
+        max_retries: 2,
+        on: vec![Reason::PodRestarted],
+    });
+    cfg.service.pods = 3;
+    cfg.service.workers = Some(4);
+    cfg.upstream.capacity = 10_000;
+    cfg.upstream.latency = DistSpec::Constant(ms(100));
+    cfg.client.attempt_timeout = Some(secs(5));
+    cfg.timeline.push(TimelineEntry {
+        set: Some(SetAction {
+            param: Param::ServicePods.into(),
+            value: 1.0,
+        }),
+        ..TimelineEntry::at_offset(secs(5))
+    });
+    // The worker lines' counts are checked at every bucket close here
+    // (the test profile) and at the end of every run.
+    let (_, t) = run_rows(&cfg);
+    assert!(t.outcome(Reason::PodRestarted) == 0, "every one sent again");
+    assert!(t.count(Count::Offered) > 3_900);
+}
+
 #[test]
 fn timeline_pulse_changes_and_reverts_the_load() {
     let mut cfg = WorldConfig::default();
