@@ -213,7 +213,11 @@ fn sampled(id: u64, seed: u64, fraction: f64) -> bool {
 struct Closed {
     number: u32,
     started: SimTime,
+    /// What the budget in place charged for it (0 for one started before
+    /// a deploy: that charge was another budget's).
     retry_cost: u32,
+    /// Whether the budget in place saw it start.
+    seen_by_budget: bool,
 }
 
 /// The policies with state of one client (a pod, or the whole service
@@ -422,6 +426,15 @@ impl Client {
         self.policies = policy_sets(&client, pods);
         self.stateful = keeps_policy_state(&client);
         self.cfg = client;
+        // The fresh budgets never saw this edge's attempts in progress
+        // start (a budget on concurrency would count them out twice).
+        for att in ctx.sh.reqs.all_attempts() {
+            if let Some(a) = ctx.sh.reqs.att_mut(att)
+                && a.edge == self.index
+            {
+                a.before_deploy = true;
+            }
+        }
         ctx.sh.rec.level_add(Level::BreakersOpen, now, -open);
         ctx.sh.rec.level_add(Level::BreakersHalfOpen, now, -half);
     }
@@ -1133,12 +1146,15 @@ impl Client {
         let closed = Closed {
             number: a.number,
             started: a.started,
-            retry_cost: a.retry_cost,
+            retry_cost: if a.before_deploy { 0 } else { a.retry_cost },
+            seen_by_budget: !a.before_deploy,
         };
         let (req, call, hedge, pod, pool_wait, late) =
             (a.req, a.call, a.hedge, a.pod, a.pool_wait, a.late);
         ctx.sh.reqs.remove_attempt(att);
-        if let Some(b) = self.policy(pod).and_then(|set| set.budget.as_mut()) {
+        if closed.seen_by_budget
+            && let Some(b) = self.policy(pod).and_then(|set| set.budget.as_mut())
+        {
             b.on_attempt_closed(now, closed.retry_cost);
         }
         if let Some(c) = ctx.sh.reqs.call_mut(call) {

@@ -306,6 +306,10 @@ pub struct Attempt {
     pub pool_wait: sim_core::time::SimDuration,
     /// It was cut while sent: the far end may still answer, late.
     pub late: bool,
+    /// It started under policies a deploy has since replaced: the budget
+    /// in place never saw it start, so it is not told it closed, nor of
+    /// a charge it never made.
+    pub before_deploy: bool,
 }
 
 /// The live requests, calls and attempts.
@@ -472,6 +476,7 @@ impl Requests {
             retry_cost: 0,
             pool_wait: sim_core::time::SimDuration::ZERO,
             late: false,
+            before_deploy: false,
         })
     }
 
