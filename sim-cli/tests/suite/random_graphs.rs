@@ -47,10 +47,19 @@ fn client(d: &mut Draw) -> String {
             d.pick(&["5ms", "50ms"])
         ));
     } else {
+        let retry_after = d.pick(&[
+            "",
+            ", retry_after: { mode: honor, counts_as_retry: false }",
+            ", retry_after: { mode: at_least, cap: 2s, jitter: 0.5 }",
+        ]);
         parts.push(format!(
-            "retry: {{ max_retries: {}, backoff: {{ fixed: {{ delay: {} }} }} }}",
+            "retry: {{ max_retries: {}, backoff: {} {retry_after} }}",
             d.int(0, 4),
-            d.pick(&["0s", "10ms", "200ms"])
+            d.pick(&[
+                "{ fixed: { delay: 0s } }",
+                "{ fixed: { delay: 10ms } }",
+                "{ exponential: { base: 10ms, multiplier: 2, cap: 1s, jitter: full } }",
+            ])
         ));
     }
     if d.chance(0.3) {
@@ -120,6 +129,8 @@ fn graph(seed: u64) -> String {
     let services = d.int(2, 6) as usize;
     let deps = d.int(1, 3) as usize;
     let mut out = String::new();
+    // Every call's path, for a deploy to name one.
+    let mut paths = Vec::new();
     let _ = writeln!(out, "name: random graph {seed}\nseed: {seed}");
     let _ = writeln!(
         out,
@@ -170,18 +181,21 @@ fn graph(seed: u64) -> String {
         if calls > 0 {
             out.push_str("    calls:\n");
         }
-        for _ in 0..calls {
+        for c in 0..calls {
+            let at = format!("services.s{i}.calls[{c}]");
             if d.chance(0.3) {
                 let k = d.int(2, 4);
                 out.push_str("      - parallel:\n");
-                for _ in 0..k {
+                for j in 0..k {
                     call(d, i, services, deps, "          ", &mut out);
+                    paths.push(format!("{at}.parallel[{j}]"));
                 }
                 if d.chance(0.5) {
                     let _ = writeln!(out, "        wait_for: {}", d.int(1, k));
                 }
             } else {
                 call(d, i, services, deps, "      ", &mut out);
+                paths.push(at);
             }
         }
     }
@@ -201,6 +215,20 @@ fn graph(seed: u64) -> String {
         }
         if d.chance(0.2) {
             out.push_str("    rate_limit: { rps: 100 }\n");
+        }
+        for (p, line) in [
+            (0.2, "    overflow: drop"),
+            (0.2, "    pushback: { after: 200ms }"),
+            (0.2, "    shedding: { from: 5, to: 50 }"),
+            (0.2, "    cancellation: true"),
+            (0.2, "    background_rps: 20"),
+            (0.1, "    max_connections: 20"),
+            (0.1, "    admission: { base_capacity: 20 }"),
+        ] {
+            if d.chance(p) {
+                out.push_str(line);
+                out.push('\n');
+            }
         }
     }
     if d.chance(0.7) {
@@ -222,6 +250,30 @@ fn graph(seed: u64) -> String {
         if d.chance(0.3) {
             let s = d.int(0, services as u64 - 1);
             let _ = writeln!(out, "  - at: 6s\n    restart_pod: 0\n    service: s{s}");
+        }
+        if d.chance(0.3) {
+            let dep = d.int(0, deps as u64 - 1);
+            let _ = writeln!(
+                out,
+                "  - at: 7s\n    deploy: {{ dependency: d{dep}, upstream: {{ capacity: {}, queue_limit: {} }} }}",
+                d.pick(&["0", "5", "200"]),
+                d.pick(&["0", "100"])
+            );
+        }
+        if d.chance(0.2) {
+            let call = &paths[d.int(0, paths.len() as u64 - 1) as usize];
+            let client = d.pick(&[
+                "{ retry: { max_retries: 0 } }",
+                "{ attempt_timeout: 50ms, hedging: null }",
+                "{ preset: envoy }",
+            ]);
+            let _ = writeln!(
+                out,
+                "  - at: 8s\n    deploy: {{ call: \"{call}\", client: {client} }}"
+            );
+        }
+        if d.chance(0.2) {
+            out.push_str("  - at: 4s\n    pulse: { param: load.rate, value: 2000, for: 2s }\n");
         }
     }
     out
