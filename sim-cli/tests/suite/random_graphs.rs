@@ -51,6 +51,9 @@ fn client(d: &mut Draw) -> String {
             "",
             ", retry_after: { mode: honor, counts_as_retry: false }",
             ", retry_after: { mode: at_least, cap: 2s, jitter: 0.5 }",
+            ", adaptive: {}",
+            ", fast_retry: {}",
+            ", idempotent_only: true",
         ]);
         parts.push(format!(
             "retry: {{ max_retries: {}, backoff: {} {retry_after} }}",
@@ -92,6 +95,20 @@ fn client(d: &mut Draw) -> String {
     if d.chance(0.2) {
         parts.push("fallback: true".into());
     }
+    if d.chance(0.25) {
+        let throttle = d.pick(&["{ sre: {} }", "aws_adaptive"]);
+        parts.push(format!("throttle: {throttle}"));
+    }
+    for (p, part) in [
+        (0.15, "scope: global"),
+        (0.15, "timeout_starts: connection_acquired"),
+        (0.1, "connect_timeout: 10ms"),
+        (0.1, "cost_per_attempt: 3"),
+    ] {
+        if d.chance(p) {
+            parts.push(part.into());
+        }
+    }
     format!("{{ {} }}", parts.join(", "))
 }
 
@@ -115,7 +132,20 @@ fn call(d: &mut Draw, i: usize, services: usize, deps: usize, indent: &str, out:
     if d.chance(0.3) {
         let max = d.pick(&["1", "5", "50"]);
         let wait = d.pick(&["", ", acquire_timeout: 50ms"]);
-        let _ = writeln!(out, "{indent}  pool: {{ max_connections: {max}{wait} }}");
+        let more = d.pick(&[
+            "",
+            ", max_idle: 2, idle_timeout: 1s",
+            ", leak_fraction: 0.05",
+            ", streams_per_connection: 4",
+            ", connect_time: { constant: 0s }",
+        ]);
+        let _ = writeln!(
+            out,
+            "{indent}  pool: {{ max_connections: {max}{wait}{more} }}"
+        );
+    }
+    if d.chance(0.1) {
+        let _ = writeln!(out, "{indent}  back: {{ constant: 2ms }}");
     }
     if d.chance(0.2) {
         let delay = d.pick(&["0s", "1ms"]);
@@ -140,10 +170,23 @@ fn graph(seed: u64) -> String {
     );
     let _ = writeln!(
         out,
-        "load: {{ rate: {}{} }}",
+        "load: {{ rate: {}{}{} }}",
         d.pick(&["50", "200", "800"]),
-        d.pick(&["", ", patience: { constant: 500ms }"])
+        d.pick(&[
+            "",
+            ", patience: { constant: 500ms }",
+            ", arrivals: constant"
+        ]),
+        d.pick(&[
+            "",
+            "",
+            ", idempotent_fraction: 0.5",
+            ", closed_loop: { users: 50, think: { exponential: { mean: 100ms } } }",
+        ])
     );
+    if d.chance(0.1) {
+        out.push_str("network: { connect_failure: 0.01 }\n");
+    }
     let _ = writeln!(
         out,
         "gateway: {{ deadline: {}{}{} }}",
@@ -153,6 +196,7 @@ fn graph(seed: u64) -> String {
             "",
             ", retry: { max_retries: 2 }",
             ", retry: { max_retries: 1, on: [pod_overloaded, attempt_timeout, server_error] }",
+            ", rate_limit: { rps: 100 }",
         ])
     );
     out.push_str("entry: s0\nservices:\n");
@@ -175,7 +219,15 @@ fn graph(seed: u64) -> String {
             out.push_str("    cancellation: true\n");
         }
         if d.chance(0.2) {
-            out.push_str("    health: { period: 1s, timeout: 100ms, failure_threshold: 2, restart_time: 2s }\n");
+            let ready = d.pick(&["", ", readiness_threshold: 1"]);
+            let _ = writeln!(
+                out,
+                "    health: {{ period: 1s, timeout: 100ms, failure_threshold: 2, restart_time: 2s{ready} }}"
+            );
+        }
+        if d.chance(0.3) {
+            let balancer = d.pick(&["random", "least_outstanding"]);
+            let _ = writeln!(out, "    balancer: {balancer}");
         }
         let calls = d.int(u64::from(i == 0), 3);
         if calls > 0 {
@@ -211,7 +263,11 @@ fn graph(seed: u64) -> String {
             let _ = writeln!(out, "    errors: {{ http_503: {p} }}");
         }
         if d.chance(0.3) {
-            out.push_str("    load_law: { linear: { per_request: 1ms } }\n");
+            let law = d.pick(&[
+                "{ linear: { per_request: 1ms } }",
+                "{ usl: { sigma: 0.05, kappa: 0.001 } }",
+            ]);
+            let _ = writeln!(out, "    load_law: {law}");
         }
         if d.chance(0.2) {
             out.push_str("    rate_limit: { rps: 100 }\n");
@@ -224,6 +280,9 @@ fn graph(seed: u64) -> String {
             (0.2, "    background_rps: 20"),
             (0.1, "    max_connections: 20"),
             (0.1, "    admission: { base_capacity: 20 }"),
+            (0.1, "    applies_at: start"),
+            (0.1, "    honor_deadlines: false"),
+            (0.1, "    reject_after: 5ms"),
         ] {
             if d.chance(p) {
                 out.push_str(line);
@@ -274,6 +333,16 @@ fn graph(seed: u64) -> String {
         }
         if d.chance(0.2) {
             out.push_str("  - at: 4s\n    pulse: { param: load.rate, value: 2000, for: 2s }\n");
+        }
+        if d.chance(0.15) {
+            out.push_str("  - at: 2s\n    kill_pod: 0\n  - at: 4s\n    restart_pod: 0\n");
+        }
+        if d.chance(0.15) {
+            let every = d.pick(&["0s", "500ms"]);
+            let _ = writeln!(out, "  - at: 6500ms\n    restart_all: {{ every: {every} }}");
+        }
+        if d.chance(0.15) {
+            out.push_str("  - at: 1s\n    ramp: { param: load.rate, to: 600, over: 3s }\n");
         }
     }
     out
