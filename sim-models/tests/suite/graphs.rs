@@ -236,12 +236,7 @@ fn an_open_network_of_exponential_services_matches_jackson() {
     );
     let (mut b, mut c, mut e2e) = (Vec::new(), Vec::new(), Vec::new());
     for seed in [1, 2, 3, 4] {
-        let mut cfg = WorldConfig::default();
-        cfg.seed = seed;
-        cfg.clock.duration = secs(600);
-        cfg.clock.bucket = secs(60);
-        cfg.load.rate = lambda;
-        cfg.entry = Some("a".into());
+        let mut cfg = ten_minutes_into_a(seed, lambda);
         let half = CallSpec {
             probability: 0.5,
             ..call("c", ClientConfig::default())
@@ -283,12 +278,7 @@ fn a_worker_whose_requests_sometimes_call_nothing_is_pollaczek_khinchine() {
     let (lambda, mean_s) = (100.0, 0.010);
     let mut e2e = Vec::new();
     for seed in [1, 2, 3, 4] {
-        let mut cfg = WorldConfig::default();
-        cfg.seed = seed;
-        cfg.clock.duration = secs(600);
-        cfg.clock.bucket = secs(60);
-        cfg.load.rate = lambda;
-        cfg.entry = Some("a".into());
+        let mut cfg = ten_minutes_into_a(seed, lambda);
         let half = CallSpec {
             probability: 0.5,
             ..call("db", ClientConfig::default())
@@ -323,6 +313,17 @@ fn a_worker_whose_requests_sometimes_call_nothing_is_pollaczek_khinchine() {
     let wait = lambda * es2 / (2.0 * (1.0 - rho));
     let got = e2e.iter().sum::<f64>() / e2e.len() as f64;
     within(got, wait + es, 0.03, "the mean time in system against P-K");
+}
+
+/// Ten minutes of `lambda` Poisson arrivals into the service `a`.
+fn ten_minutes_into_a(seed: u64, lambda: f64) -> WorldConfig {
+    let mut cfg = WorldConfig::default();
+    cfg.seed = seed;
+    cfg.clock.duration = secs(600);
+    cfg.clock.bucket = secs(60);
+    cfg.load.rate = lambda;
+    cfg.entry = Some("a".into());
+    cfg
 }
 
 /// Fails unless `got` is within `tolerance` (a share) of `want`.

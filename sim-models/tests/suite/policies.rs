@@ -383,13 +383,9 @@ fn a_honoured_pushback_restarts_the_backoff_schedule() {
     assert_eq!(delays.max(), Some(2_000_000_000));
 }
 
-/// Envoy's concurrency budget against its own formula. Every attempt takes
-/// 1 s and fails (503); 100 requests/s; up to 3 retries, 1 ms apart. First
-/// attempts keep about 100 in progress, so retries in progress settle
-/// where R = 20 % × (100 + R), R = 25: a retry rate of 25/s, amplification
-/// 1.25 (without a budget it is 4).
-#[test]
-fn envoys_budget_holds_retries_in_progress_to_its_share_of_active_requests() {
+/// Every attempt takes 1 s and fails (503); 100 requests/s from one pod
+/// with room for all; up to 3 retries of a 503, 1 ms apart.
+fn slow_failures() -> WorldConfig {
     let mut cfg = WorldConfig::default();
     cfg.clock.duration = secs(120);
     cfg.load.rate = 100.0;
@@ -402,16 +398,32 @@ fn envoys_budget_holds_retries_in_progress_to_its_share_of_active_requests() {
     cfg.client.retry.max_retries = 3;
     cfg.client.retry.backoff = Backoff::fixed(ms(1));
     cfg.client.retry.retry_on = vec![RetryOn::ServerError];
+    cfg
+}
+
+/// Envoy's example budget: 20 % of active requests, at least 3.
+fn envoys_example() -> BudgetSpec {
+    BudgetSpec::Envoy {
+        budget_percent: 20.0,
+        min_retry_concurrency: 3,
+    }
+}
+
+/// Envoy's concurrency budget against its own formula. Every attempt takes
+/// 1 s and fails (503); 100 requests/s; up to 3 retries, 1 ms apart. First
+/// attempts keep about 100 in progress, so retries in progress settle
+/// where R = 20 % × (100 + R), R = 25: a retry rate of 25/s, amplification
+/// 1.25 (without a budget it is 4).
+#[test]
+fn envoys_budget_holds_retries_in_progress_to_its_share_of_active_requests() {
+    let mut cfg = slow_failures();
     let (_, unbudgeted) = go(&cfg);
     let plain = unbudgeted.amplification();
     assert!(
         (plain - 4.0).abs() < 0.05,
         "amplification without a budget {plain}"
     );
-    cfg.client.budget = Some(BudgetSpec::Envoy {
-        budget_percent: 20.0,
-        min_retry_concurrency: 3,
-    });
+    cfg.client.budget = Some(envoys_example());
     let (_, t) = go(&cfg);
     let amp = t.amplification();
     assert!((amp - 1.25).abs() < 0.05, "amplification {amp}");
@@ -428,23 +440,9 @@ fn envoys_budget_holds_retries_in_progress_to_its_share_of_active_requests() {
 #[test]
 fn a_deployed_concurrency_budget_counts_only_the_attempts_it_saw_start() {
     use sim_models::timeline::{Deploy, TimelineEntry};
-    let mut cfg = WorldConfig::default();
-    cfg.clock.duration = secs(120);
+    let mut cfg = slow_failures();
     cfg.clock.bucket = secs(10);
-    cfg.load.rate = 100.0;
-    cfg.service.pods = 1;
-    cfg.service.pool.max_connections = 10_000;
-    cfg.upstream.capacity = 10_000;
-    cfg.upstream.latency = DistSpec::Constant(secs(1));
-    cfg.upstream.errors.http_503 = 1.0;
-    cfg.client.attempt_timeout = None;
-    cfg.client.retry.max_retries = 3;
-    cfg.client.retry.backoff = Backoff::fixed(ms(1));
-    cfg.client.retry.retry_on = vec![RetryOn::ServerError];
-    cfg.client.budget = Some(BudgetSpec::Envoy {
-        budget_percent: 20.0,
-        min_retry_concurrency: 3,
-    });
+    cfg.client.budget = Some(envoys_example());
     cfg.timeline.push(TimelineEntry {
         deploy: Some(Deploy {
             call: None,
