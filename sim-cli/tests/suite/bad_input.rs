@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
+
+use crate::common::fuzz_cases;
 use stormsim::load::{InputErrors, InputLimits, load};
 
 fn dir() -> PathBuf {
@@ -963,16 +965,6 @@ fn valid_experiment() -> String {
     )
     .unwrap()
     .replace("extends: base.yaml\n", "")
-}
-
-/// Generated files per property: 300 in the test suite; set
-/// `STORMSIM_FUZZ_CASES` for a long fuzz run (`STORMSIM_FUZZ_CASES=100000
-/// cargo test -p sim-cli --test suite never_panic`).
-fn fuzz_cases() -> u32 {
-    std::env::var("STORMSIM_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300)
 }
 
 /// Everything the commands do with a file before running it: load and

@@ -115,3 +115,14 @@ pub fn tail_success(rows: &[BucketRow], n: usize) -> f64 {
         });
     ok as f64 / all.max(1) as f64
 }
+
+/// Generated inputs per property (`bad_input.rs`) and random graphs
+/// (`random_graphs.rs`): 300 in the test suite; set `STORMSIM_FUZZ_CASES`
+/// for a long fuzz run (`STORMSIM_FUZZ_CASES=100000 cargo test -p sim-cli
+/// --test suite never_panic`).
+pub fn fuzz_cases() -> u32 {
+    std::env::var("STORMSIM_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}

@@ -16,6 +16,8 @@ use sim_models::recorder::Discard;
 use sim_models::world::{RunFailure, WorldError, run};
 use stormsim::load::{InputLimits, load};
 
+use crate::common::fuzz_cases;
+
 /// Draws from a seed: small and deterministic (no need for a stream).
 struct Draw(u64);
 
@@ -348,18 +350,6 @@ fn graph(seed: u64) -> String {
     out
 }
 
-/// Graphs per run of the suite: as many as the generated files of the
-/// other properties (`STORMSIM_FUZZ_CASES`, 300 by default; about
-/// 2 × 10^7 events in all, a few seconds). A request taken from a worker
-/// line that made no call, once counted as leaving the line twice, showed
-/// first at seed 148 and in one graph of sixty.
-fn cases() -> u64 {
-    std::env::var("STORMSIM_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(300)
-}
-
 #[test]
 fn random_graphs_with_every_mechanism_run_with_every_invariant_held() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("random-graphs");
@@ -369,7 +359,11 @@ fn random_graphs_with_every_mechanism_run_with_every_invariant_held() {
         ..InputLimits::default()
     };
     let mut failures = Vec::new();
-    for seed in 1..=cases() {
+    // As many as the generated files of the other properties (300 by
+    // default, a few seconds). With the first, narrower generator a
+    // request taken from a worker line that made no call, once counted
+    // as leaving the line twice, showed in about one graph of sixty.
+    for seed in 1..=u64::from(fuzz_cases()) {
         let file = dir.join(format!("graph-{seed}.yaml"));
         std::fs::write(&file, graph(seed)).unwrap();
         let exp = match load(&file, &limits) {
