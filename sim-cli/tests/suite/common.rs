@@ -126,3 +126,14 @@ pub fn fuzz_cases() -> u32 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(300)
 }
+
+/// The first seed of the random graphs (`random_graphs.rs`): 1 in the
+/// test suite; set `STORMSIM_FUZZ_FIRST` to go on past the seeds a long
+/// run has already drawn (`STORMSIM_FUZZ_FIRST=6001
+/// STORMSIM_FUZZ_CASES=10000`).
+pub fn fuzz_first_seed() -> u64 {
+    std::env::var("STORMSIM_FUZZ_FIRST")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}
