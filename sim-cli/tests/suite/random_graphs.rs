@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use sim_core::rng::splitmix64;
-use sim_models::recorder::Discard;
+use sim_models::recorder::{BucketRow, Discard};
 use sim_models::world::{RunFailure, WorldError, run};
 use stormsim::load::{InputLimits, load};
 
@@ -411,6 +411,29 @@ fn a_seed_draws_one_graph() {
     assert_eq!(distinct.len(), 20);
 }
 
+/// Writes `text` to `name` in `dir`, loads and runs it, and keeps its
+/// bucket rows; `None` when the run stops at a limit it names (a graph
+/// drawn too heavy for the test's limits).
+fn bucket_rows(dir: &str, name: &str, text: &str) -> Option<Vec<BucketRow>> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    let limits = InputLimits {
+        max_requests: 1e6,
+        ..InputLimits::default()
+    };
+    let exp = load(&file, &limits).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    match run(&exp.world, Vec::<BucketRow>::new()) {
+        Ok(out) => Some(out.sink),
+        Err(WorldError::Run {
+            failure: failure @ RunFailure::Limit(_),
+            ..
+        }) if failure.to_string().contains("raise") => None,
+        Err(e) => panic!("{}: {e}", file.display()),
+    }
+}
+
 /// Little's law as an identity, on every graph: over a run every user
 /// ends in, the area under the count of users waiting (the recorder's
 /// time-weighted level) is the sum of their times to an answer (the
@@ -425,14 +448,8 @@ fn a_seed_draws_one_graph() {
 /// most 10 s, so every user has an answer well before the end.
 #[test]
 fn users_waiting_and_their_latencies_obey_littles_law_on_every_graph() {
-    use sim_models::recorder::{BucketRow, Latency, Level};
+    use sim_models::recorder::{Latency, Level};
 
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("random-graphs-little");
-    std::fs::create_dir_all(&dir).unwrap();
-    let limits = InputLimits {
-        max_requests: 1e6,
-        ..InputLimits::default()
-    };
     let mut failures = Vec::new();
     let first = fuzz_first_seed();
     // A third as many as the invariants' graphs: each runs four times as
@@ -450,16 +467,9 @@ fn users_waiting_and_their_latencies_obey_littles_law_on_every_graph() {
             text.push_str("timeline:\n");
         }
         text.push_str("  - at: 20s\n    set: { param: load.rate, value: 0 }\n");
-        let file = dir.join(format!("graph-{seed}.yaml"));
-        std::fs::write(&file, &text).unwrap();
-        let exp = load(&file, &limits).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        let rows = match run(&exp.world, Vec::<BucketRow>::new()) {
-            Ok(out) => out.sink,
-            Err(WorldError::Run {
-                failure: failure @ RunFailure::Limit(_),
-                ..
-            }) if failure.to_string().contains("raise") => continue,
-            Err(e) => panic!("seed {seed} ({}): {e}", file.display()),
+        let name = format!("graph-{seed}.yaml");
+        let Some(rows) = bucket_rows("random-graphs-little", &name, &text) else {
+            continue;
         };
         let waiting_at_end = rows.last().map_or(0, |r| r.level(Level::UsersWaiting).last);
         let area = |l: Level| -> f64 {
@@ -508,10 +518,119 @@ fn users_waiting_and_their_latencies_obey_littles_law_on_every_graph() {
             ));
         }
         if !said.is_empty() {
+            failures.push(format!("seed {seed} ({name}): {}", said.join("; ")));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// The future does not change the past: run for 20 s and for 10 s, every
+/// graph's buckets that both runs close whole are the same, field for
+/// field (nothing in the world looks at when the run will end).
+#[test]
+fn a_longer_run_begins_as_the_shorter_one_on_every_graph() {
+    let mut failures = Vec::new();
+    let first = fuzz_first_seed();
+    for seed in first..first + u64::from(fuzz_cases() / 3) {
+        let drawn = graph(seed);
+        let long = drawn.replacen("duration: 10s", "duration: 20s", 1);
+        let short = long.replacen("duration: 20s", "duration: 10s", 1);
+        let (Some(a), Some(b)) = (
+            bucket_rows(
+                "random-graphs-prefix",
+                &format!("graph-{seed}-20s.yaml"),
+                &long,
+            ),
+            bucket_rows(
+                "random-graphs-prefix",
+                &format!("graph-{seed}-10s.yaml"),
+                &short,
+            ),
+        ) else {
+            continue;
+        };
+        // The short run's last bucket may be cut at its end.
+        let width = a[0].span;
+        let whole = |r: &&BucketRow| {
+            r.span == width && r.start.as_nanos() + r.span.as_nanos() <= 10_000_000_000
+        };
+        let a: Vec<&BucketRow> = a.iter().filter(whole).collect();
+        let b: Vec<&BucketRow> = b.iter().filter(whole).collect();
+        if a.len() != b.len() {
             failures.push(format!(
-                "seed {seed} ({}): {}",
-                file.display(),
-                said.join("; ")
+                "seed {seed}: {} and {} whole buckets",
+                a.len(),
+                b.len()
+            ));
+        } else if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
+            failures.push(format!(
+                "seed {seed}: bucket {i} differs:\n{:?}\n{:?}",
+                a[i], b[i]
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// A service and a dependency nobody calls change nobody's figures: each
+/// part draws from its own stream, named after it, and what it schedules
+/// falls in line with the others' events without reordering them (the
+/// service's health probes land on the same instants as the graph's own
+/// events). Every graph, with and without such a pair, ends its requests
+/// alike in every bucket (outcomes, counters, latencies, levels but the
+/// pods counted). The dependency has no other tenants: the dependencies'
+/// levels are summed, and theirs would show in them.
+#[test]
+fn a_node_nobody_calls_changes_nobody_on_every_graph() {
+    use sim_models::recorder::Level;
+
+    let pods = [Level::PodsUp, Level::PodsDown, Level::PodsUnready];
+    let mut failures = Vec::new();
+    let first = fuzz_first_seed();
+    for seed in first..first + u64::from(fuzz_cases() / 3) {
+        let drawn = graph(seed);
+        let mut more = drawn.replacen(
+            "dependencies:\n",
+            "  zz:\n    pods: 2\n    workers: 4\n    health: { period: 1s, timeout: 100ms, failure_threshold: 2, restart_time: 2s }\ndependencies:\n",
+            1,
+        );
+        let at = more.find("timeline:\n").unwrap_or(more.len());
+        more.insert_str(
+            at,
+            "  dz:\n    capacity: 3\n    latency: { exponential: { mean: 10ms } }\n",
+        );
+        let (Some(a), Some(b)) = (
+            bucket_rows(
+                "random-graphs-unreached",
+                &format!("graph-{seed}.yaml"),
+                &drawn,
+            ),
+            bucket_rows(
+                "random-graphs-unreached",
+                &format!("graph-{seed}-more.yaml"),
+                &more,
+            ),
+        ) else {
+            continue;
+        };
+        let differs = a.iter().zip(&b).find(|(x, y)| {
+            x.outcomes != y.outcomes
+                || x.counts != y.counts
+                || x.latencies != y.latencies
+                || x.e2e_window != y.e2e_window
+                || x.groups != y.groups
+                || x.cost != y.cost
+                || Level::ALL
+                    .iter()
+                    .filter(|l| !pods.contains(l))
+                    .any(|&l| x.level(l) != y.level(l))
+        });
+        if a.len() != b.len() {
+            failures.push(format!("seed {seed}: {} and {} buckets", a.len(), b.len()));
+        } else if let Some((x, y)) = differs {
+            failures.push(format!(
+                "seed {seed}: bucket {} differs:\n{x:?}\n{y:?}",
+                x.index
             ));
         }
     }
