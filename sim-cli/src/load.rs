@@ -1435,11 +1435,6 @@ pub fn check_work(w: &WorldConfig, limits: &InputLimits) -> Result<(), (String, 
             )
         })
         .collect();
-    generators.push((
-        secs / w.clock.bucket.as_secs_f64().max(1e-9),
-        "clock.bucket".into(),
-        format!("buckets of {} for {}", w.clock.bucket, w.clock.duration),
-    ));
     for (i, s) in topo.services.iter().enumerate() {
         if let Some(h) = &s.cfg.health {
             // Probes of every pod the service has, as the timeline sets

@@ -44,8 +44,6 @@ use crate::upstream::DependencyEvent;
 /// (the world only routes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// A metrics bucket ended.
-    BucketEnded,
     /// A timeline step applies.
     TimelineStepDue {
         /// Index into the resolved steps.
@@ -124,15 +122,14 @@ macro_rules! part_events {
 
 impl Event {
     /// How many kinds of event there are, over every part.
-    pub const KINDS: usize = 2
+    pub const KINDS: usize = 1
         + LoadEvent::NAMES.len()
         + ServiceEvent::NAMES.len()
         + ClientEvent::NAMES.len()
         + DependencyEvent::NAMES.len();
 
     /// Each part's name and kinds, in the order of [`Event::kind`].
-    const PARTS: [(&'static str, &'static [&'static str]); 6] = [
-        ("", &["BucketEnded"]),
+    const PARTS: [(&'static str, &'static [&'static str]); 5] = [
         ("", &["TimelineStepDue"]),
         ("load", LoadEvent::NAMES),
         ("service", ServiceEvent::NAMES),
@@ -143,13 +140,12 @@ impl Event {
     /// This event's kind, an index over every part's kinds (for the event
     /// limit's message: which part generated the events).
     pub fn kind(&self) -> usize {
-        let load = 2;
+        let load = 1;
         let service = load + LoadEvent::NAMES.len();
         let client = service + ServiceEvent::NAMES.len();
         let dependency = client + ClientEvent::NAMES.len();
         match self {
-            Event::BucketEnded => 0,
-            Event::TimelineStepDue { .. } => 1,
+            Event::TimelineStepDue { .. } => 0,
             Event::Load(e) => load + e.kind(),
             Event::Service(e) => service + e.kind(),
             Event::Client(e) => client + e.kind(),
@@ -262,7 +258,6 @@ pub struct World<S> {
     /// The world's fixed facts, lent to the parts immutably.
     pub(crate) env: Env,
     pub(crate) steps: Vec<Step>,
-    pub(crate) end: SimTime,
     /// Events handled, by kind, one in [`KIND_SAMPLE`]: when a run hits
     /// its event limit, the message names what generated them.
     pub(crate) events_by_kind: [u64; Event::KINDS],
@@ -338,7 +333,6 @@ impl<S: RowSink> World<S> {
             },
             env,
             steps: timeline::resolve(cfg),
-            end: SimTime::ZERO.saturating_add(cfg.clock.duration),
             events_by_kind: [0; Event::KINDS],
             until_counted: 1,
             lines_each_bucket: false,
@@ -347,15 +341,9 @@ impl<S: RowSink> World<S> {
         })
     }
 
-    /// Schedules the first events: buckets, arrivals, probes, timeline.
+    /// Schedules the first events: arrivals, probes, timeline. (Buckets
+    /// are not events: the run closes them, [`World::close_bucket`].)
     pub fn start(&mut self, sched: &mut Scheduler<Event>) {
-        // A bucket longer than the run closes with the run, its span the
-        // run's length: the open bucket is always flushed.
-        let first = sched
-            .now()
-            .saturating_add(self.cfg.clock.bucket)
-            .min(self.end);
-        let _ = sched.schedule_at(first, Event::BucketEnded);
         let cx = &mut self.sh.ctx(sched, &self.env);
         let parts = &mut self.parts;
         parts.with(cx, |p, cx| p.load.schedule_next_arrival(cx));
@@ -385,7 +373,7 @@ impl<S: RowSink> World<S> {
     }
 
     /// The kinds of event that made up most of the run so far, for the
-    /// event limit's message: `"service/HealthProbeDue 99.9 %, BucketEnded 0.1 %"`.
+    /// event limit's message: `"service/HealthProbeDue 99.9 %, TimelineStepDue 0.1 %"`.
     pub fn busiest_events(&self) -> String {
         let total: u64 = self.events_by_kind.iter().sum();
         let mut kinds: Vec<(u64, String)> = self
@@ -575,8 +563,17 @@ impl<S: RowSink> World<S> {
         Ok(())
     }
 
-    fn on_bucket_ended(&mut self, sched: &mut Scheduler<Event>) {
-        let now = sched.now();
+    /// Closes the bucket that ends at `now` (checks the bounds, hands the
+    /// bucket to the recorder). The run calls it when every event before
+    /// `now` has run and none at `now` has: a bucket holds what happened
+    /// in [start, end), so an event at a bucket's edge belongs to the next
+    /// bucket whenever it was scheduled, and one at the run's end is past
+    /// the run. (As an event in the queue, the close once ran before or
+    /// after the other events at its instant by the order they were
+    /// scheduled in: what a probe or a timeline step at a bucket's edge
+    /// did fell in one bucket or the other with the buckets' width, and
+    /// what ran at the run's end after the last close was lost.)
+    pub fn close_bucket(&mut self, now: SimTime) {
         // The cheap bounds at every bucket close, in every build: a broken
         // pool is caught within a bucket even when per-event checks are off.
         // The lines' counts too when per-event checks are on: a count
@@ -590,10 +587,6 @@ impl<S: RowSink> World<S> {
             self.violated(now, || e);
         }
         self.sh.rec.close_bucket(now);
-        if now < self.end {
-            let next = now.saturating_add(self.cfg.clock.bucket).min(self.end);
-            let _ = sched.schedule_at(next, Event::BucketEnded);
-        }
     }
 }
 
@@ -887,7 +880,6 @@ impl<S: RowSink> Model for World<S> {
         // every event pays this function's entry and exit, which stay
         // small that way.
         match event {
-            Event::BucketEnded => self.on_bucket_ended(sched),
             Event::TimelineStepDue { index } => self.on_timeline_step(index, sched),
             Event::Load(e) => self
                 .parts
@@ -1093,11 +1085,12 @@ pub fn run_with<S: RowSink>(
         failure,
     };
     // Bucket by bucket, so a broken invariant found at a bucket close stops
-    // the run there, in every build.
+    // the run there, in every build. A bucket longer than the run closes
+    // with the run, its span the run's length.
     let mut at = SimTime::ZERO;
     while at < end {
         at = at.saturating_add(cfg.clock.bucket).min(end);
-        sim.run_until(at).map_err(|source| {
+        sim.run_until(just_before(at)).map_err(|source| {
             let busiest = matches!(
                 source,
                 RunError::EventLimit { .. } | RunError::ClockStoodStill { .. }
@@ -1105,6 +1098,7 @@ pub fn run_with<S: RowSink>(
             .then(|| sim.model().busiest_events());
             fail(RunFailure::Engine { source, busiest })
         })?;
+        sim.model_mut().close_bucket(at);
         if let Some(v) = &sim.model().sh.violation {
             return Err(fail(RunFailure::of(v)));
         }
@@ -1122,6 +1116,12 @@ pub fn run_with<S: RowSink>(
         events,
         steps,
     })
+}
+
+/// The last instant before `t` (> 0): events up to it are the ones before
+/// `t`, time being whole nanoseconds.
+fn just_before(t: SimTime) -> SimTime {
+    SimTime::from_nanos(t.as_nanos().saturating_sub(1))
 }
 
 #[cfg(test)]
@@ -1143,7 +1143,8 @@ mod tests {
             Event::name(Event::KINDS - 1),
             "dependency/BackgroundArrived"
         );
-        assert_eq!(Event::name(Event::BucketEnded.kind()), "BucketEnded");
+        let e = Event::TimelineStepDue { index: 0 };
+        assert_eq!(Event::name(e.kind()), "TimelineStepDue");
     }
 
     #[test]
@@ -1165,11 +1166,14 @@ mod tests {
         sim.run_until(SimTime::from_nanos(1_500_000_000)).unwrap();
         assert!(sim.model().sh.violation.is_none());
         sim.model_mut().sh.links.pool(0, 0, 0).overfill_for_test();
-        // Event by event (no per-event checks): the next bucket closes at
-        // 2 s, and the broken bound is found there.
-        while sim.model().sh.violation.is_none() && sim.now() < SimTime::from_nanos(3_000_000_000) {
+        // Event by event (no per-event checks) up to the bucket's end:
+        // nothing found; its close, at 2 s, finds the broken bound.
+        let close = SimTime::from_nanos(2_000_000_000);
+        while sim.scheduler().peek_time().is_some_and(|t| t < close) {
             sim.step().unwrap();
         }
+        assert!(sim.model().sh.violation.is_none());
+        sim.model_mut().close_bucket(close);
         let v = sim
             .model()
             .sh

@@ -583,3 +583,48 @@ fn a_loop_of_zero_delays_stops_at_the_instant_limit() {
     cfg.load.closed_loop.as_mut().unwrap().think = DistSpec::Constant(ms(1));
     assert!(run(&cfg, Vec::new()).is_ok());
 }
+
+/// A bucket holds what happened in [start, end), whatever order the
+/// events were scheduled in: a restart at a bucket's edge is the next
+/// bucket's, with buckets of any width, and one at the run's end is past
+/// the run. (When the close was an event, the restart at 2 s, scheduled
+/// before the close at 2 s, fell in the bucket ending at 2 s with 1 s
+/// buckets; the one at 10 s ran after the last close and was lost.)
+#[test]
+fn an_event_at_a_buckets_edge_is_the_next_buckets_and_one_at_the_end_is_past_the_run() {
+    let restart = |at: u64| TimelineEntry {
+        at: At::Offset(secs(at)),
+        set: None,
+        ramp: None,
+        pulse: None,
+        kill_pod: None,
+        restart_pod: Some(0),
+        restart_all: None,
+        service: None,
+        deploy: None,
+    };
+    for (bucket, edge) in [(ms(500), 4), (secs(1), 2), (secs(2), 1)] {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(10);
+        cfg.clock.bucket = bucket;
+        cfg.service.pods = 2;
+        cfg.timeline = vec![restart(2), restart(10)];
+        let (rows, totals) = run_rows(&cfg);
+        let restarts: Vec<u64> = rows.iter().map(|r| r.count(Count::PodRestarts)).collect();
+        let at = |i: usize| u64::from(i == edge);
+        assert_eq!(
+            restarts,
+            (0..rows.len()).map(at).collect::<Vec<_>>(),
+            "buckets of {bucket}"
+        );
+        assert_eq!(
+            rows[edge].start,
+            sim_core::time::SimTime::ZERO.saturating_add(secs(2))
+        );
+        assert_eq!(
+            totals.counts[Count::PodRestarts as usize],
+            1,
+            "buckets of {bucket}"
+        );
+    }
+}
