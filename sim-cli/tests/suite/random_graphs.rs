@@ -14,7 +14,7 @@ use std::path::Path;
 
 use sim_core::rng::splitmix64;
 use sim_models::recorder::{BucketRow, Discard};
-use sim_models::world::{RunFailure, WorldError, run};
+use sim_models::world::{RunFailure, RunOutput, WorldError, run};
 use stormsim::load::{InputLimits, load};
 
 use crate::common::{fuzz_cases, fuzz_first_seed};
@@ -411,10 +411,10 @@ fn a_seed_draws_one_graph() {
     assert_eq!(distinct.len(), 20);
 }
 
-/// Writes `text` to `name` in `dir`, loads and runs it, and keeps its
+/// Writes `text` to `name` in `dir`, loads and runs it, keeping its
 /// bucket rows; `None` when the run stops at a limit it names (a graph
 /// drawn too heavy for the test's limits).
-fn bucket_rows(dir: &str, name: &str, text: &str) -> Option<Vec<BucketRow>> {
+fn run_drawn(dir: &str, name: &str, text: &str) -> Option<RunOutput<Vec<BucketRow>>> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join(name);
@@ -425,13 +425,18 @@ fn bucket_rows(dir: &str, name: &str, text: &str) -> Option<Vec<BucketRow>> {
     };
     let exp = load(&file, &limits).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     match run(&exp.world, Vec::<BucketRow>::new()) {
-        Ok(out) => Some(out.sink),
+        Ok(out) => Some(out),
         Err(WorldError::Run {
             failure: failure @ RunFailure::Limit(_),
             ..
         }) if failure.to_string().contains("raise") => None,
         Err(e) => panic!("{}: {e}", file.display()),
     }
+}
+
+/// [`run_drawn`]'s bucket rows.
+fn bucket_rows(dir: &str, name: &str, text: &str) -> Option<Vec<BucketRow>> {
+    run_drawn(dir, name, text).map(|out| out.sink)
 }
 
 /// Little's law as an identity, on every graph: over a run every user
@@ -632,6 +637,51 @@ fn a_node_nobody_calls_changes_nobody_on_every_graph() {
                 "seed {seed}: bucket {} differs:\n{x:?}\n{y:?}",
                 x.index
             ));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// The recorder only watches: the buckets' width changes no figure of the
+/// run. Every graph run with buckets of 500 ms and of 10 s ends the same
+/// requests the same way, counts the same, and fills the same latency
+/// histograms (the run's totals, equal to the nanosecond).
+#[test]
+fn the_buckets_width_changes_no_total_on_every_graph() {
+    let mut failures = Vec::new();
+    let first = fuzz_first_seed();
+    for seed in first..first + u64::from(fuzz_cases() / 3) {
+        let drawn = graph(seed);
+        let width = |w: &str| {
+            ["1s", "3s", "7s"].iter().fold(drawn.clone(), |t, b| {
+                t.replacen(&format!("bucket: {b} }}"), &format!("bucket: {w} }}"), 1)
+            })
+        };
+        let (fine, coarse) = (width("500ms"), width("10s"));
+        assert_ne!(fine, coarse, "seed {seed}: the bucket was not replaced");
+        let (Some(a), Some(b)) = (
+            run_drawn(
+                "random-graphs-width",
+                &format!("graph-{seed}-500ms.yaml"),
+                &fine,
+            ),
+            run_drawn(
+                "random-graphs-width",
+                &format!("graph-{seed}-10s.yaml"),
+                &coarse,
+            ),
+        ) else {
+            continue;
+        };
+        let (a, b) = (&a.totals, &b.totals);
+        for (what, same) in [
+            ("outcomes", a.outcomes == b.outcomes),
+            ("counters", a.counts == b.counts),
+            ("latencies", a.latencies == b.latencies),
+        ] {
+            if !same {
+                failures.push(format!("seed {seed}: the {what} differ"));
+            }
         }
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
