@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use sim_core::rng::splitmix64;
-use sim_models::recorder::{BucketRow, Discard};
+use sim_models::recorder::{BucketRow, Discard, NodeRow, RowSink};
 use sim_models::world::{RunFailure, RunOutput, WorldError, run};
 use stormsim::load::{InputLimits, load};
 
@@ -411,10 +411,43 @@ fn a_seed_draws_one_graph() {
     assert_eq!(distinct.len(), 20);
 }
 
-/// Writes `text` to `name` in `dir`, loads and runs it, keeping its
-/// bucket rows; `None` when the run stops at a limit it names (a graph
+/// What a drawn graph's run keeps: its bucket rows, and per node (by its
+/// place among all nodes) its counts summed over the buckets: offered,
+/// attempts, retries, answered, failed, timeouts, latencies recorded.
+#[derive(Default)]
+struct Kept {
+    rows: Vec<BucketRow>,
+    nodes: std::collections::BTreeMap<u32, [u64; 7]>,
+}
+
+impl RowSink for Kept {
+    fn push(&mut self, row: BucketRow) {
+        self.rows.push(row);
+    }
+    fn wants_nodes(&self) -> bool {
+        true
+    }
+    fn node(&mut self, row: NodeRow, _names: &[String]) {
+        let sums = self.nodes.entry(row.slot).or_default();
+        let counts = [
+            row.offered,
+            row.attempts,
+            row.retries,
+            row.answered,
+            row.failed,
+            row.timeouts,
+            row.latency.count,
+        ];
+        for (sum, n) in sums.iter_mut().zip(counts) {
+            *sum += n;
+        }
+    }
+}
+
+/// Writes `text` to `name` in `dir`, loads and runs it, keeping what
+/// [`Kept`] keeps; `None` when the run stops at a limit it names (a graph
 /// drawn too heavy for the test's limits).
-fn run_drawn(dir: &str, name: &str, text: &str) -> Option<RunOutput<Vec<BucketRow>>> {
+fn run_drawn(dir: &str, name: &str, text: &str) -> Option<RunOutput<Kept>> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join(name);
@@ -424,7 +457,7 @@ fn run_drawn(dir: &str, name: &str, text: &str) -> Option<RunOutput<Vec<BucketRo
         ..InputLimits::default()
     };
     let exp = load(&file, &limits).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    match run(&exp.world, Vec::<BucketRow>::new()) {
+    match run(&exp.world, Kept::default()) {
         Ok(out) => Some(out),
         Err(WorldError::Run {
             failure: failure @ RunFailure::Limit(_),
@@ -436,7 +469,7 @@ fn run_drawn(dir: &str, name: &str, text: &str) -> Option<RunOutput<Vec<BucketRo
 
 /// [`run_drawn`]'s bucket rows.
 fn bucket_rows(dir: &str, name: &str, text: &str) -> Option<Vec<BucketRow>> {
-    run_drawn(dir, name, text).map(|out| out.sink)
+    run_drawn(dir, name, text).map(|out| out.sink.rows)
 }
 
 /// Little's law as an identity, on every graph: over a run every user
@@ -645,7 +678,8 @@ fn a_node_nobody_calls_changes_nobody_on_every_graph() {
 /// The recorder only watches: the buckets' width changes no figure of the
 /// run. Every graph run with buckets of 500 ms and of 10 s ends the same
 /// requests the same way, counts the same, and fills the same latency
-/// histograms (the run's totals, equal to the nanosecond).
+/// histograms (the run's totals, equal to the nanosecond), and each
+/// service, call and dependency counts the same over the run.
 #[test]
 fn the_buckets_width_changes_no_total_on_every_graph() {
     let mut failures = Vec::new();
@@ -673,11 +707,14 @@ fn the_buckets_width_changes_no_total_on_every_graph() {
         ) else {
             continue;
         };
+        assert!(!a.sink.nodes.is_empty(), "seed {seed}: no node rows kept");
+        let nodes = a.sink.nodes == b.sink.nodes;
         let (a, b) = (&a.totals, &b.totals);
         for (what, same) in [
             ("outcomes", a.outcomes == b.outcomes),
             ("counters", a.counts == b.counts),
             ("latencies", a.latencies == b.latencies),
+            ("nodes' counts", nodes),
         ] {
             if !same {
                 failures.push(format!("seed {seed}: the {what} differ"));
