@@ -472,6 +472,18 @@ fn bucket_rows(dir: &str, name: &str, text: &str) -> Option<Vec<BucketRow>> {
     run_drawn(dir, name, text).map(|out| out.sink.rows)
 }
 
+/// Runs `check` on the graph each seed draws, for a third as many seeds
+/// as the invariants' test (each check runs its graph twice, or four
+/// times as long), and fails naming every seed whose check found
+/// something (`Some(what)`).
+fn on_drawn_graphs(check: impl Fn(u64, String) -> Option<String>) {
+    let first = fuzz_first_seed();
+    let failures: Vec<String> = (first..first + u64::from(fuzz_cases() / 3))
+        .filter_map(|seed| check(seed, graph(seed)).map(|what| format!("seed {seed}: {what}")))
+        .collect();
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
 /// Little's law as an identity, on every graph: over a run every user
 /// ends in, the area under the count of users waiting (the recorder's
 /// time-weighted level) is the sum of their times to an answer (the
@@ -488,15 +500,10 @@ fn bucket_rows(dir: &str, name: &str, text: &str) -> Option<Vec<BucketRow>> {
 fn users_waiting_and_their_latencies_obey_littles_law_on_every_graph() {
     use sim_models::recorder::{Latency, Level};
 
-    let mut failures = Vec::new();
-    let first = fuzz_first_seed();
-    // A third as many as the invariants' graphs: each runs four times as
-    // long.
-    for seed in first..first + u64::from(fuzz_cases() / 3) {
-        let drawn = graph(seed);
+    on_drawn_graphs(|seed, drawn| {
         if drawn.contains("closed_loop") {
             // A closed loop's users never stop asking.
-            continue;
+            return None;
         }
         let mut text = drawn
             .replacen("duration: 10s", "duration: 40s", 1)
@@ -506,9 +513,7 @@ fn users_waiting_and_their_latencies_obey_littles_law_on_every_graph() {
         }
         text.push_str("  - at: 20s\n    set: { param: load.rate, value: 0 }\n");
         let name = format!("graph-{seed}.yaml");
-        let Some(rows) = bucket_rows("random-graphs-little", &name, &text) else {
-            continue;
-        };
+        let rows = bucket_rows("random-graphs-little", &name, &text)?;
         let waiting_at_end = rows.last().map_or(0, |r| r.level(Level::UsersWaiting).last);
         let area = |l: Level| -> f64 {
             rows.iter()
@@ -555,11 +560,8 @@ fn users_waiting_and_their_latencies_obey_littles_law_on_every_graph() {
                 "pool waiters: area {waiters:.0} ns, waits summed {waits:.0} ns"
             ));
         }
-        if !said.is_empty() {
-            failures.push(format!("seed {seed} ({name}): {}", said.join("; ")));
-        }
-    }
-    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+        (!said.is_empty()).then(|| format!("{name}: {}", said.join("; ")))
+    });
 }
 
 /// The future does not change the past: run for 20 s and for 10 s, every
@@ -567,26 +569,12 @@ fn users_waiting_and_their_latencies_obey_littles_law_on_every_graph() {
 /// field (nothing in the world looks at when the run will end).
 #[test]
 fn a_longer_run_begins_as_the_shorter_one_on_every_graph() {
-    let mut failures = Vec::new();
-    let first = fuzz_first_seed();
-    for seed in first..first + u64::from(fuzz_cases() / 3) {
-        let drawn = graph(seed);
+    on_drawn_graphs(|seed, drawn| {
         let long = drawn.replacen("duration: 10s", "duration: 20s", 1);
         let short = long.replacen("duration: 20s", "duration: 10s", 1);
-        let (Some(a), Some(b)) = (
-            bucket_rows(
-                "random-graphs-prefix",
-                &format!("graph-{seed}-20s.yaml"),
-                &long,
-            ),
-            bucket_rows(
-                "random-graphs-prefix",
-                &format!("graph-{seed}-10s.yaml"),
-                &short,
-            ),
-        ) else {
-            continue;
-        };
+        let dir = "random-graphs-prefix";
+        let a = bucket_rows(dir, &format!("graph-{seed}-20s.yaml"), &long)?;
+        let b = bucket_rows(dir, &format!("graph-{seed}-10s.yaml"), &short)?;
         // The short run's last bucket may be cut at its end.
         let width = a[0].span;
         let whole = |r: &&BucketRow| {
@@ -595,19 +583,11 @@ fn a_longer_run_begins_as_the_shorter_one_on_every_graph() {
         let a: Vec<&BucketRow> = a.iter().filter(whole).collect();
         let b: Vec<&BucketRow> = b.iter().filter(whole).collect();
         if a.len() != b.len() {
-            failures.push(format!(
-                "seed {seed}: {} and {} whole buckets",
-                a.len(),
-                b.len()
-            ));
-        } else if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
-            failures.push(format!(
-                "seed {seed}: bucket {i} differs:\n{:?}\n{:?}",
-                a[i], b[i]
-            ));
+            return Some(format!("{} and {} whole buckets", a.len(), b.len()));
         }
-    }
-    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+        let i = (0..a.len()).find(|&i| a[i] != b[i])?;
+        Some(format!("bucket {i} differs:\n{:?}\n{:?}", a[i], b[i]))
+    });
 }
 
 /// A service and a dependency nobody calls change nobody's figures: each
@@ -623,10 +603,7 @@ fn a_node_nobody_calls_changes_nobody_on_every_graph() {
     use sim_models::recorder::Level;
 
     let pods = [Level::PodsUp, Level::PodsDown, Level::PodsUnready];
-    let mut failures = Vec::new();
-    let first = fuzz_first_seed();
-    for seed in first..first + u64::from(fuzz_cases() / 3) {
-        let drawn = graph(seed);
+    on_drawn_graphs(|seed, drawn| {
         let mut more = drawn.replacen(
             "dependencies:\n",
             "  zz:\n    pods: 2\n    workers: 4\n    health: { period: 1s, timeout: 100ms, failure_threshold: 2, restart_time: 2s }\ndependencies:\n",
@@ -637,21 +614,13 @@ fn a_node_nobody_calls_changes_nobody_on_every_graph() {
             at,
             "  dz:\n    capacity: 3\n    latency: { exponential: { mean: 10ms } }\n",
         );
-        let (Some(a), Some(b)) = (
-            bucket_rows(
-                "random-graphs-unreached",
-                &format!("graph-{seed}.yaml"),
-                &drawn,
-            ),
-            bucket_rows(
-                "random-graphs-unreached",
-                &format!("graph-{seed}-more.yaml"),
-                &more,
-            ),
-        ) else {
-            continue;
-        };
-        let differs = a.iter().zip(&b).find(|(x, y)| {
+        let dir = "random-graphs-unreached";
+        let a = bucket_rows(dir, &format!("graph-{seed}.yaml"), &drawn)?;
+        let b = bucket_rows(dir, &format!("graph-{seed}-more.yaml"), &more)?;
+        if a.len() != b.len() {
+            return Some(format!("{} and {} buckets", a.len(), b.len()));
+        }
+        let (x, y) = a.iter().zip(&b).find(|(x, y)| {
             x.outcomes != y.outcomes
                 || x.counts != y.counts
                 || x.latencies != y.latencies
@@ -662,17 +631,9 @@ fn a_node_nobody_calls_changes_nobody_on_every_graph() {
                     .iter()
                     .filter(|l| !pods.contains(l))
                     .any(|&l| x.level(l) != y.level(l))
-        });
-        if a.len() != b.len() {
-            failures.push(format!("seed {seed}: {} and {} buckets", a.len(), b.len()));
-        } else if let Some((x, y)) = differs {
-            failures.push(format!(
-                "seed {seed}: bucket {} differs:\n{x:?}\n{y:?}",
-                x.index
-            ));
-        }
-    }
-    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+        })?;
+        Some(format!("bucket {} differs:\n{x:?}\n{y:?}", x.index))
+    });
 }
 
 /// The recorder only watches: the buckets' width changes no figure of the
@@ -682,10 +643,7 @@ fn a_node_nobody_calls_changes_nobody_on_every_graph() {
 /// service, call and dependency counts the same over the run.
 #[test]
 fn the_buckets_width_changes_no_total_on_every_graph() {
-    let mut failures = Vec::new();
-    let first = fuzz_first_seed();
-    for seed in first..first + u64::from(fuzz_cases() / 3) {
-        let drawn = graph(seed);
+    on_drawn_graphs(|seed, drawn| {
         let width = |w: &str| {
             ["1s", "3s", "7s"].iter().fold(drawn.clone(), |t, b| {
                 t.replacen(&format!("bucket: {b} }}"), &format!("bucket: {w} }}"), 1)
@@ -693,33 +651,21 @@ fn the_buckets_width_changes_no_total_on_every_graph() {
         };
         let (fine, coarse) = (width("500ms"), width("10s"));
         assert_ne!(fine, coarse, "seed {seed}: the bucket was not replaced");
-        let (Some(a), Some(b)) = (
-            run_drawn(
-                "random-graphs-width",
-                &format!("graph-{seed}-500ms.yaml"),
-                &fine,
-            ),
-            run_drawn(
-                "random-graphs-width",
-                &format!("graph-{seed}-10s.yaml"),
-                &coarse,
-            ),
-        ) else {
-            continue;
-        };
+        let dir = "random-graphs-width";
+        let a = run_drawn(dir, &format!("graph-{seed}-500ms.yaml"), &fine)?;
+        let b = run_drawn(dir, &format!("graph-{seed}-10s.yaml"), &coarse)?;
         assert!(!a.sink.nodes.is_empty(), "seed {seed}: no node rows kept");
         let nodes = a.sink.nodes == b.sink.nodes;
         let (a, b) = (&a.totals, &b.totals);
-        for (what, same) in [
+        let differ: Vec<&str> = [
             ("outcomes", a.outcomes == b.outcomes),
             ("counters", a.counts == b.counts),
             ("latencies", a.latencies == b.latencies),
             ("nodes' counts", nodes),
-        ] {
-            if !same {
-                failures.push(format!("seed {seed}: the {what} differ"));
-            }
-        }
-    }
-    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+        ]
+        .into_iter()
+        .filter_map(|(what, same)| (!same).then_some(what))
+        .collect();
+        (!differ.is_empty()).then(|| format!("the {} differ", differ.join(", ")))
+    });
 }
