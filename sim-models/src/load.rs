@@ -52,8 +52,12 @@ crate::part_events! {
 /// Whether `req`'s user still waits for an outcome (its deadline in the
 /// line is live).
 #[inline]
-fn user_waits(reqs: &Requests, req: ReqRef) -> bool {
-    reqs.get(req).is_some_and(|q| !q.user_done)
+/// Whether `req`'s gateway deadline still matters: its user waits for
+/// an answer, or, when the gateway stops the service's work at the
+/// deadline (`cancels`), the service still works on it.
+fn deadline_matters(reqs: &Requests, req: ReqRef, cancels: bool) -> bool {
+    reqs.get(req)
+        .is_some_and(|q| !q.user_done || (cancels && !q.service_done))
 }
 
 /// Exponential gap with mean `1/rate`, drawn as `-ln(1−U)/rate`.
@@ -211,10 +215,18 @@ impl Load {
             .as_ref()
             .map(|d| d.sample(&mut self.patience_rng));
         let timer = match (deadline, patience) {
-            (Some(d), Some(p)) if p < d => Some(
-                ctx.sched
-                    .schedule_in(p, LoadEvent::UserGaveUp { req }.into()),
-            ),
+            (Some(d), Some(p)) if p < d => {
+                // A user who gave up does not stop the gateway's own
+                // clock: at the deadline it still stops the service's
+                // work, when it is told to.
+                if self.gateway.cancel_service_on_deadline {
+                    self.arm_user_deadline(req, now.saturating_add(d), ctx);
+                }
+                Some(
+                    ctx.sched
+                        .schedule_in(p, LoadEvent::UserGaveUp { req }.into()),
+                )
+            }
             (Some(d), _) => {
                 self.arm_user_deadline(req, now.saturating_add(d), ctx);
                 None
@@ -255,13 +267,21 @@ impl Load {
     /// Puts `req`'s gateway deadline `at` in the line, sweeping the line
     /// when answered requests' deadlines crowd it.
     fn arm_user_deadline<S: RowSink>(&mut self, req: ReqRef, at: SimTime, ctx: &mut Ctx<'_, S>) {
-        let waiting = ctx.sh.rec.level_value(Level::UsersWaiting).max(0) as usize;
+        let cancels = self.gateway.cancel_service_on_deadline;
+        // How many deadlines may be live, for the sweep: the users
+        // waiting, or, when the service's work matters too, every
+        // request (an upper bound: the line stays within twice the work
+        // in flight).
+        let live = match cancels {
+            false => ctx.sh.rec.level_value(Level::UsersWaiting).max(0) as usize,
+            true => ctx.sh.reqs.live(),
+        };
         let reqs = &ctx.sh.reqs;
         self.deadlines.arm(
             at,
             req,
-            waiting,
-            |_: SimTime, r: &ReqRef| user_waits(reqs, *r),
+            live,
+            |_: SimTime, r: &ReqRef| deadline_matters(reqs, *r, cancels),
             ctx.sched,
             LoadEvent::UserDeadlinesDue.into(),
         );
@@ -276,19 +296,22 @@ impl Load {
 
     /// The next request whose gateway deadline is now is past it, in the
     /// order the deadlines were armed; false when none is left. The user
-    /// sees `deadline_exceeded`; with `cancel_service_on_deadline`, the
-    /// service is asked to stop.
+    /// sees `deadline_exceeded` (unless it gave up before); with
+    /// `cancel_service_on_deadline`, the service is asked to stop.
     pub(crate) fn deliver_deadline<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) -> bool {
+        let cancels = self.gateway.cancel_service_on_deadline;
         let reqs = &ctx.sh.reqs;
         let due = self
             .deadlines
-            .pop_live_due(ctx.now(), |_: SimTime, r: &ReqRef| user_waits(reqs, *r));
+            .pop_live_due(ctx.now(), |_: SimTime, r: &ReqRef| {
+                deadline_matters(reqs, *r, cancels)
+            });
         let Some((_, req)) = due else {
             return false;
         };
         let service_running = ctx.sh.reqs.get(req).is_some_and(|q| !q.service_done);
         self.user_outcome(req, Reason::DeadlineExceeded, ctx);
-        if service_running && self.gateway.cancel_service_on_deadline {
+        if service_running && cancels {
             ctx.ask(Ask::Complete {
                 req,
                 reason: Reason::DeadlineExceeded,
@@ -300,10 +323,11 @@ impl Load {
     /// Every due deadline was delivered: a wake-up for the earliest live
     /// one left.
     pub(crate) fn deadlines_delivered<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        let cancels = self.gateway.cancel_service_on_deadline;
         let reqs = &ctx.sh.reqs;
         self.deadlines.delivered(
             ctx.sched,
-            |_: SimTime, r: &ReqRef| user_waits(reqs, *r),
+            |_: SimTime, r: &ReqRef| deadline_matters(reqs, *r, cancels),
             LoadEvent::UserDeadlinesDue.into(),
         );
     }
@@ -373,7 +397,8 @@ pub struct LoadConfig {
     pub closed_loop: Option<ClosedLoopConfig>,
     /// Optional user patience: a user gives up after a draw from this
     /// distribution (outcome `abandoned`); the request keeps consuming
-    /// resources downstream, as in life.
+    /// resources downstream, as in life (until the gateway's deadline,
+    /// with `gateway.cancel_service_on_deadline`).
     pub patience: Option<DistSpec>,
     /// Fraction of requests that are idempotent, hence safe to retry when
     /// `client.retry.idempotent_only` is set (default 1).
@@ -411,7 +436,9 @@ pub struct GatewayConfig {
     /// (default: none).
     pub deadline: Option<SimDuration>,
     /// Whether the deadline also cancels the work inside the service
-    /// (default false: the service finishes, as most do).
+    /// (default false: the service finishes, as most do). The work of a
+    /// user who gave up sooner (`load.patience`) is cancelled at the
+    /// deadline too: the gateway's clock runs on without the user.
     pub cancel_service_on_deadline: bool,
     /// Retries at the gateway: a failed request is sent again, to a pod
     /// the balancer picks, and the pod's own retries start over. Retries

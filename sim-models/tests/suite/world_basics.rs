@@ -628,3 +628,35 @@ fn an_event_at_a_buckets_edge_is_the_next_buckets_and_one_at_the_end_is_past_the
         );
     }
 }
+
+/// A gateway told to stop the service's work at its deadline does so for
+/// users who gave up sooner too: its clock runs on without them. Against
+/// a dependency that accepts and never answers, users who give up after
+/// 100 ms leave work behind; with `cancel_service_on_deadline` and a 1 s
+/// deadline the service holds about a second's requests (100), without
+/// it every request of the run (about 2,000). (The deadline was once
+/// armed only when it came before the user's patience, so the service's
+/// work on every user who gave up went on forever.)
+#[test]
+fn the_gateway_stops_the_work_of_users_who_gave_up_at_its_deadline() {
+    let held = |cancel: bool| {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(20);
+        cfg.load.rate = 100.0;
+        cfg.load.patience = Some(DistSpec::Constant(ms(100)));
+        cfg.gateway.deadline = Some(secs(1));
+        cfg.gateway.cancel_service_on_deadline = cancel;
+        cfg.upstream.capacity = 0;
+        cfg.upstream.queue_limit = 100_000;
+        cfg.service.pool.max_connections = 10_000;
+        let (rows, totals) = run_rows(&cfg);
+        // Every user gave up before the deadline.
+        let ended: u64 = totals.outcomes.iter().sum();
+        assert_eq!(totals.outcomes[Reason::Abandoned.index()], ended);
+        let last = rows.last().unwrap();
+        last.level(Level::ServiceInFlight).last
+    };
+    let (with, without) = (held(true), held(false));
+    assert!((70..=130).contains(&with), "with the cancel: {with}");
+    assert!((1800..=2200).contains(&without), "without: {without}");
+}
