@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use sim_core::rng::splitmix64;
-use sim_models::recorder::{BucketRow, Discard, NodeRow, RowSink};
+use sim_models::recorder::{BucketRow, Discard, NodeKind, NodeRow, RowSink};
 use sim_models::world::{RunFailure, RunOutput, WorldError, run};
 use stormsim::load::{InputLimits, load};
 
@@ -411,13 +411,15 @@ fn a_seed_draws_one_graph() {
     assert_eq!(distinct.len(), 20);
 }
 
-/// What a drawn graph's run keeps: its bucket rows, and per node (by its
-/// place among all nodes) its counts summed over the buckets: offered,
-/// attempts, retries, answered, failed, timeouts, latencies recorded.
+/// What a drawn graph's run keeps: its bucket rows, per node (by its
+/// place among all nodes) its counts summed over the buckets (offered,
+/// attempts, retries, answered, failed, timeouts, latencies recorded),
+/// and the services' own rows.
 #[derive(Default)]
 struct Kept {
     rows: Vec<BucketRow>,
     nodes: std::collections::BTreeMap<u32, [u64; 7]>,
+    services: Vec<NodeRow>,
 }
 
 impl RowSink for Kept {
@@ -428,6 +430,9 @@ impl RowSink for Kept {
         true
     }
     fn node(&mut self, row: NodeRow, _names: &[String]) {
+        if row.kind == NodeKind::Service {
+            self.services.push(row.clone());
+        }
         let sums = self.nodes.entry(row.slot).or_default();
         let counts = [
             row.offered,
@@ -488,8 +493,10 @@ fn on_drawn_graphs(check: impl Fn(u64, String) -> Option<String>) {
 /// ends in, the area under the count of users waiting (the recorder's
 /// time-weighted level) is the sum of their times to an answer (the
 /// end-to-end latencies), and the area under the pools' waiters is the
-/// sum of the attempts' waits for a connection. The two sides are kept
-/// by different parts (a level changed at each arrival and answer, a
+/// sum of the attempts' waits for a connection, and for each service the
+/// area under its requests at its pods (its node's busy level) is the
+/// sum of their times from reaching a pod to their answers. The two
+/// sides are kept apart (a level changed at each arrival and answer, a
 /// histogram filled at each outcome), so a request counted in one and
 /// not the other, or timed from the wrong instant, shows.
 ///
@@ -513,7 +520,8 @@ fn users_waiting_and_their_latencies_obey_littles_law_on_every_graph() {
         }
         text.push_str("  - at: 20s\n    set: { param: load.rate, value: 0 }\n");
         let name = format!("graph-{seed}.yaml");
-        let rows = bucket_rows("random-graphs-little", &name, &text)?;
+        let out = run_drawn("random-graphs-little", &name, &text)?;
+        let rows = &out.sink.rows;
         let waiting_at_end = rows.last().map_or(0, |r| r.level(Level::UsersWaiting).last);
         let area = |l: Level| -> f64 {
             rows.iter()
@@ -559,6 +567,23 @@ fn users_waiting_and_their_latencies_obey_littles_law_on_every_graph() {
             said.push(format!(
                 "pool waiters: area {waiters:.0} ns, waits summed {waits:.0} ns"
             ));
+        }
+        // Each service idle at the end: its node's level against its
+        // requests' times at its pods.
+        let mut services: std::collections::BTreeMap<u32, (f64, f64, i64)> = Default::default();
+        for n in &out.sink.services {
+            let span = rows[n.bucket as usize].span.as_nanos() as f64;
+            let s = services.entry(n.slot).or_default();
+            s.0 += n.busy.mean * span;
+            s.1 += n.latency.mean.unwrap_or(0.0) * n.latency.count as f64;
+            s.2 = n.busy.last;
+        }
+        for (slot, (area, times, last)) in services {
+            if last == 0 && !close(area, times) {
+                said.push(format!(
+                    "service {slot}: area {area:.0} ns, times at its pods summed {times:.0} ns"
+                ));
+            }
         }
         (!said.is_empty()).then(|| format!("{name}: {}", said.join("; ")))
     });
