@@ -49,12 +49,10 @@ crate::part_events! {
     }
 }
 
-/// Whether `req`'s user still waits for an outcome (its deadline in the
-/// line is live).
+/// Whether `req`'s gateway deadline still matters (is live in the line):
+/// its user waits for an answer, or, when the gateway stops the service's
+/// work at the deadline (`cancels`), the service still works on it.
 #[inline]
-/// Whether `req`'s gateway deadline still matters: its user waits for
-/// an answer, or, when the gateway stops the service's work at the
-/// deadline (`cancels`), the service still works on it.
 fn deadline_matters(reqs: &Requests, req: ReqRef, cancels: bool) -> bool {
     reqs.get(req)
         .is_some_and(|q| !q.user_done || (cancels && !q.service_done))

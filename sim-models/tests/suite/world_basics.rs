@@ -587,9 +587,10 @@ fn a_loop_of_zero_delays_stops_at_the_instant_limit() {
 /// A bucket holds what happened in [start, end), whatever order the
 /// events were scheduled in: a restart at a bucket's edge is the next
 /// bucket's, with buckets of any width, and one at the run's end is past
-/// the run. (When the close was an event, the restart at 2 s, scheduled
-/// before the close at 2 s, fell in the bucket ending at 2 s with 1 s
-/// buckets; the one at 10 s ran after the last close and was lost.)
+/// the run. (When the close was an event, the restart at 2 s fell in
+/// the bucket ending at 2 s or the one starting there with the buckets'
+/// width, and the one at 10 s was counted with 500 ms buckets and lost
+/// with 1 s ones.)
 #[test]
 fn an_event_at_a_buckets_edge_is_the_next_buckets_and_one_at_the_end_is_past_the_run() {
     let restart = |at: u64| TimelineEntry {
