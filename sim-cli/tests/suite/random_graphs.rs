@@ -694,3 +694,42 @@ fn the_buckets_width_changes_no_total_on_every_graph() {
         (!differ.is_empty()).then(|| format!("the {} differ", differ.join(", ")))
     });
 }
+
+/// What has happened stays as it was: a timeline step at 7 s (a slower
+/// dependency, a pod killed, the load stopped, every pod restarted, a
+/// dependency replaced, more pods) changes no bucket that ends by then.
+/// Nothing is drawn or scheduled ahead for a step, and a step's new
+/// pods, streams and timers begin at its instant.
+#[test]
+fn a_step_changes_nothing_before_its_instant_on_every_graph() {
+    const STEPS: [&str; 6] = [
+        "set: { param: dependencies.d0.latency_scale, value: 10 }",
+        "kill_pod: 0\n    service: s1",
+        "set: { param: load.rate, value: 0 }",
+        "restart_all: { every: 0s }",
+        "deploy: { dependency: d0, upstream: { capacity: 0, queue_limit: 0 } }",
+        "set: { param: services.s0.pods, value: 6 }",
+    ];
+    on_drawn_graphs(|seed, drawn| {
+        let step = STEPS[(seed % STEPS.len() as u64) as usize];
+        let mut stepped = drawn.clone();
+        if !stepped.contains("\ntimeline:\n") {
+            stepped.push_str("timeline:\n");
+        }
+        let _ = writeln!(stepped, "  - at: 7s\n    {step}");
+        let dir = "random-graphs-step";
+        let a = bucket_rows(dir, &format!("graph-{seed}.yaml"), &drawn)?;
+        let b = bucket_rows(dir, &format!("graph-{seed}-step.yaml"), &stepped)?;
+        let before = |r: &&BucketRow| r.start.as_nanos() + r.span.as_nanos() <= 7_000_000_000;
+        let a: Vec<&BucketRow> = a.iter().filter(before).collect();
+        let b: Vec<&BucketRow> = b.iter().filter(before).collect();
+        if a.is_empty() || a.len() != b.len() {
+            return Some(format!("{} and {} buckets before 7 s", a.len(), b.len()));
+        }
+        let i = (0..a.len()).find(|&i| a[i] != b[i])?;
+        Some(format!(
+            "{step}: bucket {i} differs:\n{:?}\n{:?}",
+            a[i], b[i]
+        ))
+    });
+}
