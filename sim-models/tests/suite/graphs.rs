@@ -1,12 +1,13 @@
 //! Service graphs against things we did not write: the closed form of
 //! retries multiplied across tiers, Jackson's theorem for open networks
 //! of exponential services (one written out, and networks drawn from a
-//! seed), the M/M/c/K queue for a pod's worker line on drawn parameters,
-//! and the maximum (and minimum) of k exponentials for a parallel
-//! fan-out.
+//! seed), on drawn parameters the M/M/c/K queue for a pod's worker line
+//! and a dependency's slots and queue, Erlang C for a call's pool and the
+//! closed form of retries down a chain, and the maximum (and minimum) of
+//! k exponentials for a parallel fan-out.
 
 use sim_core::dist::DistSpec;
-use sim_core::theory::mmc_mean_wait;
+use sim_core::theory::{erlang_c, mmc_mean_wait};
 use sim_core::time::SimDuration;
 use sim_models::config::{
     CallSpec, ClientConfig, PoolConfig, ServiceConfig, UpstreamConfig, WorldConfig,
@@ -15,7 +16,7 @@ use sim_models::graph::Topology;
 use sim_models::policy::analysis::paths_worst_case;
 use sim_models::policy::backoff::Backoff;
 use sim_models::recorder::{
-    BucketRow, GroupRow, Latency, LatencySummary, NodeRow, RowSink, RunTotals,
+    BucketRow, Count, GroupRow, Latency, LatencySummary, NodeRow, RowSink, RunTotals,
 };
 use sim_models::timeline::{Param, ParamRef, SetAction, TimelineEntry};
 use sim_models::world::run;
@@ -32,12 +33,15 @@ struct Nodes {
     waits: Vec<LatencySummary>,
     /// Each bucket's end-to-end latencies.
     e2e: Vec<LatencySummary>,
+    /// Each bucket's arrivals the dependencies dropped at the door.
+    dropped: Vec<u64>,
 }
 
 impl RowSink for Nodes {
     fn push(&mut self, row: BucketRow) {
         self.waits.push(row.latency(Latency::PoolWait));
         self.e2e.push(row.latency(Latency::EndToEnd));
+        self.dropped.push(row.count(Count::UpstreamDropped));
         self.groups.push(row.groups);
     }
     fn wants_nodes(&self) -> bool {
@@ -744,11 +748,12 @@ fn one_call_rows_equal_with_pod_groups(groups: u32) {
 /// drawn from 0.3 to 0.7. The means' noise differs a lot from node to
 /// node (a slow node near 0.7 relaxes in seconds), so each check allows
 /// 4.5 standard errors, estimated from the minute buckets as batch means
-/// (40 of them, each much longer than any node's relaxation time). Over
-/// 1,000 networks (`STORMSIM_JACKSON_NETWORKS`; 8 here) the 2,602 errors
-/// divided by their standard errors had a mean of −0.05 and a standard
-/// deviation of 1.00, none beyond ±3.5: the model has no bias this
-/// finds, and its means are as noisy as the batches say.
+/// (36 of them, each much longer than any node's relaxation time; the
+/// first minute of each run is left out, as the network starts empty).
+/// Over 1,000 networks (`STORMSIM_JACKSON_NETWORKS`; 8 here) the 2,602
+/// errors divided by their standard errors had a mean of −0.02 and a
+/// standard deviation of 0.99, none beyond ±3.5: the model has no bias
+/// this finds, and its means are as noisy as the batches say.
 #[test]
 fn random_open_networks_of_exponential_services_match_jackson() {
     use sim_core::rng::splitmix64;
@@ -828,27 +833,21 @@ fn random_open_networks_of_exponential_services_match_jackson() {
             let batch =
                 |l: &LatencySummary| (l.count as f64, l.mean.unwrap_or(0.0) * l.count as f64 / 1e9);
             for (i, b) in batches.iter_mut().take(n).enumerate() {
-                b.extend(nodes.of(&name(i)).map(|r| batch(&r.latency)));
+                b.extend(nodes.of(&name(i)).skip(1).map(|r| batch(&r.latency)));
             }
-            batches[n].extend(nodes.e2e.iter().map(batch));
+            batches[n].extend(nodes.e2e.iter().skip(1).map(batch));
         }
         want.push(want[0]);
-        for (i, (b, want)) in batches.iter().zip(want).enumerate() {
-            if rate[i.min(n - 1)] == 0.0 {
-                continue;
-            }
-            let (got, se) = ratio_mean(b);
-            if (got - want).abs() > 4.5 * se + 1e-3 * want {
-                let what = if i == n { "end to end".into() } else { name(i) };
-                failures.push(format!(
-                    "network {net} ({n} services, {lambda}/s, calls {calls:?}, pods/cores/work µs \
-                     {shapes:?}): {what} {:.3} ms (± {:.3}), Jackson's {:.3} ms",
-                    got * 1e3,
-                    se * 1e3,
-                    want * 1e3
-                ));
-            }
-        }
+        let names: Vec<String> = (0..n).map(name).chain(["end to end".into()]).collect();
+        let checks: Vec<Check<'_>> = (0..=n)
+            .filter(|&i| rate[i.min(n - 1)] > 0.0)
+            .map(|i| (names[i].as_str(), &batches[i][..], want[i], None))
+            .collect();
+        let what = format!(
+            "network {net} ({n} services, {lambda}/s, calls {calls:?}, \
+             pods/cores/work µs {shapes:?}), seconds"
+        );
+        failures.extend(off_theory(&what, "Jackson", &checks));
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 
@@ -856,6 +855,54 @@ fn random_open_networks_of_exponential_services_match_jackson() {
     fn name(i: usize) -> String {
         char::from(b'a' + i as u8).to_string()
     }
+}
+
+/// The M/M/c/K queue's state probabilities p_0 … p_K at offered load
+/// `a`: the birth–death chain's, p_n ∝ aⁿ/n! up to c and aⁿ/(c!·c^(n−c))
+/// beyond.
+fn mmck(c: u32, k: u32, a: f64) -> Vec<f64> {
+    let weights: Vec<f64> = (0..=k)
+        .scan(1.0, |w, n| {
+            if n > 0 {
+                *w *= a / f64::from(n.min(c));
+            }
+            Some(*w)
+        })
+        .collect();
+    let total: f64 = weights.iter().sum();
+    weights.iter().map(|w| w / total).collect()
+}
+
+/// One figure against its closed form: its name, its batches (count,
+/// sum), the closed form's value, and, for a figure made of events that
+/// can be rare (refusals, waits), how many of them a batch should see.
+type Check<'a> = (&'a str, &'a [(f64, f64)], f64, Option<f64>);
+
+/// What is off the closed form `theory` names: each check whose batches'
+/// mean is more than 4.5 standard errors (and a thousandth) from its
+/// value. A figure made of rare events is checked only when at least ten
+/// a batch are expected: rarer ones come in a few bursts (a line fills,
+/// or every connection is taken, once in a while, and many are refused
+/// or wait then), too few for the batches to show how noisy they are.
+fn off_theory(what: &str, theory: &str, checks: &[Check<'_>]) -> Vec<String> {
+    let mut off = Vec::new();
+    for &(name, batches, want, rare) in checks {
+        if rare.is_some_and(|per_batch| per_batch < 10.0) {
+            continue;
+        }
+        let (got, se) = ratio_mean(batches);
+        if (got - want).abs() > 4.5 * se + 1e-3 * want {
+            off.push(format!(
+                "{what}: {name} {got:.6} (± {se:.6}), {theory}'s {want:.6}"
+            ));
+        }
+    }
+    off
+}
+
+/// The mean count of batches of (count, sum).
+fn per_batch(batches: &[(f64, f64)]) -> f64 {
+    batches.iter().map(|b| b.0).sum::<f64>() / batches.len() as f64
 }
 
 /// The mean of batches of (count, sum), and its standard error (the ratio
@@ -885,11 +932,12 @@ fn ratio_mean(batches: &[(f64, f64)]) -> (f64, f64) {
 /// up to c and aⁿ/(c!·c^(n−c)) beyond, a the offered load per pod.
 ///
 /// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
-/// errors from the minute buckets as batch means (the refused share's at
-/// least the binomial one). Over 600 draws (`STORMSIM_MMCK_DRAWS`; 8
-/// here) the errors over their standard errors had means of −0.06
-/// (refused) and −0.04 (held) and standard deviations of 0.99 and 1.00,
-/// none beyond ±4: what a model with no bias and honest errors gives.
+/// errors from the minute buckets past the first as batch means, the
+/// share refused only where refusals are not rare ([`off_theory`]). Over
+/// 600 draws (`STORMSIM_MMCK_DRAWS`; 8 here) the errors over their
+/// standard errors had means of 0.04 (refused, 518 checked) and 0.02
+/// (held) and standard deviations of 1.02 and 1.00, none beyond ±3.7:
+/// what a model with no bias and honest errors gives.
 #[test]
 fn random_worker_lines_refuse_and_hold_as_mmck() {
     use sim_core::rng::splitmix64;
@@ -913,24 +961,9 @@ fn random_worker_lines_refuse_and_hold_as_mmck() {
         let hold = hold_us as f64 / 1e6;
         let a = load * f64::from(c);
         let lambda = a / hold * f64::from(pods);
-        // The birth–death chain's weights, and what they give.
-        let weights: Vec<f64> = (0..=k)
-            .scan(1.0, |w, n| {
-                if n > 0 {
-                    *w *= a / f64::from(n.min(c));
-                }
-                Some(*w)
-            })
-            .collect();
-        let total: f64 = weights.iter().sum();
-        let refused = weights[k as usize] / total;
-        let held: f64 = weights
-            .iter()
-            .enumerate()
-            .map(|(n, w)| n as f64 * w)
-            .sum::<f64>()
-            / total
-            * f64::from(pods);
+        let p = mmck(c, k, a);
+        let refused = p[k as usize];
+        let held = p.iter().enumerate().map(|(n, p)| n as f64 * p).sum::<f64>() * f64::from(pods);
 
         let (mut shares, mut levels) = (Vec::new(), Vec::new());
         let mut unanswered = 0;
@@ -961,7 +994,7 @@ fn random_worker_lines_refuse_and_hold_as_mmck() {
             unanswered += totals.finished()
                 - totals.outcome(Reason::Success)
                 - totals.outcome(Reason::PodOverloaded);
-            for r in nodes.of("a") {
+            for r in nodes.of("a").skip(1) {
                 shares.push((r.offered as f64, r.failed as f64));
                 levels.push((1.0, r.busy.mean));
             }
@@ -973,23 +1006,347 @@ fn random_worker_lines_refuse_and_hold_as_mmck() {
         if unanswered > 0 {
             failures.push(format!("{what}: {unanswered} requests ended otherwise"));
         }
-        // Refusals can be too few for their batches to show their noise
-        // (none at all in most): their standard error is at least the
-        // binomial one over every request.
-        let offered: f64 = shares.iter().map(|s| s.0).sum();
-        let binomial = (refused * (1.0 - refused) / offered).sqrt();
-        for (name, batches, want, floor) in [
-            ("refused", &shares, refused, binomial),
-            ("held", &levels, held, 0.0),
-        ] {
-            let (got, se) = ratio_mean(batches);
-            let se = se.max(floor);
-            if (got - want).abs() > 4.5 * se + 1e-3 * want {
-                failures.push(format!(
-                    "{what}: {name} {got:.5} (± {se:.5}), M/M/c/K's {want:.5}"
-                ));
-            }
-        }
+        let checks = [
+            (
+                "refused",
+                &shares[..],
+                refused,
+                Some(refused * per_batch(&shares)),
+            ),
+            ("held", &levels, held, None),
+        ];
+        failures.extend(off_theory(&what, "M/M/c/K", &checks));
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// A dependency's slots and queue as the M/M/c/K queue, on parameters
+/// drawn from a seed: `c` slots (1 to 16), room for `K − c` more in its
+/// queue (0 to 30), exponential service times, our Poisson attempts (one
+/// each, no retries) and maybe other tenants' at a third of the rate, the
+/// whole at half to one and a half times what the slots can serve.
+/// Turned away at the door past the queue (503 at once, or dropped), our
+/// share refused is p_K (Poisson arrivals see the queue as it is on
+/// average), and the mean requests in a slot and in the queue are
+/// Σ min(n, c)·p_n and Σ (n − c)⁺·p_n.
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means, the
+/// share refused and the slots' level only where refusals and free slots
+/// are not rare ([`off_theory`]). Over 500 draws (`STORMSIM_MMCK_DRAWS`;
+/// 8 here) the errors over their standard errors had means of 0.06
+/// (refused, 378 checked), 0.05 (in a slot, 455) and 0.07 (queued, 487
+/// with a queue) and standard deviations of 1.00, 1.01 and 1.03, none
+/// beyond ±3.4.
+#[test]
+fn random_dependency_queues_refuse_and_hold_as_mmck() {
+    use sim_core::rng::splitmix64;
+    use sim_models::config::RetryConfig;
+    use sim_models::dependency::OverflowAction;
+
+    let draws = std::env::var("STORMSIM_MMCK_DRAWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8u64);
+    let mut failures = Vec::new();
+    for d in 1..=draws {
+        let mut state = d.wrapping_mul(0x2545_f491);
+        let mut draw = |n: u64| splitmix64(&mut state) % n;
+        let c = 1 + draw(16) as u32;
+        let k = c + draw(31) as u32;
+        let load = [0.5, 0.8, 1.0, 1.2, 1.5][draw(5) as usize];
+        let hold_us = [5_000, 20_000, 50_000][draw(3) as usize];
+        // Our attempts turned away are those answered otherwise, or, when
+        // dropped (answered never), those the recorder counts dropped:
+        // other tenants' too, so there are none then.
+        let drop = draw(2) == 0;
+        let tenants = !drop && draw(2) == 0;
+        let a = load * f64::from(c);
+        let lambda = a / (hold_us as f64 / 1e6);
+        let ours = if tenants { lambda * 0.75 } else { lambda };
+        let p = mmck(c, k, a);
+        let refused = p[k as usize];
+        // Slots short of full are what moves the first level: arrivals
+        // that find one free are its events.
+        let free: f64 = p[..c as usize].iter().sum();
+        let (mut slots, mut queued) = (0.0, 0.0);
+        for (n, p) in p.iter().enumerate() {
+            slots += n.min(c as usize) as f64 * p;
+            queued += n.saturating_sub(c as usize) as f64 * p;
+        }
+
+        let (mut shares, mut busy, mut waiting) = (Vec::new(), Vec::new(), Vec::new());
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, ours);
+            if let Some(t) = std::env::var("TEMPDUR").ok().and_then(|v| v.parse().ok()) {
+                cfg.clock.duration = secs(t);
+            }
+            // An attempt the dependency dropped holds its connection
+            // until it times out: 2 s keeps the pool far from full.
+            let once = ClientConfig {
+                attempt_timeout: Some(secs(2)),
+                retry: RetryConfig {
+                    max_retries: 0,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            cfg.services
+                .insert("a".into(), service(1, vec![call("db", once)]));
+            cfg.dependencies.insert(
+                "db".into(),
+                UpstreamConfig {
+                    capacity: c,
+                    queue_limit: k - c,
+                    overflow: if drop {
+                        OverflowAction::Drop
+                    } else {
+                        OverflowAction::Reject
+                    },
+                    latency: exp(SimDuration::from_micros(hold_us)),
+                    background_rps: lambda - ours,
+                    ..Default::default()
+                },
+            );
+            let (nodes, _) = go(&cfg);
+            for r in nodes.of("db").skip(1) {
+                let away = if drop {
+                    nodes.dropped[r.bucket as usize]
+                } else {
+                    r.failed
+                };
+                shares.push((r.offered as f64, away as f64));
+                busy.push((1.0, r.busy.mean));
+                waiting.push((1.0, r.waiting.mean));
+            }
+        }
+        let what = format!(
+            "draw {d} (c {c}, K {k}, load {load}, hold {hold_us} µs{}{})",
+            if tenants { ", other tenants" } else { "" },
+            if drop { ", dropped" } else { "" }
+        );
+        let checks = [
+            (
+                "refused",
+                &shares[..],
+                refused,
+                Some(refused * per_batch(&shares)),
+            ),
+            ("in a slot", &busy, slots, Some(free * per_batch(&shares))),
+            ("queued", &waiting, queued, None),
+        ];
+        failures.extend(off_theory(&what, "M/M/c/K", &checks));
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// A call's connection pool as the M/M/c queue (Erlang C), on parameters
+/// drawn from a seed: `c` connections per pod (1 to 12), or as many
+/// multiplexed connections carrying 2 to 4 streams each (c·s servers:
+/// connections of such a pool stay open), set up at once; calls
+/// holding their connection for an exponential time at a dependency that
+/// never makes them wait; Poisson arrivals at 0.3 to 0.9 of what the
+/// connections can carry, on one pod or on several a random balancer
+/// picks among. The mean wait for a connection is Erlang C's, the mean
+/// number waiting λ times it (Little), and the connections in use the
+/// offered load (one call per connection only).
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means, the
+/// waits only where waiting is not rare ([`off_theory`]). Over 300 draws
+/// (`STORMSIM_MMC_DRAWS`; 8 here) the errors over their standard errors
+/// had means of −0.03 (the wait, 288 checked), −0.03 (waiting) and 0.10
+/// (in use, 214 pools of one stream a connection), standard deviations of
+/// 1.04, 1.04 and 0.95, none beyond ±3.4.
+#[test]
+fn random_pools_wait_as_erlang_c() {
+    use sim_core::rng::splitmix64;
+    use sim_models::pods::BalancerKind;
+
+    let draws = std::env::var("STORMSIM_MMC_DRAWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8u64);
+    let mut failures = Vec::new();
+    for d in 1..=draws {
+        let mut state = d.wrapping_mul(0x6a09_e667);
+        let mut draw = |n: u64| splitmix64(&mut state) % n;
+        let c = 1 + draw(12) as u32;
+        let streams = if draw(3) == 0 {
+            Some(2 + draw(3) as u32)
+        } else {
+            None
+        };
+        let servers = c * streams.unwrap_or(1);
+        let pods = if draw(3) == 0 { 2 + draw(3) as u32 } else { 1 };
+        let rho = 0.3 + 0.1 * draw(7) as f64;
+        let hold_us = [5_000, 20_000, 50_000][draw(3) as usize];
+        let mu = 1e6 / hold_us as f64;
+        let per_pod = rho * f64::from(servers) * mu;
+        let wait = mmc_mean_wait(servers, per_pod, mu);
+
+        let (mut waits, mut waiting, mut in_use) = (Vec::new(), Vec::new(), Vec::new());
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, per_pod * f64::from(pods));
+            let pool = PoolConfig {
+                max_connections: c,
+                connect_time: DistSpec::Constant(SimDuration::ZERO),
+                idle_timeout: None,
+                streams_per_connection: streams,
+                ..Default::default()
+            };
+            let to_db = CallSpec {
+                pool: Some(pool),
+                ..call("db", ClientConfig::default())
+            };
+            cfg.services.insert(
+                "a".into(),
+                ServiceConfig {
+                    balancer: BalancerKind::Random,
+                    ..service(pods, vec![to_db])
+                },
+            );
+            cfg.dependencies.insert(
+                "db".into(),
+                UpstreamConfig {
+                    capacity: 100_000,
+                    latency: exp(SimDuration::from_micros(hold_us)),
+                    ..Default::default()
+                },
+            );
+            let (nodes, _) = go(&cfg);
+            waits.extend(nodes.waits.iter().skip(1).map(|w| {
+                let n = w.count as f64;
+                (n, w.mean.unwrap_or(0.0) * n / 1e9)
+            }));
+            for r in nodes.of("a->db").skip(1) {
+                waiting.push((1.0, r.waiting.mean / f64::from(pods)));
+                in_use.push((1.0, r.busy.mean / f64::from(pods)));
+            }
+        }
+        let what = format!(
+            "draw {d} ({c} connections{}, {pods} pods, ρ {rho:.1}, hold {hold_us} µs)",
+            streams.map_or(String::new(), |s| format!(" of {s} streams"))
+        );
+        // Attempts that wait, a batch.
+        let waiting_ones = erlang_c(servers, per_pod / mu) * per_batch(&waits);
+        let mut checks: Vec<Check<'_>> = vec![
+            ("wait", &waits, wait, Some(waiting_ones)),
+            ("waiting", &waiting, per_pod * wait, Some(waiting_ones)),
+        ];
+        if streams.is_none() {
+            checks.push(("in use", &in_use, per_pod / mu, None));
+        }
+        failures.extend(off_theory(&what, "Erlang C", &checks));
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// Retries multiplied across tiers, on chains drawn from a seed: one to
+/// four services in a line above a dependency that fails each attempt
+/// with probability `p` (0.1 to 0.7, independently), each call retrying
+/// every failure 0 to 4 times (at most 64 attempts in all), with a fixed,
+/// zero or jittered exponential backoff. A call that makes `n + 1`
+/// attempts, each failing with chance `q`, fails with chance `qⁿ⁺¹` and
+/// makes `(1 − qⁿ⁺¹)/(1 − q)` attempts on average; a service fails when
+/// its call does, so each tier's `q` is the failure chance of the call
+/// below it. A user's request then puts the product of the tiers' means
+/// on the dependency, and succeeds with chance `1 − q_top^(n_top + 1)`.
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets (past the first) as batch means. Over
+/// 300 draws (`STORMSIM_RETRY_DRAWS`; 8 here) the errors over their
+/// standard errors had means of −0.03 (attempts, 284 draws that retry)
+/// and 0.04 (answered, 181 draws where some fail), standard deviations of
+/// 1.01 and 1.07, none beyond ±3.3.
+#[test]
+fn random_retry_chains_multiply_attempts_as_the_closed_form() {
+    use sim_core::rng::splitmix64;
+    use sim_models::config::RetryConfig;
+    use sim_models::policy::backoff::Jitter;
+
+    let draws = std::env::var("STORMSIM_RETRY_DRAWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8u64);
+    let mut failures = Vec::new();
+    for d in 1..=draws {
+        let mut state = d.wrapping_mul(0xbb67_ae85);
+        let mut draw = |n: u64| splitmix64(&mut state) % n;
+        let tiers = 1 + draw(4) as usize;
+        let p: f64 = [0.1, 0.3, 0.5, 0.7][draw(4) as usize];
+        let mut retries = Vec::new();
+        while retries.len() < tiers {
+            let n = draw(5) as u32;
+            let product: u32 = retries.iter().map(|r| r + 1).product();
+            retries.push(if product * (n + 1) <= 64 { n } else { 0 });
+        }
+        let backoff = [
+            Backoff::fixed(ms(1)),
+            Backoff::fixed(SimDuration::ZERO),
+            Backoff::exponential(ms(1), 2.0, Some(ms(20)), Jitter::Full),
+        ][draw(3) as usize]
+            .clone();
+        // From the bottom up: each call's attempts and failure chance.
+        let (mut q, mut attempts) = (p, 1.0);
+        for &n in retries.iter().rev() {
+            let fails = q.powi(n as i32 + 1);
+            attempts *= (1.0 - fails) / (1.0 - q);
+            q = fails;
+        }
+        let succeeds = 1.0 - q;
+
+        let (mut at_db, mut answered) = (Vec::new(), Vec::new());
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, 50.0);
+            for (i, &n) in retries.iter().enumerate() {
+                let client = ClientConfig {
+                    attempt_timeout: Some(secs(60)),
+                    retry: RetryConfig {
+                        max_retries: n,
+                        backoff: backoff.clone(),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                };
+                let below = if i + 1 < tiers {
+                    tier(i + 1)
+                } else {
+                    "db".into()
+                };
+                cfg.services
+                    .insert(tier(i), service(1, vec![call(&below, client)]));
+            }
+            let mut db = UpstreamConfig {
+                capacity: 100_000,
+                latency: DistSpec::Constant(ms(1)),
+                ..Default::default()
+            };
+            db.errors.http_500 = p;
+            cfg.dependencies.insert("db".into(), db);
+            let (nodes, _) = go(&cfg);
+            let users: Vec<&NodeRow> = nodes.of("a").skip(1).collect();
+            for (u, r) in users.iter().zip(nodes.of("db").skip(1)) {
+                at_db.push((u.offered as f64, r.offered as f64));
+                answered.push((u.offered as f64, (u.offered - u.failed) as f64));
+            }
+        }
+        let what = format!("draw {d} (p {p}, retries {retries:?}, {backoff:?})");
+        let checks: [Check<'_>; 2] = [
+            (
+                "attempts at the dependency per request",
+                &at_db,
+                attempts,
+                None,
+            ),
+            ("share answered", &answered, succeeds, None),
+        ];
+        failures.extend(off_theory(&what, "the closed form", &checks));
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+
+    /// The `i`th tier's name, `a` the top.
+    fn tier(i: usize) -> String {
+        char::from(b'a' + i as u8).to_string()
+    }
 }
