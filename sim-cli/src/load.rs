@@ -1061,6 +1061,12 @@ fn warnings(exp: &Experiment) -> Vec<InputError> {
             "cancels the service's work when the user's deadline passes, and the gateway has none: it changes nothing (give `gateway.deadline`, or remove it)",
         ));
     }
+    out.extend(deadlines_never_set(w).into_iter().map(|path| {
+        exp.error_at(
+            &path,
+            "sends the call's deadline with each attempt, and the call has none: no attempt timeout, no total deadline, and none from the request's caller; it changes nothing (set `attempt_timeout` or `total_deadline`, or remove it)",
+        )
+    }));
     let r = &exp.outputs.recovery;
     let steps = sim_models::timeline::resolve(w);
     let run_end = sim_core::time::SimTime::ZERO.saturating_add(w.clock.duration);
@@ -1077,6 +1083,48 @@ fn warnings(exp: &Experiment) -> Vec<InputError> {
         ));
     }
     out
+}
+
+/// The `propagate_deadline` fields (as field paths) of calls that have
+/// no deadline to send as the world starts: no attempt timeout, no total
+/// deadline, and a calling service whose requests never carry one (none
+/// of the calls to it sends one). Deadlines flow down the graph, so the
+/// services that may get one are found by passes until none is added
+/// (a graph has no cycles: at most one pass a service).
+fn deadlines_never_set(w: &WorldConfig) -> Vec<String> {
+    use sim_models::graph::{Target, Topology};
+
+    let Ok(topo) = Topology::of(w) else {
+        return Vec::new();
+    };
+    let own = |c: &sim_models::config::ClientConfig| {
+        c.attempt_timeout.is_some() || c.total_deadline.is_some()
+    };
+    let mut gets = vec![false; topo.services.len()];
+    loop {
+        let mut added = false;
+        for e in &topo.edges {
+            if let Target::Service(to) = e.to
+                && e.client.propagate_deadline
+                && (own(&e.client) || gets[e.from as usize])
+                && !gets[to as usize]
+            {
+                gets[to as usize] = true;
+                added = true;
+            }
+        }
+        if !added {
+            break;
+        }
+    }
+    topo.edges
+        .iter()
+        .filter(|e| e.client.propagate_deadline && !own(&e.client) && !gets[e.from as usize])
+        .map(|e| match e.path.as_str() {
+            "client" => "client.propagate_deadline".to_string(),
+            path => format!("{path}.client.propagate_deadline"),
+        })
+        .collect()
 }
 
 /// The services and dependencies of a graph no call from the entry
@@ -1867,6 +1915,17 @@ mod tests {
                 "line.yaml:3:8: services.a.worker_queue: the line for a worker, and the service's workers are unbounded",
             ),
             (
+                "propagate.yaml",
+                "client:\n  attempt_timeout: null\n  propagate_deadline: true\n",
+                "propagate.yaml:3:3: client.propagate_deadline: sends the call's deadline with each attempt, and the call has none",
+            ),
+            (
+                // c's requests carry a's deadline; b's none.
+                "chain.yaml",
+                "entry: a\nservices:\n  a: { calls: [{ to: b }, { to: c, client: { propagate_deadline: true } }] }\n  b: { calls: [{ to: d, client: { attempt_timeout: null, propagate_deadline: true } }] }\n  c: { calls: [{ to: d, client: { attempt_timeout: null, propagate_deadline: true } }] }\ndependencies: { d: {} }\n",
+                "chain.yaml:4:58: services.b.calls[0].client.propagate_deadline: sends the call's deadline",
+            ),
+            (
                 "gateway.yaml",
                 "gateway:\n  cancel_service_on_deadline: true\n",
                 "gateway.yaml:2:3: gateway.cancel_service_on_deadline: cancels the service's work when the user's deadline passes, and the gateway has none",
@@ -1877,7 +1936,7 @@ mod tests {
             std::fs::write(&file, text).unwrap();
             let exp = load(&file, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
             let w: Vec<String> = exp.warnings.iter().map(|w| w.to_string()).collect();
-            assert_eq!(w.len(), 1, "{w:?}");
+            assert_eq!(w.len(), 1, "{name}: {w:?}");
             assert!(w[0].contains(expected), "{w:?}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
