@@ -756,17 +756,10 @@ fn one_call_rows_equal_with_pod_groups(groups: u32) {
 /// this finds, and its means are as noisy as the batches say.
 #[test]
 fn random_open_networks_of_exponential_services_match_jackson() {
-    use sim_core::rng::splitmix64;
     use sim_models::pods::BalancerKind;
 
-    let networks = std::env::var("STORMSIM_JACKSON_NETWORKS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(8u64);
-    let mut failures = Vec::new();
-    for net in 1..=networks {
-        let mut state = net.wrapping_mul(0x9e37_79b9);
-        let mut draw = |n: u64| splitmix64(&mut state) % n;
+    on_draws("STORMSIM_JACKSON_NETWORKS", 0x9e37_79b9, |net, draw| {
+        let mut failures = Vec::new();
         let lambda = 40.0 + 20.0 * draw(6) as f64;
         let n = 2 + draw(4) as usize;
         // Who calls whom, with what chance; each service's rate.
@@ -848,8 +841,8 @@ fn random_open_networks_of_exponential_services_match_jackson() {
              pods/cores/work µs {shapes:?}), seconds"
         );
         failures.extend(off_theory(&what, "Jackson", &checks));
-    }
-    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+        failures
+    });
 
     /// The `i`th service's name, `a` the entry.
     fn name(i: usize) -> String {
@@ -871,6 +864,23 @@ fn mmck(c: u32, k: u32, a: f64) -> Vec<f64> {
         .collect();
     let total: f64 = weights.iter().sum();
     weights.iter().map(|w| w / total).collect()
+}
+
+/// Runs `check` on each draw `var` asks for (8 unless set): its index,
+/// and whole numbers below `n` drawn from it (seeded by the index and
+/// `salt`, so each test draws its own); fails naming whatever any draw
+/// found off.
+fn on_draws(var: &str, salt: u64, check: impl Fn(u64, &mut dyn FnMut(u64) -> u64) -> Vec<String>) {
+    let draws = std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8u64);
+    let mut failures = Vec::new();
+    for d in 1..=draws {
+        let mut state = d.wrapping_mul(salt);
+        failures.extend(check(d, &mut |n| sim_core::rng::splitmix64(&mut state) % n));
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
 
 /// One figure against its closed form: its name, its batches (count,
@@ -940,18 +950,11 @@ fn ratio_mean(batches: &[(f64, f64)]) -> (f64, f64) {
 /// what a model with no bias and honest errors gives.
 #[test]
 fn random_worker_lines_refuse_and_hold_as_mmck() {
-    use sim_core::rng::splitmix64;
     use sim_models::outcome::Reason;
     use sim_models::pods::BalancerKind;
 
-    let draws = std::env::var("STORMSIM_MMCK_DRAWS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(8u64);
-    let mut failures = Vec::new();
-    for d in 1..=draws {
-        let mut state = d.wrapping_mul(0x5851_f42d);
-        let mut draw = |n: u64| splitmix64(&mut state) % n;
+    on_draws("STORMSIM_MMCK_DRAWS", 0x5851_f42d, |d, draw| {
+        let mut failures = Vec::new();
         let c = 1 + draw(8) as u32;
         let k = c + draw(21) as u32;
         let pods = if draw(3) == 0 { 2 + draw(3) as u32 } else { 1 };
@@ -1016,8 +1019,8 @@ fn random_worker_lines_refuse_and_hold_as_mmck() {
             ("held", &levels, held, None),
         ];
         failures.extend(off_theory(&what, "M/M/c/K", &checks));
-    }
-    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+        failures
+    });
 }
 
 /// A dependency's slots and queue as the M/M/c/K queue, on parameters
@@ -1040,18 +1043,11 @@ fn random_worker_lines_refuse_and_hold_as_mmck() {
 /// beyond ±3.4.
 #[test]
 fn random_dependency_queues_refuse_and_hold_as_mmck() {
-    use sim_core::rng::splitmix64;
     use sim_models::config::RetryConfig;
     use sim_models::dependency::OverflowAction;
 
-    let draws = std::env::var("STORMSIM_MMCK_DRAWS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(8u64);
-    let mut failures = Vec::new();
-    for d in 1..=draws {
-        let mut state = d.wrapping_mul(0x2545_f491);
-        let mut draw = |n: u64| splitmix64(&mut state) % n;
+    on_draws("STORMSIM_MMCK_DRAWS", 0x2545_f491, |d, draw| {
+        let mut failures = Vec::new();
         let c = 1 + draw(16) as u32;
         let k = c + draw(31) as u32;
         let load = [0.5, 0.8, 1.0, 1.2, 1.5][draw(5) as usize];
@@ -1136,8 +1132,8 @@ fn random_dependency_queues_refuse_and_hold_as_mmck() {
             ("queued", &waiting, queued, None),
         ];
         failures.extend(off_theory(&what, "M/M/c/K", &checks));
-    }
-    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+        failures
+    });
 }
 
 /// A call's connection pool as the M/M/c queue (Erlang C), on parameters
@@ -1160,17 +1156,10 @@ fn random_dependency_queues_refuse_and_hold_as_mmck() {
 /// 1.04, 1.04 and 0.95, none beyond ±3.4.
 #[test]
 fn random_pools_wait_as_erlang_c() {
-    use sim_core::rng::splitmix64;
     use sim_models::pods::BalancerKind;
 
-    let draws = std::env::var("STORMSIM_MMC_DRAWS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(8u64);
-    let mut failures = Vec::new();
-    for d in 1..=draws {
-        let mut state = d.wrapping_mul(0x6a09_e667);
-        let mut draw = |n: u64| splitmix64(&mut state) % n;
+    on_draws("STORMSIM_MMC_DRAWS", 0x6a09_e667, |d, draw| {
+        let mut failures = Vec::new();
         let c = 1 + draw(12) as u32;
         let streams = if draw(3) == 0 {
             Some(2 + draw(3) as u32)
@@ -1238,8 +1227,8 @@ fn random_pools_wait_as_erlang_c() {
             checks.push(("in use", &in_use, per_pod / mu, None));
         }
         failures.extend(off_theory(&what, "Erlang C", &checks));
-    }
-    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+        failures
+    });
 }
 
 /// Retries multiplied across tiers, on chains drawn from a seed: one to
@@ -1261,18 +1250,11 @@ fn random_pools_wait_as_erlang_c() {
 /// 1.01 and 1.07, none beyond ±3.3.
 #[test]
 fn random_retry_chains_multiply_attempts_as_the_closed_form() {
-    use sim_core::rng::splitmix64;
     use sim_models::config::RetryConfig;
     use sim_models::policy::backoff::Jitter;
 
-    let draws = std::env::var("STORMSIM_RETRY_DRAWS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(8u64);
-    let mut failures = Vec::new();
-    for d in 1..=draws {
-        let mut state = d.wrapping_mul(0xbb67_ae85);
-        let mut draw = |n: u64| splitmix64(&mut state) % n;
+    on_draws("STORMSIM_RETRY_DRAWS", 0xbb67_ae85, |d, draw| {
+        let mut failures = Vec::new();
         let tiers = 1 + draw(4) as usize;
         let p: f64 = [0.1, 0.3, 0.5, 0.7][draw(4) as usize];
         let mut retries = Vec::new();
@@ -1342,8 +1324,8 @@ fn random_retry_chains_multiply_attempts_as_the_closed_form() {
             ("share answered", &answered, succeeds, None),
         ];
         failures.extend(off_theory(&what, "the closed form", &checks));
-    }
-    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+        failures
+    });
 
     /// The `i`th tier's name, `a` the top.
     fn tier(i: usize) -> String {
