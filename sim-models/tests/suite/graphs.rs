@@ -2,9 +2,10 @@
 //! retries multiplied across tiers, Jackson's theorem for open networks
 //! of exponential services (one written out, and networks drawn from a
 //! seed), on drawn parameters the M/M/c/K queue for a pod's worker line
-//! and a dependency's slots and queue, Erlang C for a call's pool and the
-//! closed form of retries down a chain, and the maximum (and minimum) of
-//! k exponentials for a parallel fan-out.
+//! and a dependency's slots and queue, Erlang C for a call's pool, the
+//! closed form of retries down a chain and the order statistics of
+//! exponentials for hedged calls and fan-outs, and the maximum (and
+//! minimum) of k exponentials for a parallel fan-out.
 
 use sim_core::dist::DistSpec;
 use sim_core::theory::{erlang_c, mmc_mean_wait};
@@ -1331,4 +1332,106 @@ fn random_retry_chains_multiply_attempts_as_the_closed_form() {
     fn tier(i: usize) -> String {
         char::from(b'a' + i as u8).to_string()
     }
+}
+
+/// The first answers of several exponentials, on calls drawn from a
+/// seed: a call hedged (2 to 4 attempts, the i-th sent at i·d unless one
+/// answered, d from 0 to twice the mean) to a dependency that never makes
+/// anyone wait, whose answer comes at the minimum of the attempts' ends:
+/// its mean is the integral of the product of their survivals,
+/// `∫ Π exp(−(t − i·d)⁺/m) dt`, in closed form piece by piece; or a
+/// fan-out of k calls (2 to 6) to a service with no limit on its work,
+/// waiting for the first j of them: the j-th of k exponentials, whose
+/// mean is `m · Σ 1/i` for i from k − j + 1 to k.
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means. Over
+/// 300 draws (`STORMSIM_FIRST_DRAWS`; 8 here) the errors over their
+/// standard errors had means of −0.04 (169 hedged calls) and 0.05 (131
+/// fan-outs), standard deviations of 1.00 and 1.05, none beyond ±3.6.
+#[test]
+fn random_hedges_and_fan_outs_answer_as_order_statistics() {
+    use sim_models::config::HedgingConfig;
+
+    on_draws("STORMSIM_FIRST_DRAWS", 0x3c6e_f372, |d, draw| {
+        let m = [0.005, 0.020][draw(2) as usize];
+        let mean = SimDuration::from_secs_f64(m);
+        let hedged = draw(2) == 0;
+        let (what, want, top) = if hedged {
+            let h = 2 + draw(3) as u32;
+            let delay = m * [0.0, 0.25, 0.5, 1.0, 2.0][draw(5) as usize];
+            // On [j·d, (j + 1)·d) the first j + 1 attempts are out: the
+            // survival there is exp(−((j + 1)·t − d·j(j + 1)/2)/m).
+            let mut want = 0.0;
+            for j in 0..h {
+                let r = f64::from(j + 1) / m;
+                let c = delay * f64::from(j * (j + 1)) / 2.0 / m;
+                let a = delay * f64::from(j);
+                let b = if j + 1 < h {
+                    delay * f64::from(j + 1)
+                } else {
+                    f64::INFINITY
+                };
+                want += c.exp() * ((-r * a).exp() - (-r * b).exp()) / r;
+            }
+            let client = ClientConfig {
+                hedging: Some(HedgingConfig {
+                    max_attempts: h,
+                    delay: SimDuration::from_secs_f64(delay),
+                    non_fatal: Vec::new(),
+                }),
+                ..Default::default()
+            };
+            let top = service(1, vec![call("db", client)]);
+            (format!("{h} attempts {delay} s apart"), want, top)
+        } else {
+            let k = 2 + draw(5) as u32;
+            let j = 1 + draw(u64::from(k)) as u32;
+            let want = m * (k - j + 1..=k).map(|i| 1.0 / f64::from(i)).sum::<f64>();
+            let group = CallSpec {
+                parallel: (0..k)
+                    .map(|_| call("leaf", ClientConfig::default()))
+                    .collect(),
+                wait_for: Some(j),
+                ..Default::default()
+            };
+            (
+                format!("the first {j} of {k}"),
+                want,
+                service(1, vec![group]),
+            )
+        };
+        let mut e2e = Vec::new();
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, 50.0);
+            cfg.services.insert("a".into(), top.clone());
+            cfg.services.insert(
+                "leaf".into(),
+                ServiceConfig {
+                    pods: 1,
+                    work: Some(exp(mean)),
+                    ..Default::default()
+                },
+            );
+            cfg.dependencies.insert(
+                "db".into(),
+                UpstreamConfig {
+                    capacity: 100_000,
+                    latency: exp(mean),
+                    ..Default::default()
+                },
+            );
+            let (nodes, _) = go(&cfg);
+            e2e.extend(nodes.e2e.iter().skip(1).map(|l| {
+                let n = l.count as f64;
+                (n, l.mean.unwrap_or(0.0) * n / 1e9)
+            }));
+        }
+        let what = format!("draw {d} ({what}, mean {m} s)");
+        off_theory(
+            &what,
+            "the order statistics",
+            &[("mean time", &e2e, want, None)],
+        )
+    });
 }
