@@ -1075,9 +1075,6 @@ fn random_dependency_queues_refuse_and_hold_as_mmck() {
         let (mut shares, mut busy, mut waiting) = (Vec::new(), Vec::new(), Vec::new());
         for seed in 1..=4 {
             let mut cfg = ten_minutes_into_a(d * 4 + seed, ours);
-            if let Some(t) = std::env::var("TEMPDUR").ok().and_then(|v| v.parse().ok()) {
-                cfg.clock.duration = secs(t);
-            }
             // An attempt the dependency dropped holds its connection
             // until it times out: 2 s keeps the pool far from full.
             let once = ClientConfig {
