@@ -760,7 +760,6 @@ fn random_open_networks_of_exponential_services_match_jackson() {
     use sim_models::pods::BalancerKind;
 
     on_draws("STORMSIM_JACKSON_NETWORKS", 0x9e37_79b9, |net, draw| {
-        let mut failures = Vec::new();
         let lambda = 40.0 + 20.0 * draw(6) as f64;
         let n = 2 + draw(4) as usize;
         // Who calls whom, with what chance; each service's rate.
@@ -841,8 +840,7 @@ fn random_open_networks_of_exponential_services_match_jackson() {
             "network {net} ({n} services, {lambda}/s, calls {calls:?}, \
              pods/cores/work µs {shapes:?}), seconds"
         );
-        failures.extend(off_theory(&what, "Jackson", &checks));
-        failures
+        off_theory(&what, "Jackson", &checks)
     });
 
     /// The `i`th service's name, `a` the entry.
@@ -1048,7 +1046,6 @@ fn random_dependency_queues_refuse_and_hold_as_mmck() {
     use sim_models::dependency::OverflowAction;
 
     on_draws("STORMSIM_MMCK_DRAWS", 0x2545_f491, |d, draw| {
-        let mut failures = Vec::new();
         let c = 1 + draw(16) as u32;
         let k = c + draw(31) as u32;
         let load = [0.5, 0.8, 1.0, 1.2, 1.5][draw(5) as usize];
@@ -1129,8 +1126,7 @@ fn random_dependency_queues_refuse_and_hold_as_mmck() {
             ("in a slot", &busy, slots, Some(free * per_batch(&shares))),
             ("queued", &waiting, queued, None),
         ];
-        failures.extend(off_theory(&what, "M/M/c/K", &checks));
-        failures
+        off_theory(&what, "M/M/c/K", &checks)
     });
 }
 
@@ -1157,7 +1153,6 @@ fn random_pools_wait_as_erlang_c() {
     use sim_models::pods::BalancerKind;
 
     on_draws("STORMSIM_MMC_DRAWS", 0x6a09_e667, |d, draw| {
-        let mut failures = Vec::new();
         let c = 1 + draw(12) as u32;
         let streams = if draw(3) == 0 {
             Some(2 + draw(3) as u32)
@@ -1224,8 +1219,7 @@ fn random_pools_wait_as_erlang_c() {
         if streams.is_none() {
             checks.push(("in use", &in_use, per_pod / mu, None));
         }
-        failures.extend(off_theory(&what, "Erlang C", &checks));
-        failures
+        off_theory(&what, "Erlang C", &checks)
     });
 }
 
@@ -1252,7 +1246,6 @@ fn random_retry_chains_multiply_attempts_as_the_closed_form() {
     use sim_models::policy::backoff::Jitter;
 
     on_draws("STORMSIM_RETRY_DRAWS", 0xbb67_ae85, |d, draw| {
-        let mut failures = Vec::new();
         let tiers = 1 + draw(4) as usize;
         let p: f64 = [0.1, 0.3, 0.5, 0.7][draw(4) as usize];
         let mut retries = Vec::new();
@@ -1321,8 +1314,7 @@ fn random_retry_chains_multiply_attempts_as_the_closed_form() {
             ),
             ("share answered", &answered, succeeds, None),
         ];
-        failures.extend(off_theory(&what, "the closed form", &checks));
-        failures
+        off_theory(&what, "the closed form", &checks)
     });
 
     /// The `i`th tier's name, `a` the top.
