@@ -147,15 +147,7 @@ fn stop_load_at(cfg: &mut WorldConfig, at: SimDuration) {
 /// independently with probability `p` (each `E = (1 − q⁴)/(1 − q)` with
 /// `q` the chance a call below fails).
 fn three_tiers(p: f64) -> WorldConfig {
-    let retry = ClientConfig {
-        attempt_timeout: Some(secs(60)),
-        retry: sim_models::config::RetryConfig {
-            max_retries: 3,
-            backoff: Backoff::fixed(ms(1)),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let retry = retrying_every_failure(3, Backoff::fixed(ms(1)));
     let mut cfg = WorldConfig::default();
     cfg.seed = 5;
     cfg.clock.duration = secs(40);
@@ -167,15 +159,35 @@ fn three_tiers(p: f64) -> WorldConfig {
         .insert("b".into(), service(2, vec![call("c", retry.clone())]));
     cfg.services
         .insert("c".into(), service(2, vec![call("db", retry)]));
+    cfg.dependencies.insert("db".into(), failing(p));
+    stop_load_at(&mut cfg, secs(30));
+    cfg
+}
+
+/// A client retrying every failure `n` times, waiting `backoff`, with an
+/// attempt timeout (60 s) no answer comes near.
+fn retrying_every_failure(n: u32, backoff: Backoff) -> ClientConfig {
+    ClientConfig {
+        attempt_timeout: Some(secs(60)),
+        retry: sim_models::config::RetryConfig {
+            max_retries: n,
+            backoff,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// A dependency answering in 1 ms, never making anyone wait, each answer
+/// a 500 with probability `p`.
+fn failing(p: f64) -> UpstreamConfig {
     let mut db = UpstreamConfig {
         capacity: 100_000,
         latency: DistSpec::Constant(ms(1)),
         ..Default::default()
     };
     db.errors.http_500 = p;
-    cfg.dependencies.insert("db".into(), db);
-    stop_load_at(&mut cfg, secs(30));
-    cfg
+    db
 }
 
 #[test]
@@ -1242,7 +1254,6 @@ fn random_pools_wait_as_erlang_c() {
 /// 1.01 and 1.07, none beyond ±3.3.
 #[test]
 fn random_retry_chains_multiply_attempts_as_the_closed_form() {
-    use sim_models::config::RetryConfig;
     use sim_models::policy::backoff::Jitter;
 
     on_draws("STORMSIM_RETRY_DRAWS", 0xbb67_ae85, |d, draw| {
@@ -1273,15 +1284,7 @@ fn random_retry_chains_multiply_attempts_as_the_closed_form() {
         for seed in 1..=4 {
             let mut cfg = ten_minutes_into_a(d * 4 + seed, 50.0);
             for (i, &n) in retries.iter().enumerate() {
-                let client = ClientConfig {
-                    attempt_timeout: Some(secs(60)),
-                    retry: RetryConfig {
-                        max_retries: n,
-                        backoff: backoff.clone(),
-                        ..Default::default()
-                    },
-                    ..Default::default()
-                };
+                let client = retrying_every_failure(n, backoff.clone());
                 let below = if i + 1 < tiers {
                     tier(i + 1)
                 } else {
@@ -1290,13 +1293,7 @@ fn random_retry_chains_multiply_attempts_as_the_closed_form() {
                 cfg.services
                     .insert(tier(i), service(1, vec![call(&below, client)]));
             }
-            let mut db = UpstreamConfig {
-                capacity: 100_000,
-                latency: DistSpec::Constant(ms(1)),
-                ..Default::default()
-            };
-            db.errors.http_500 = p;
-            cfg.dependencies.insert("db".into(), db);
+            cfg.dependencies.insert("db".into(), failing(p));
             let (nodes, _) = go(&cfg);
             let users: Vec<&NodeRow> = nodes.of("a").skip(1).collect();
             for (u, r) in users.iter().zip(nodes.of("db").skip(1)) {
