@@ -1085,28 +1085,54 @@ fn warnings(exp: &Experiment) -> Vec<InputError> {
     out
 }
 
-/// The `propagate_deadline` fields (as field paths) of calls that have
-/// no deadline to send as the world starts: no attempt timeout, no total
-/// deadline, and a calling service whose requests never carry one (none
-/// of the calls to it sends one). Deadlines flow down the graph, so the
-/// services that may get one are found by passes until none is added
-/// (a graph has no cycles: at most one pass a service).
+/// The `propagate_deadline` fields (as field paths) of calls that never
+/// have a deadline to send: no attempt timeout, no total deadline, and a
+/// calling service whose requests never carry one (no call to it sends
+/// one), in the file's client and in every client the timeline deploys on
+/// them (any of those that could send one counts, so a call warned of
+/// sends nothing in any of them). Deadlines flow down the graph, so the
+/// services that may get one are found by passes until none is added (a
+/// graph has no cycles: at most one pass a service).
 fn deadlines_never_set(w: &WorldConfig) -> Vec<String> {
+    use sim_models::config::ClientConfig;
     use sim_models::graph::{Target, Topology};
 
     let Ok(topo) = Topology::of(w) else {
         return Vec::new();
     };
-    let own = |c: &sim_models::config::ClientConfig| {
-        c.attempt_timeout.is_some() || c.total_deadline.is_some()
+    // Each edge's clients: the file's, then those deployed on it.
+    let clients = |path: &str| -> Vec<&ClientConfig> {
+        let deployed = w
+            .timeline
+            .iter()
+            .filter_map(|t| t.deploy.as_ref())
+            .filter_map(|d| {
+                let at = d.call.as_deref().unwrap_or("client");
+                (at == path).then_some(d.client.as_ref()).flatten()
+            });
+        deployed.collect()
     };
+    let own = |c: &ClientConfig| c.attempt_timeout.is_some() || c.total_deadline.is_some();
+    // Per edge: whether some client of it propagates, and has its own.
+    let edges: Vec<(bool, bool)> = topo
+        .edges
+        .iter()
+        .map(|e| {
+            let all: Vec<&ClientConfig> =
+                std::iter::once(&e.client).chain(clients(&e.path)).collect();
+            (
+                all.iter().any(|c| c.propagate_deadline),
+                all.iter().any(|c| own(c)),
+            )
+        })
+        .collect();
     let mut gets = vec![false; topo.services.len()];
     loop {
         let mut added = false;
-        for e in &topo.edges {
+        for (e, &(propagates, owns)) in topo.edges.iter().zip(&edges) {
             if let Target::Service(to) = e.to
-                && e.client.propagate_deadline
-                && (own(&e.client) || gets[e.from as usize])
+                && propagates
+                && (owns || gets[e.from as usize])
                 && !gets[to as usize]
             {
                 gets[to as usize] = true;
@@ -1119,8 +1145,9 @@ fn deadlines_never_set(w: &WorldConfig) -> Vec<String> {
     }
     topo.edges
         .iter()
-        .filter(|e| e.client.propagate_deadline && !own(&e.client) && !gets[e.from as usize])
-        .map(|e| match e.path.as_str() {
+        .zip(&edges)
+        .filter(|(e, (_, owns))| e.client.propagate_deadline && !owns && !gets[e.from as usize])
+        .map(|(e, _)| match e.path.as_str() {
             "client" => "client.propagate_deadline".to_string(),
             path => format!("{path}.client.propagate_deadline"),
         })
@@ -1924,6 +1951,13 @@ mod tests {
                 "chain.yaml",
                 "entry: a\nservices:\n  a: { calls: [{ to: b }, { to: c, client: { propagate_deadline: true } }] }\n  b: { calls: [{ to: d, client: { attempt_timeout: null, propagate_deadline: true } }] }\n  c: { calls: [{ to: d, client: { attempt_timeout: null, propagate_deadline: true } }] }\ndependencies: { d: {} }\n",
                 "chain.yaml:4:58: services.b.calls[0].client.propagate_deadline: sends the call's deadline",
+            ),
+            (
+                // The deploy gives b's call a deadline from 5 s: only
+                // the entry's call, which never has one, is warned of.
+                "deployed.yaml",
+                "clock: { duration: 10m }\nentry: a\nservices:\n  a: { calls: [{ to: b, client: { attempt_timeout: null, propagate_deadline: true } }] }\n  b: { calls: [{ to: d, client: { attempt_timeout: null, propagate_deadline: true } }] }\ndependencies: { d: {} }\ntimeline:\n  - at: 5s\n    deploy: { call: \"services.b.calls[0]\", client: { attempt_timeout: 1s, propagate_deadline: true } }\n",
+                "deployed.yaml:4:58: services.a.calls[0].client.propagate_deadline: sends the call's deadline",
             ),
             (
                 "gateway.yaml",

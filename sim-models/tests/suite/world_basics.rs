@@ -594,15 +594,8 @@ fn a_loop_of_zero_delays_stops_at_the_instant_limit() {
 #[test]
 fn an_event_at_a_buckets_edge_is_the_next_buckets_and_one_at_the_end_is_past_the_run() {
     let restart = |at: u64| TimelineEntry {
-        at: At::Offset(secs(at)),
-        set: None,
-        ramp: None,
-        pulse: None,
-        kill_pod: None,
         restart_pod: Some(0),
-        restart_all: None,
-        service: None,
-        deploy: None,
+        ..TimelineEntry::at_offset(secs(at))
     };
     for (bucket, edge) in [(ms(500), 4), (secs(1), 2), (secs(2), 1)] {
         let mut cfg = WorldConfig::default();
