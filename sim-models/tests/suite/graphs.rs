@@ -3,9 +3,11 @@
 //! of exponential services (one written out, and networks drawn from a
 //! seed), on drawn parameters the M/M/c/K queue for a pod's worker line
 //! and a dependency's slots and queue, Erlang C for a call's pool, the
-//! closed form of retries down a chain and the order statistics of
-//! exponentials for hedged calls and fan-outs, and the maximum (and
-//! minimum) of k exponentials for a parallel fan-out.
+//! closed form of retries down a chain, the order statistics of
+//! exponentials for hedged calls and fan-outs, and timeouts retried as a
+//! race against the clock (with the work left behind by callers who gave
+//! up), and the maximum (and minimum) of k exponentials for a parallel
+//! fan-out.
 
 use sim_core::dist::DistSpec;
 use sim_core::theory::{erlang_c, mmc_mean_wait};
@@ -36,6 +38,10 @@ struct Nodes {
     e2e: Vec<LatencySummary>,
     /// Each bucket's arrivals the dependencies dropped at the door.
     dropped: Vec<u64>,
+    /// Each bucket's dependency work finished for callers who had gone.
+    wasted: Vec<u64>,
+    /// Each bucket's dependency work stopped because its caller went.
+    cancelled: Vec<u64>,
 }
 
 impl RowSink for Nodes {
@@ -43,6 +49,8 @@ impl RowSink for Nodes {
         self.waits.push(row.latency(Latency::PoolWait));
         self.e2e.push(row.latency(Latency::EndToEnd));
         self.dropped.push(row.count(Count::UpstreamDropped));
+        self.wasted.push(row.count(Count::UpstreamWasted));
+        self.cancelled.push(row.count(Count::UpstreamCancelled));
         self.groups.push(row.groups);
     }
     fn wants_nodes(&self) -> bool {
@@ -1419,5 +1427,180 @@ fn random_hedges_and_fan_outs_answer_as_order_statistics() {
             "the order statistics",
             &[("mean time", &e2e, want, None)],
         )
+    });
+}
+
+/// Retries on timeouts as a race, on clients drawn from a seed: each
+/// attempt to a dependency that never makes anyone wait takes an
+/// exponential time X of mean m and times out at T, so it times out with
+/// probability q = exp(−T/m), independently of the others. With n
+/// retries a call makes A = (1 − qⁿ⁺¹)/(1 − q) attempts, is answered with
+/// probability 1 − qⁿ⁺¹, and an attempt lasts E[min(X, T)] = m(1 − q)
+/// on average. A request answered at attempt k + 1 took k·T, the first k
+/// backoffs (the schedule's means, jitter included) and E[X | X < T] =
+/// m − T·q/(1 − q); one failed took (n + 1)·T and n backoffs. The
+/// dependency goes on working for callers who gave up unless it honours
+/// cancellation: its mean work in progress is λ·A·m, or λ·A·m(1 − q) when
+/// a timed-out attempt's work stops, and the q·A timeouts a request are
+/// wasted work, or cancelled.
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means. Over
+/// 300 draws (`STORMSIM_TIMEOUT_DRAWS`; 8 here) the errors over their
+/// standard errors had means from −0.10 to 0.11 over the seven figures
+/// and standard deviations from 0.88 (the share answered: failures are
+/// rare where q is small) to 1.03, none beyond ±3.3. A theory whose
+/// timeout is 5 % longer fails 37 of the suite's 56 checks; full jitter
+/// taken as no jitter fails the mean time of every draw it changes.
+#[test]
+fn random_timeouts_retry_as_a_race_against_the_clock() {
+    use sim_models::policy::backoff::{BackoffKind, Jitter};
+    use sim_models::recorder::NodeKind;
+
+    on_draws("STORMSIM_TIMEOUT_DRAWS", 0xa54f_f53a, |d, draw| {
+        let m = [0.005, 0.020][draw(2) as usize];
+        let t = m * [0.25, 0.5, 1.0, 2.0, 3.0][draw(5) as usize];
+        let n = draw(5) as u32;
+        let cancels = draw(2) == 0;
+        let b = SimDuration::from_secs_f64(m);
+        let kind = match draw(5) {
+            0 => BackoffKind::Fixed {
+                delay: [SimDuration::ZERO, ms(1)][draw(2) as usize],
+            },
+            1 => BackoffKind::Linear {
+                base: b,
+                cap: Some(b * 3),
+            },
+            2 | 3 => BackoffKind::Exponential {
+                base: b,
+                multiplier: 2.0,
+                cap: Some(b * 4),
+            },
+            _ => BackoffKind::Envoy {
+                base: b,
+                max: b * 5,
+            },
+        };
+        let (jitter, share) = [
+            (Jitter::None, 1.0),
+            (Jitter::Full, 0.5),
+            (Jitter::Equal, 0.75),
+        ][draw(3) as usize];
+        // The schedule's mean wait before retry k (the first is 1), as
+        // `policy/backoff.rs` states it.
+        let wait = |k: u32| -> f64 {
+            let v = match kind {
+                BackoffKind::Fixed { delay } => delay.as_secs_f64(),
+                BackoffKind::Linear { base, cap } => {
+                    (base.as_secs_f64() * f64::from(k)).min(cap.unwrap().as_secs_f64())
+                }
+                BackoffKind::Exponential { base, cap, .. } => {
+                    (base.as_secs_f64() * 2f64.powi(k as i32 - 1)).min(cap.unwrap().as_secs_f64())
+                }
+                BackoffKind::Envoy { base, max } => {
+                    (base.as_secs_f64() * (2f64.powi(k as i32) - 1.0)).min(max.as_secs_f64())
+                }
+            };
+            v * share
+        };
+        let lambda = 50.0;
+        let q = (-t / m).exp();
+        let attempts = (1.0 - q.powi(n as i32 + 1)) / (1.0 - q);
+        let answered = 1.0 - q.powi(n as i32 + 1);
+        let below_t = m - t * q / (1.0 - q);
+        let mut e2e_want = 0.0;
+        let mut waited = 0.0;
+        for k in 0..=n {
+            if k > 0 {
+                waited += wait(k);
+            }
+            let first_k_out = q.powi(k as i32);
+            e2e_want += first_k_out * (1.0 - q) * (f64::from(k) * t + waited + below_t);
+            if k == n {
+                e2e_want += first_k_out * q * (f64::from(n + 1) * t + waited);
+            }
+        }
+        let busy_want = lambda * attempts * if cancels { m * (1.0 - q) } else { m };
+
+        let client = ClientConfig {
+            attempt_timeout: Some(SimDuration::from_secs_f64(t)),
+            retry: sim_models::config::RetryConfig {
+                max_retries: n,
+                backoff: Backoff {
+                    kind: kind.clone(),
+                    jitter,
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        // Batches of (count, sum) of each figure.
+        let (mut per_req, mut ok, mut lasts, mut outs) = (vec![], vec![], vec![], vec![]);
+        let (mut e2e, mut busy, mut gone) = (vec![], vec![], vec![]);
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, lambda);
+            cfg.services
+                .insert("a".into(), service(1, vec![call("db", client.clone())]));
+            cfg.dependencies.insert(
+                "db".into(),
+                UpstreamConfig {
+                    capacity: 100_000,
+                    latency: exp(SimDuration::from_secs_f64(m)),
+                    cancellation: cancels,
+                    ..Default::default()
+                },
+            );
+            let (nodes, _) = go(&cfg);
+            let users: Vec<&NodeRow> = nodes.of("a").skip(1).collect();
+            let edges = nodes
+                .rows
+                .iter()
+                .filter(|r| r.kind == NodeKind::Edge)
+                .skip(1);
+            let ends = if cancels {
+                &nodes.cancelled
+            } else {
+                &nodes.wasted
+            };
+            for (((u, r), l), gone_now) in users
+                .iter()
+                .zip(edges)
+                .zip(nodes.e2e.iter().skip(1))
+                .zip(ends.iter().skip(1))
+            {
+                let (calls, made) = (u.offered as f64, r.attempts as f64);
+                per_req.push((calls, made));
+                ok.push((calls, u.answered as f64));
+                lasts.push((made, r.latency.mean.unwrap_or(0.0) * made / 1e9));
+                outs.push((made, r.timeouts as f64));
+                let k = l.count as f64;
+                e2e.push((k, l.mean.unwrap_or(0.0) * k / 1e9));
+                gone.push((calls, *gone_now as f64));
+            }
+            busy.extend(nodes.of("db").skip(1).map(|r| (1.0, r.busy.mean)));
+        }
+        let what = format!(
+            "draw {d} (T {t} s, mean {m} s, {n} retries, {kind:?} {jitter:?}{})",
+            if cancels { ", cancelled" } else { "" }
+        );
+        let checks: [Check<'_>; 7] = [
+            ("attempts per request", &per_req, attempts, None),
+            ("share answered", &ok, answered, None),
+            ("mean attempt", &lasts, m * (1.0 - q), None),
+            ("timeouts per attempt", &outs, q, None),
+            ("mean time", &e2e, e2e_want, None),
+            ("work in progress at the dependency", &busy, busy_want, None),
+            (
+                if cancels {
+                    "work cancelled per request"
+                } else {
+                    "work wasted per request"
+                },
+                &gone,
+                q * attempts,
+                None,
+            ),
+        ];
+        off_theory(&what, "the race", &checks)
     });
 }
