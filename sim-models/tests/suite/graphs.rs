@@ -7,7 +7,8 @@
 //! exponentials for hedged calls and fan-outs, and timeouts retried as a
 //! race against the clock (with the work left behind by callers who gave
 //! up), closed-loop users as the machine-repairman model, a round-robin
-//! balancer's pods as E_k/M/1 queues, and the maximum (and minimum) of k exponentials for a parallel
+//! balancer's pods as E_k/M/1 queues, the work in flight through a
+//! timeline's step as the M/M/∞ queue's transient, and the maximum (and minimum) of k exponentials for a parallel
 //! fan-out.
 
 use sim_core::dist::DistSpec;
@@ -1799,5 +1800,104 @@ fn random_round_robins_queue_as_erlang_arrivals() {
             ("requests at the pods", &at_pods, held, None),
         ];
         off_theory(&what, "E_k/M/1", &checks)
+    });
+}
+
+/// The work in flight at a dependency through a step, as the M/M/∞
+/// queue's transient, on parameters drawn from a seed: Poisson calls at
+/// λ₁ to a dependency that never makes anyone wait, each taking an
+/// exponential time of mean m₁, from an empty start; at t₀ the timeline
+/// scales its latency (m₂ = m₁ × 0.5 to 5) and changes the load (λ₂ =
+/// λ₁ × 0.5 to 2) at once, as an incident does. Calls started before t₀
+/// keep their times, so the mean work in flight is λ₁m₁(1 − e^(−t/m₁))
+/// before t₀ and R·e^(−u/m₁) + λ₂m₂(1 − e^(−u/m₂)) at u past it, R the
+/// work at t₀: the old calls draining at their own pace while the new
+/// ones build up at theirs.
+///
+/// Each draw runs 80 seeds of 30 s in 1 s buckets; the work's mean over
+/// each of five windows (before the step, then 0–1 s, 1–3 s, 3–7 s and
+/// 7–20 s past it) is checked against the integral of the closed form
+/// over the window within 4.5 standard errors of the 80 runs' spread
+/// (with 40, small counts' skew gave the errors a standard deviation of
+/// 1.1). Over 300 draws (`STORMSIM_STEP_DRAWS`; 8 here) the errors over
+/// their standard errors had means from −0.09 to 0.00 by window,
+/// standard deviations from 0.95 to 1.05, none beyond ±3.5. A theory in
+/// which the calls in flight at the step take the new latency fails 16
+/// of the suite's 32 checks past it.
+#[test]
+fn random_steps_move_the_work_in_flight_as_the_mm_inf_transient() {
+    on_draws("STORMSIM_STEP_DRAWS", 0x1f83_d9ab, |d, draw| {
+        let m1 = [0.5, 1.0, 2.0][draw(3) as usize];
+        let scale = [0.5, 2.0, 3.0, 5.0][draw(4) as usize];
+        let l1 = [20.0, 50.0][draw(2) as usize];
+        let l2 = l1 * [0.5, 1.0, 2.0][draw(3) as usize];
+        let (m2, t0): (f64, f64) = (m1 * scale, 10.0);
+        // The closed form's integral over [a, b), a and b on one side of
+        // the step.
+        let drain = |m: f64, a: f64, b: f64| m * ((-a / m).exp() - (-b / m).exp());
+        let at_t0 = l1 * m1 * (1.0 - (-t0 / m1).exp());
+        let integral = |a: f64, b: f64| {
+            if b <= t0 {
+                l1 * m1 * ((b - a) - drain(m1, a, b))
+            } else {
+                let (a, b) = (a - t0, b - t0);
+                at_t0 * drain(m1, a, b) + l2 * m2 * ((b - a) - drain(m2, a, b))
+            }
+        };
+        let windows: [(u64, u64); 5] = [(0, 10), (10, 11), (11, 13), (13, 17), (17, 30)];
+
+        let mut batches = vec![Vec::new(); windows.len()];
+        for seed in 1..=80 {
+            let mut cfg = ten_minutes_into_a(d * 80 + seed, l1);
+            cfg.clock.duration = secs(30);
+            cfg.clock.bucket = secs(1);
+            let client = ClientConfig {
+                attempt_timeout: None,
+                ..Default::default()
+            };
+            cfg.services
+                .insert("a".into(), service(1, vec![call("db", client)]));
+            cfg.dependencies.insert(
+                "db".into(),
+                UpstreamConfig {
+                    capacity: 100_000,
+                    latency: exp(SimDuration::from_secs_f64(m1)),
+                    ..Default::default()
+                },
+            );
+            for (param, node, value) in [
+                (Param::UpstreamLatencyScale, Some("db".to_string()), scale),
+                (Param::LoadRate, None, l2),
+            ] {
+                cfg.timeline.push(TimelineEntry {
+                    set: Some(SetAction {
+                        param: ParamRef { param, node },
+                        value,
+                    }),
+                    ..TimelineEntry::at_offset(secs(10))
+                });
+            }
+            let (nodes, _) = go(&cfg);
+            let busy: Vec<f64> = nodes.of("db").map(|r| r.busy.mean).collect();
+            for (w, &(a, b)) in batches.iter_mut().zip(&windows) {
+                let sum: f64 = busy[a as usize..b as usize].iter().sum();
+                w.push((1.0, sum / (b - a) as f64));
+            }
+        }
+        let names: Vec<String> = windows
+            .iter()
+            .map(|(a, b)| format!("work in flight over {a}–{b} s"))
+            .collect();
+        let checks: Vec<Check<'_>> = windows
+            .iter()
+            .zip(&names)
+            .zip(&batches)
+            .map(|((&(a, b), name), w)| {
+                let want = integral(a as f64, b as f64) / (b - a) as f64;
+                (name.as_str(), &w[..], want, None)
+            })
+            .collect();
+        let what = format!("draw {d} (m₁ {m1} s × {scale}, λ {l1} → {l2}/s)");
+        off_theory(&what, "the M/M/∞ transient", &checks)
     });
 }
