@@ -372,6 +372,26 @@ fn within(got: f64, want: f64, tolerance: f64, what: &str) {
     );
 }
 
+/// Puts `a` in `cfg`, each of its requests holding its worker for
+/// `hold`: its own work, or (`by_call`) a call to a dependency `db` that
+/// never makes anyone wait.
+fn hold_at_a(cfg: &mut WorldConfig, mut a: ServiceConfig, hold: DistSpec, by_call: bool) {
+    if by_call {
+        a.calls.push(call("db", ClientConfig::default()));
+        cfg.dependencies.insert(
+            "db".into(),
+            UpstreamConfig {
+                capacity: 100_000,
+                latency: hold,
+                ..Default::default()
+            },
+        );
+    } else {
+        a.work = Some(hold);
+    }
+    cfg.services.insert("a".into(), a);
+}
+
 /// A request fanning out to k = 4 calls at once, each an exponential
 /// 20 ms (a service with unbounded workers and cores: M/M/∞): waiting for
 /// all takes the maximum of 4 exponentials, `20 ms × H₄`; waiting for the
@@ -998,26 +1018,13 @@ fn random_worker_lines_refuse_and_hold_as_mmck() {
         for seed in 1..=4 {
             let mut cfg = ten_minutes_into_a(d * 4 + seed, lambda);
             let hold = exp(SimDuration::from_micros(hold_us));
-            let mut a = ServiceConfig {
+            let a = ServiceConfig {
                 balancer: BalancerKind::Random,
                 workers: Some(c),
                 worker_queue: k - c,
                 ..service(pods, vec![])
             };
-            if by_call {
-                a.calls.push(call("db", ClientConfig::default()));
-                cfg.dependencies.insert(
-                    "db".into(),
-                    UpstreamConfig {
-                        capacity: 100_000,
-                        latency: hold,
-                        ..Default::default()
-                    },
-                );
-            } else {
-                a.work = Some(hold);
-            }
-            cfg.services.insert("a".into(), a);
+            hold_at_a(&mut cfg, a, hold, by_call);
             let (nodes, totals) = go(&cfg);
             unanswered += totals.finished()
                 - totals.outcome(Reason::Success)
@@ -1729,25 +1736,12 @@ fn random_closed_loops_wait_as_the_machine_repairman() {
                 think: think.clone(),
             });
             let hold = exp(SimDuration::from_secs_f64(s));
-            let mut a = ServiceConfig {
+            let a = ServiceConfig {
                 workers: Some(c),
                 worker_queue: users,
                 ..service(1, vec![])
             };
-            if by_call {
-                a.calls.push(call("db", ClientConfig::default()));
-                cfg.dependencies.insert(
-                    "db".into(),
-                    UpstreamConfig {
-                        capacity: 100_000,
-                        latency: hold,
-                        ..Default::default()
-                    },
-                );
-            } else {
-                a.work = Some(hold);
-            }
-            cfg.services.insert("a".into(), a);
+            hold_at_a(&mut cfg, a, hold, by_call);
             let (nodes, _) = go(&cfg);
             for r in nodes.of("a").skip(1) {
                 answered.push((60.0, r.answered as f64));
@@ -1815,26 +1809,13 @@ fn random_round_robins_queue_as_erlang_arrivals() {
         for seed in 1..=4 {
             let mut cfg = ten_minutes_into_a(d * 4 + seed, per_pod * kf);
             let hold = exp(SimDuration::from_secs_f64(s));
-            let mut a = ServiceConfig {
+            let a = ServiceConfig {
                 balancer: BalancerKind::RoundRobin,
                 workers: Some(1),
                 worker_queue: 100_000,
                 ..service(k, vec![])
             };
-            if by_call {
-                a.calls.push(call("db", ClientConfig::default()));
-                cfg.dependencies.insert(
-                    "db".into(),
-                    UpstreamConfig {
-                        capacity: 100_000,
-                        latency: hold,
-                        ..Default::default()
-                    },
-                );
-            } else {
-                a.work = Some(hold);
-            }
-            cfg.services.insert("a".into(), a);
+            hold_at_a(&mut cfg, a, hold, by_call);
             let (nodes, _) = go(&cfg);
             for r in nodes.of("a").skip(1) {
                 let n = r.latency.count as f64;
