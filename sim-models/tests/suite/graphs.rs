@@ -10,7 +10,8 @@
 //! balancer's pods as E_k/M/1 queues, the work in flight through a
 //! timeline's step as the M/M/∞ queue's transient, retries into a queue
 //! as a Jackson network with feedback, a count-based breaker as a
-//! renewal process, and the maximum (and minimum) of k exponentials for a parallel
+//! renewal process, one worker under drawn service laws as M/G/1
+//! (Pollaczek–Khinchine), and the maximum (and minimum) of k exponentials for a parallel
 //! fan-out.
 
 use sim_core::dist::DistSpec;
@@ -2116,5 +2117,113 @@ fn random_breakers_open_and_close_as_their_renewal_process() {
             ("time open", &open, open_time, None),
         ];
         off_theory(&what, "the renewal process", &checks)
+    });
+}
+
+/// One worker as the M/G/1 queue, on service-time laws drawn from a
+/// seed: constant, uniform (from 0 or around the mean), exponential,
+/// normal (its standard deviation a quarter of its mean: truncation at
+/// zero changes its moments by parts in 10⁵), log-normal (σ 0.5 or 1) or
+/// Pareto (shape 5), each of mean s, held as the pod's own work or as a
+/// call to a dependency that never makes anyone wait, at ρ 0.3 to 0.85.
+/// Pollaczek–Khinchine: a request waits Wq = λ·E[S²] / (2(1 − ρ)) for
+/// the worker, spends Wq + s at the pod, and the pod holds λ(Wq + s)
+/// (Little). E[S²] is each law's own: s² (constant), (a² + ab + b²)/3
+/// (uniform on [a, b]), 2s² (exponential), s² + σ² (normal), s²·e^(σ²)
+/// (log-normal), s²·(α − 1)²/(α(α − 2)) (Pareto of shape α).
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means. Over
+/// 420 draws (`STORMSIM_MG1_DRAWS`; 8 here) the errors over their
+/// standard errors had means of 0.07 (time and requests held) and
+/// standard deviations of 1.03, the largest 4.43; by law, means from
+/// −0.16 to 0.35 over about 60 draws each. The largest, the normal's,
+/// was looked at apart: 200 draws all normal gave 0.09, and 64 hours at
+/// ρ = 0.85 put the normal, the uniform and the exponential within
+/// 0.13 % (z 1.0, −0.2, −0.4) of the closed form. The M/M/1 queue's
+/// E[S²] = 2s² for every law fails all 16 of the suite's checks (none
+/// of its 8 draws is exponential).
+#[test]
+fn random_service_laws_queue_as_pollaczek_khinchine() {
+    on_draws("STORMSIM_MG1_DRAWS", 0x2545_f491, |d, draw| {
+        let s = [0.005, 0.020][draw(2) as usize];
+        let rho = [0.3, 0.5, 0.7, 0.85][draw(4) as usize];
+        let by_call = draw(2) == 0;
+        let at = SimDuration::from_secs_f64;
+        let (law, hold, second) = match draw(7) {
+            0 => ("constant", DistSpec::Constant(at(s)), s * s),
+            1 => {
+                let (a, b) = (0.0, 2.0 * s);
+                let hold = DistSpec::Uniform {
+                    low: at(a),
+                    high: at(b),
+                };
+                ("uniform from 0", hold, (a * a + a * b + b * b) / 3.0)
+            }
+            2 => {
+                let (a, b) = (0.5 * s, 1.5 * s);
+                let hold = DistSpec::Uniform {
+                    low: at(a),
+                    high: at(b),
+                };
+                ("uniform about s", hold, (a * a + a * b + b * b) / 3.0)
+            }
+            3 => ("exponential", exp(at(s)), 2.0 * s * s),
+            4 => {
+                let sd = s / 4.0;
+                let hold = DistSpec::Normal {
+                    mean: at(s),
+                    std_dev: at(sd),
+                };
+                ("normal", hold, s * s + sd * sd)
+            }
+            5 => {
+                let sigma: f64 = [0.5, 1.0][draw(2) as usize];
+                let hold = DistSpec::LogNormal {
+                    median: None,
+                    p99: None,
+                    mu: Some(s.ln() - sigma * sigma / 2.0),
+                    sigma: Some(sigma),
+                };
+                ("log-normal", hold, s * s * (sigma * sigma).exp())
+            }
+            _ => {
+                let shape = 5.0;
+                let hold = DistSpec::Pareto {
+                    scale: at(s * (shape - 1.0) / shape),
+                    shape,
+                };
+                let second = s * s * (shape - 1.0) * (shape - 1.0) / (shape * (shape - 2.0));
+                ("Pareto", hold, second)
+            }
+        };
+        let lambda = rho / s;
+        let time = lambda * second / (2.0 * (1.0 - rho)) + s;
+
+        let (mut times, mut held) = (vec![], vec![]);
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, lambda);
+            let a = ServiceConfig {
+                workers: Some(1),
+                worker_queue: 100_000,
+                ..service(1, vec![])
+            };
+            hold_at_a(&mut cfg, a, hold.clone(), by_call);
+            let (nodes, _) = go(&cfg);
+            for r in nodes.of("a").skip(1) {
+                let n = r.latency.count as f64;
+                times.push((n, r.latency.mean.unwrap_or(0.0) * n / 1e9));
+                held.push((1.0, r.busy.mean));
+            }
+        }
+        let what = format!(
+            "draw {d} ({law}, mean {s} s, ρ {rho} {})",
+            if by_call { "in a call" } else { "as work" }
+        );
+        let checks: [Check<'_>; 2] = [
+            ("time at the pod", &times, time, None),
+            ("requests at the pod", &held, lambda * time, None),
+        ];
+        off_theory(&what, "Pollaczek–Khinchine", &checks)
     });
 }
