@@ -866,12 +866,10 @@ fn random_open_networks_of_exponential_services_match_jackson() {
                 );
             }
             let (nodes, _) = go(&cfg);
-            let batch =
-                |l: &LatencySummary| (l.count as f64, l.mean.unwrap_or(0.0) * l.count as f64 / 1e9);
             for (i, b) in batches.iter_mut().take(n).enumerate() {
-                b.extend(nodes.of(&name(i)).skip(1).map(|r| batch(&r.latency)));
+                b.extend(nodes.of(&name(i)).skip(1).map(|r| seconds(&r.latency)));
             }
-            batches[n].extend(nodes.e2e.iter().skip(1).map(batch));
+            batches[n].extend(nodes.e2e.iter().skip(1).map(seconds));
         }
         want.push(want[0]);
         let names: Vec<String> = (0..n).map(name).chain(["end to end".into()]).collect();
@@ -950,6 +948,12 @@ fn off_theory(what: &str, theory: &str, checks: &[Check<'_>]) -> Vec<String> {
         }
     }
     off
+}
+
+/// A bucket's latencies as a batch of (count, sum in seconds).
+fn seconds(l: &LatencySummary) -> (f64, f64) {
+    let n = l.count as f64;
+    (n, l.mean.unwrap_or(0.0) * n / 1e9)
 }
 
 /// The mean count of batches of (count, sum).
@@ -1227,10 +1231,7 @@ fn random_pools_wait_as_erlang_c() {
                 },
             );
             let (nodes, _) = go(&cfg);
-            waits.extend(nodes.waits.iter().skip(1).map(|w| {
-                let n = w.count as f64;
-                (n, w.mean.unwrap_or(0.0) * n / 1e9)
-            }));
+            waits.extend(nodes.waits.iter().skip(1).map(seconds));
             for r in nodes.of("a->db").skip(1) {
                 waiting.push((1.0, r.waiting.mean / f64::from(pods)));
                 in_use.push((1.0, r.busy.mean / f64::from(pods)));
@@ -1426,10 +1427,7 @@ fn random_hedges_and_fan_outs_answer_as_order_statistics() {
                 },
             );
             let (nodes, _) = go(&cfg);
-            e2e.extend(nodes.e2e.iter().skip(1).map(|l| {
-                let n = l.count as f64;
-                (n, l.mean.unwrap_or(0.0) * n / 1e9)
-            }));
+            e2e.extend(nodes.e2e.iter().skip(1).map(seconds));
         }
         let what = format!("draw {d} ({what}, mean {m} s)");
         off_theory(
@@ -1629,11 +1627,9 @@ fn random_timeouts_retry_as_a_race_against_the_clock() {
                 let (calls, made) = (u.offered as f64, r.attempts as f64);
                 per_req.push((calls, made));
                 ok.push((calls, u.answered as f64));
-                let timed = r.latency.count as f64;
-                lasts.push((timed, r.latency.mean.unwrap_or(0.0) * timed / 1e9));
+                lasts.push(seconds(&r.latency));
                 outs.push((made, r.timeouts as f64));
-                let k = l.count as f64;
-                e2e.push((k, l.mean.unwrap_or(0.0) * k / 1e9));
+                e2e.push(seconds(l));
                 gone.push((calls, *gone_now as f64));
             }
             busy.extend(nodes.of("db").skip(1).map(|r| (1.0, r.busy.mean)));
@@ -1747,10 +1743,7 @@ fn random_closed_loops_wait_as_the_machine_repairman() {
                 answered.push((60.0, r.answered as f64));
                 at_pod.push((1.0, r.busy.mean));
             }
-            times.extend(nodes.e2e.iter().skip(1).map(|l| {
-                let n = l.count as f64;
-                (n, l.mean.unwrap_or(0.0) * n / 1e9)
-            }));
+            times.extend(nodes.e2e.iter().skip(1).map(seconds));
             waiting.extend(
                 (nodes.buckets.iter().skip(1)).map(|b| (1.0, b.level(Level::UsersWaiting).mean)),
             );
@@ -1820,8 +1813,7 @@ fn random_round_robins_queue_as_erlang_arrivals() {
             hold_at_a(&mut cfg, a, hold, by_call);
             let (nodes, _) = go(&cfg);
             for r in nodes.of("a").skip(1) {
-                let n = r.latency.count as f64;
-                times.push((n, r.latency.mean.unwrap_or(0.0) * n / 1e9));
+                times.push(seconds(&r.latency));
                 at_pods.push((1.0, r.busy.mean));
             }
         }
@@ -1988,10 +1980,7 @@ fn random_retries_into_a_queue_are_jackson_feedback() {
                 per_req.push((u.offered as f64, r.offered as f64));
                 at_db.push((1.0, r.busy.mean + r.waiting.mean));
             }
-            times.extend(nodes.e2e.iter().skip(1).map(|l| {
-                let k = l.count as f64;
-                (k, l.mean.unwrap_or(0.0) * k / 1e9)
-            }));
+            times.extend(nodes.e2e.iter().skip(1).map(seconds));
         }
         let what = format!("draw {d} (c {c}, p {p}, {n} retries, ρ {rho}, mean {m} s)");
         let checks: [Check<'_>; 3] = [
@@ -2212,8 +2201,7 @@ fn random_service_laws_queue_as_pollaczek_khinchine() {
             hold_at_a(&mut cfg, a, hold.clone(), by_call);
             let (nodes, _) = go(&cfg);
             for r in nodes.of("a").skip(1) {
-                let n = r.latency.count as f64;
-                times.push((n, r.latency.mean.unwrap_or(0.0) * n / 1e9));
+                times.push(seconds(&r.latency));
                 held.push((1.0, r.busy.mean));
             }
         }
