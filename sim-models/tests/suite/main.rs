@@ -1,6 +1,7 @@
 //! The crate's integration tests, one binary (one link) for all of them.
 
 mod common;
+mod drawn;
 mod fidelity;
 mod graphs;
 mod parts;

@@ -1,0 +1,1574 @@
+//! The world against closed forms on parameters drawn from a seed:
+//! Jackson's theorem on drawn networks, the M/M/c/K queue for a pod's
+//! worker line and a dependency's slots and queue, Erlang C for a call's
+//! pool, the closed form of retries down a chain, the order statistics of
+//! exponentials for hedged calls and fan-outs, timeouts retried as a race
+//! against the clock (with the work left behind by callers who gave up),
+//! closed-loop users as the machine-repairman model, a round-robin
+//! balancer's pods as E_k/M/1 queues, the work in flight through a
+//! timeline's step as the M/M/∞ queue's transient, retries into a queue
+//! as a Jackson network with feedback, a count-based breaker as a renewal
+//! process, one worker under drawn service laws as M/G/1
+//! (Pollaczek–Khinchine), and a one-connection pool whose waiters give up
+//! as M/M/1+D.
+//!
+//! Each test draws its own parameters ([`on_draws`]: 8 draws in the
+//! suite, more with its variable), runs each draw on a few seeds, and
+//! compares each figure with its closed form within 4.5 standard errors
+//! from minute batches ([`off_theory`]). Each doc comment gives what its
+//! errors over their standard errors did over hundreds of draws, and a
+//! wrong theory the test fails.
+
+use sim_core::dist::DistSpec;
+use sim_core::theory::{erlang_c, mmc_mean_wait};
+use sim_core::time::SimDuration;
+use sim_models::config::{CallSpec, ClientConfig, PoolConfig, ServiceConfig, UpstreamConfig};
+use sim_models::policy::backoff::Backoff;
+use sim_models::recorder::{Count, LatencySummary, Level, NodeRow};
+use sim_models::timeline::{Param, ParamRef, SetAction, TimelineEntry};
+
+use crate::common::{ms, secs};
+use crate::graphs::{
+    call, exp, failing, go, hold_at_a, retrying_every_failure, service, ten_minutes_into_a,
+};
+
+/// Jackson's theorem on networks drawn from a seed: two to five services
+/// in a line of callers (each calls services after it, each call made
+/// with its own probability, so flows split and merge, and a service may
+/// call the same one twice), each service doing exponential work on a
+/// few cores, on one pod or on several a random balancer picks among (a
+/// Poisson flow split at random stays Poisson). Each pod is then an
+/// M/M/c queue at its share of the service's rate, and a service's mean
+/// time from a request reaching a pod to its answer is its own sojourn
+/// plus, for each call, the call's probability times the mean time of the
+/// service called (an arrival sees a node as it is on average, whichever
+/// caller it comes from). Every service's mean, and the users'
+/// end-to-end mean, must match.
+///
+/// Each network runs on 4 seeds of its own for 10 minutes, utilisations
+/// drawn from 0.3 to 0.7. The means' noise differs a lot from node to
+/// node (a slow node near 0.7 relaxes in seconds), so each check allows
+/// 4.5 standard errors, estimated from the minute buckets as batch means
+/// (36 of them, each much longer than any node's relaxation time; the
+/// first minute of each run is left out, as the network starts empty).
+/// Over 1,000 networks (`STORMSIM_JACKSON_NETWORKS`; 8 here) the 3,043
+/// errors divided by their standard errors had a mean of −0.01 and a
+/// standard deviation of 0.99, none beyond ±3.5: the model has no bias
+/// this finds, and its means are as noisy as the batches say.
+#[test]
+fn random_open_networks_of_exponential_services_match_jackson() {
+    use sim_models::pods::BalancerKind;
+
+    on_draws("STORMSIM_JACKSON_NETWORKS", 0x9e37_79b9, |net, draw| {
+        let lambda = 40.0 + 20.0 * draw(6) as f64;
+        let n = 2 + draw(4) as usize;
+        // Who calls whom, with what chance; each service's rate.
+        let mut calls: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
+        let mut rate = vec![0.0; n];
+        rate[0] = lambda;
+        for i in 0..n - 1 {
+            for _ in 0..draw(3) {
+                let to = i + 1 + draw((n - i - 1) as u64) as usize;
+                let p = [1.0, 0.5, 0.3][draw(3) as usize];
+                calls[i].push((to, p));
+                rate[to] += p * rate[i];
+            }
+        }
+        // Each service's pods, cores and work (whole microseconds, so the
+        // work's mean is the one the theory uses), and its own sojourn.
+        let mut own = vec![0.0; n];
+        let mut shapes = Vec::new();
+        for i in 0..n {
+            let pods = if draw(3) == 0 { 1 + draw(3) as u32 } else { 1 };
+            let cores = 1 + draw(4) as u32;
+            let rho = 0.3 + 0.1 * draw(5) as f64;
+            let per_pod = rate[i] / f64::from(pods);
+            let mean_us = if per_pod > 0.0 {
+                (rho * f64::from(cores) / per_pod * 1e6).round()
+            } else {
+                1000.0
+            };
+            let mu = 1e6 / mean_us;
+            if per_pod > 0.0 {
+                own[i] = mmc_mean_wait(cores, per_pod, mu) + 1.0 / mu;
+            }
+            shapes.push((pods, cores, mean_us as u64));
+        }
+        // A service's mean time: its own, then its calls' (the services
+        // after it are done first).
+        let mut want = own;
+        for i in (0..n).rev() {
+            want[i] += calls[i].iter().map(|&(to, p)| p * want[to]).sum::<f64>();
+        }
+        // Per service, and end to end last: each minute's (count, sum).
+        let mut batches: Vec<Vec<(f64, f64)>> = vec![Vec::new(); n + 1];
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(net * 4 + seed, lambda);
+            for (i, &(pods, cores, mean_us)) in shapes.iter().enumerate() {
+                let spec = calls[i]
+                    .iter()
+                    .map(|&(to, p)| CallSpec {
+                        probability: p,
+                        ..call(&name(to), ClientConfig::default())
+                    })
+                    .collect();
+                cfg.services.insert(
+                    name(i),
+                    ServiceConfig {
+                        balancer: BalancerKind::Random,
+                        cores: Some(cores),
+                        work: Some(exp(SimDuration::from_micros(mean_us))),
+                        ..service(pods, spec)
+                    },
+                );
+            }
+            let (nodes, _) = go(&cfg);
+            for (i, b) in batches.iter_mut().take(n).enumerate() {
+                b.extend(nodes.of(&name(i)).skip(1).map(|r| seconds(&r.latency)));
+            }
+            batches[n].extend(nodes.e2e.iter().skip(1).map(seconds));
+        }
+        want.push(want[0]);
+        let names: Vec<String> = (0..n).map(name).chain(["end to end".into()]).collect();
+        let checks: Vec<Check<'_>> = (0..=n)
+            .filter(|&i| i == n || rate[i] > 0.0)
+            .map(|i| (names[i].as_str(), &batches[i][..], want[i], None))
+            .collect();
+        let what = format!(
+            "network {net} ({n} services, {lambda}/s, calls {calls:?}, \
+             pods/cores/work µs {shapes:?}), seconds"
+        );
+        off_theory(&what, "Jackson", &checks)
+    });
+
+    /// The `i`th service's name, `a` the entry.
+    fn name(i: usize) -> String {
+        char::from(b'a' + i as u8).to_string()
+    }
+}
+
+/// The M/M/c/K queue's state probabilities p_0 … p_K at offered load
+/// `a`: the birth–death chain's, p_n ∝ aⁿ/n! up to c and aⁿ/(c!·c^(n−c))
+/// beyond.
+fn mmck(c: u32, k: u32, a: f64) -> Vec<f64> {
+    let weights: Vec<f64> = (0..=k)
+        .scan(1.0, |w, n| {
+            if n > 0 {
+                *w *= a / f64::from(n.min(c));
+            }
+            Some(*w)
+        })
+        .collect();
+    let total: f64 = weights.iter().sum();
+    weights.iter().map(|w| w / total).collect()
+}
+
+/// Runs `check` on each draw `var` asks for (8 unless set): its index,
+/// and whole numbers below `n` drawn from it (seeded by the index and
+/// `salt`, so each test draws its own); fails naming whatever any draw
+/// found off.
+fn on_draws(var: &str, salt: u64, check: impl Fn(u64, &mut dyn FnMut(u64) -> u64) -> Vec<String>) {
+    let draws = std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8u64);
+    let mut failures = Vec::new();
+    for d in 1..=draws {
+        let mut state = d.wrapping_mul(salt);
+        failures.extend(check(d, &mut |n| sim_core::rng::splitmix64(&mut state) % n));
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// One figure against its closed form: its name, its batches (count,
+/// sum), the closed form's value, and, for a figure made of events that
+/// can be rare (refusals, waits), how many of them a batch should see.
+type Check<'a> = (&'a str, &'a [(f64, f64)], f64, Option<f64>);
+
+/// What is off the closed form `theory` names: each check whose batches'
+/// mean is more than 4.5 standard errors (and a thousandth) from its
+/// value. A figure made of rare events is checked only when at least ten
+/// a batch are expected: rarer ones come in a few bursts (a line fills,
+/// or every connection is taken, once in a while, and many are refused
+/// or wait then), too few for the batches to show how noisy they are.
+fn off_theory(what: &str, theory: &str, checks: &[Check<'_>]) -> Vec<String> {
+    let mut off = Vec::new();
+    for &(name, batches, want, rare) in checks {
+        if rare.is_some_and(|per_batch| per_batch < 10.0) {
+            continue;
+        }
+        let (got, se) = ratio_mean(batches);
+        if (got - want).abs() > 4.5 * se + 1e-3 * want {
+            off.push(format!(
+                "{what}: {name} {got:.6} (± {se:.6}), {theory}'s {want:.6}"
+            ));
+        }
+    }
+    off
+}
+
+/// A bucket's latencies as a batch of (count, sum in seconds).
+fn seconds(l: &LatencySummary) -> (f64, f64) {
+    let n = l.count as f64;
+    (n, l.mean.unwrap_or(0.0) * n / 1e9)
+}
+
+/// The mean count of batches of (count, sum).
+fn per_batch(batches: &[(f64, f64)]) -> f64 {
+    batches.iter().map(|b| b.0).sum::<f64>() / batches.len() as f64
+}
+
+/// The mean of batches of (count, sum), and its standard error (the ratio
+/// estimator's, from the batches' spread).
+fn ratio_mean(batches: &[(f64, f64)]) -> (f64, f64) {
+    let b = batches.len() as f64;
+    let (n, sum) = batches
+        .iter()
+        .fold((0.0, 0.0), |(n, s), &(bn, bs)| (n + bn, s + bs));
+    let mean = sum / n;
+    let spread: f64 = batches
+        .iter()
+        .map(|&(bn, bs)| (bs - mean * bn).powi(2))
+        .sum();
+    (mean, (b / (b - 1.0) * spread).sqrt() / n)
+}
+
+/// The worker line as the M/M/c/K queue, on parameters drawn from a seed:
+/// `c` workers per pod (1 to 8) and room for `K − c` more in line (0 to
+/// 20), each request holding its worker for an exponential time (its
+/// own work, or its call to a dependency that never makes it wait),
+/// Poisson arrivals at half to one and a half times what the workers can
+/// serve, on one pod or on several a random balancer picks among. A pod
+/// with all K places taken refuses the request (`pod_overloaded`): the
+/// share refused is the chance that all K are taken, p_K, and the mean
+/// number of requests at the pods is Σ n·p_n per pod, with p_n ∝ aⁿ/n!
+/// up to c and aⁿ/(c!·c^(n−c)) beyond, a the offered load per pod.
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means, the
+/// share refused only where refusals are not rare ([`off_theory`]). Over
+/// 600 draws (`STORMSIM_MMCK_DRAWS`; 8 here) the errors over their
+/// standard errors had means of 0.04 (refused, 518 checked) and 0.02
+/// (held) and standard deviations of 1.02 and 1.00, none beyond ±3.7:
+/// what a model with no bias and honest errors gives.
+#[test]
+fn random_worker_lines_refuse_and_hold_as_mmck() {
+    use sim_models::outcome::Reason;
+    use sim_models::pods::BalancerKind;
+
+    on_draws("STORMSIM_MMCK_DRAWS", 0x5851_f42d, |d, draw| {
+        let mut failures = Vec::new();
+        let c = 1 + draw(8) as u32;
+        let k = c + draw(21) as u32;
+        let pods = if draw(3) == 0 { 2 + draw(3) as u32 } else { 1 };
+        let load = [0.5, 0.8, 1.0, 1.2, 1.5][draw(5) as usize];
+        let hold_us = [5_000, 20_000, 50_000][draw(3) as usize];
+        let by_call = draw(2) == 0;
+        let hold = hold_us as f64 / 1e6;
+        let a = load * f64::from(c);
+        let lambda = a / hold * f64::from(pods);
+        let p = mmck(c, k, a);
+        let refused = p[k as usize];
+        let held = p.iter().enumerate().map(|(n, p)| n as f64 * p).sum::<f64>() * f64::from(pods);
+
+        let (mut shares, mut levels) = (Vec::new(), Vec::new());
+        let mut unanswered = 0;
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, lambda);
+            let hold = exp(SimDuration::from_micros(hold_us));
+            let a = ServiceConfig {
+                balancer: BalancerKind::Random,
+                workers: Some(c),
+                worker_queue: k - c,
+                ..service(pods, vec![])
+            };
+            hold_at_a(&mut cfg, a, hold, by_call);
+            let (nodes, totals) = go(&cfg);
+            unanswered += totals.finished()
+                - totals.outcome(Reason::Success)
+                - totals.outcome(Reason::PodOverloaded);
+            for r in nodes.of("a").skip(1) {
+                shares.push((r.offered as f64, r.failed as f64));
+                levels.push((1.0, r.busy.mean));
+            }
+        }
+        let what = format!(
+            "draw {d} (c {c}, K {k}, {pods} pods, load {load}, hold {hold_us} µs {})",
+            if by_call { "in a call" } else { "as work" }
+        );
+        if unanswered > 0 {
+            failures.push(format!("{what}: {unanswered} requests ended otherwise"));
+        }
+        let checks = [
+            (
+                "refused",
+                &shares[..],
+                refused,
+                Some(refused * per_batch(&shares)),
+            ),
+            ("held", &levels, held, None),
+        ];
+        failures.extend(off_theory(&what, "M/M/c/K", &checks));
+        failures
+    });
+}
+
+/// A dependency's slots and queue as the M/M/c/K queue, on parameters
+/// drawn from a seed: `c` slots (1 to 16), room for `K − c` more in its
+/// queue (0 to 30), exponential service times, our Poisson attempts (one
+/// each, no retries) and maybe other tenants' at a third of the rate, the
+/// whole at half to one and a half times what the slots can serve.
+/// Turned away at the door past the queue (503 at once, or dropped), our
+/// share refused is p_K (Poisson arrivals see the queue as it is on
+/// average), and the mean requests in a slot and in the queue are
+/// Σ min(n, c)·p_n and Σ (n − c)⁺·p_n.
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means, the
+/// share refused and the slots' level only where refusals and free slots
+/// are not rare ([`off_theory`]). Over 500 draws (`STORMSIM_MMCK_DRAWS`;
+/// 8 here) the errors over their standard errors had means of 0.06
+/// (refused, 378 checked), 0.05 (in a slot, 455) and 0.07 (queued, 487
+/// with a queue) and standard deviations of 1.00, 1.01 and 1.03, none
+/// beyond ±3.4.
+#[test]
+fn random_dependency_queues_refuse_and_hold_as_mmck() {
+    use sim_models::config::RetryConfig;
+    use sim_models::dependency::OverflowAction;
+
+    on_draws("STORMSIM_MMCK_DRAWS", 0x2545_f491, |d, draw| {
+        let c = 1 + draw(16) as u32;
+        let k = c + draw(31) as u32;
+        let load = [0.5, 0.8, 1.0, 1.2, 1.5][draw(5) as usize];
+        let hold_us = [5_000, 20_000, 50_000][draw(3) as usize];
+        // Our attempts turned away are those answered otherwise, or, when
+        // dropped (answered never), those the recorder counts dropped:
+        // other tenants' too, so there are none then.
+        let drop = draw(2) == 0;
+        let tenants = !drop && draw(2) == 0;
+        let a = load * f64::from(c);
+        let lambda = a / (hold_us as f64 / 1e6);
+        let ours = if tenants { lambda * 0.75 } else { lambda };
+        let p = mmck(c, k, a);
+        let refused = p[k as usize];
+        // Slots short of full are what moves the first level: arrivals
+        // that find one free are its events.
+        let free: f64 = p[..c as usize].iter().sum();
+        let (mut slots, mut queued) = (0.0, 0.0);
+        for (n, p) in p.iter().enumerate() {
+            slots += n.min(c as usize) as f64 * p;
+            queued += n.saturating_sub(c as usize) as f64 * p;
+        }
+
+        let (mut shares, mut busy, mut waiting) = (Vec::new(), Vec::new(), Vec::new());
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, ours);
+            // An attempt the dependency dropped holds its connection
+            // until it times out: 2 s keeps the pool far from full.
+            let once = ClientConfig {
+                attempt_timeout: Some(secs(2)),
+                retry: RetryConfig {
+                    max_retries: 0,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            cfg.services
+                .insert("a".into(), service(1, vec![call("db", once)]));
+            cfg.dependencies.insert(
+                "db".into(),
+                UpstreamConfig {
+                    capacity: c,
+                    queue_limit: k - c,
+                    overflow: if drop {
+                        OverflowAction::Drop
+                    } else {
+                        OverflowAction::Reject
+                    },
+                    latency: exp(SimDuration::from_micros(hold_us)),
+                    background_rps: lambda - ours,
+                    ..Default::default()
+                },
+            );
+            let (nodes, _) = go(&cfg);
+            for r in nodes.of("db").skip(1) {
+                let away = if drop {
+                    nodes.dropped[r.bucket as usize]
+                } else {
+                    r.failed
+                };
+                shares.push((r.offered as f64, away as f64));
+                busy.push((1.0, r.busy.mean));
+                waiting.push((1.0, r.waiting.mean));
+            }
+        }
+        let what = format!(
+            "draw {d} (c {c}, K {k}, load {load}, hold {hold_us} µs{}{})",
+            if tenants { ", other tenants" } else { "" },
+            if drop { ", dropped" } else { "" }
+        );
+        let checks = [
+            (
+                "refused",
+                &shares[..],
+                refused,
+                Some(refused * per_batch(&shares)),
+            ),
+            ("in a slot", &busy, slots, Some(free * per_batch(&shares))),
+            ("queued", &waiting, queued, None),
+        ];
+        off_theory(&what, "M/M/c/K", &checks)
+    });
+}
+
+/// A call's connection pool as the M/M/c queue (Erlang C), on parameters
+/// drawn from a seed: `c` connections per pod (1 to 12), or as many
+/// multiplexed connections carrying 2 to 4 streams each (c·s servers:
+/// connections of such a pool stay open), set up at once; calls
+/// holding their connection for an exponential time at a dependency that
+/// never makes them wait; Poisson arrivals at 0.3 to 0.9 of what the
+/// connections can carry, on one pod or on several a random balancer
+/// picks among. The mean wait for a connection is Erlang C's, the mean
+/// number waiting λ times it (Little), and the connections in use the
+/// offered load (one call per connection only).
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means, the
+/// waits only where waiting is not rare ([`off_theory`]). Over 300 draws
+/// (`STORMSIM_MMC_DRAWS`; 8 here) the errors over their standard errors
+/// had means of −0.03 (the wait, 288 checked), −0.03 (waiting) and 0.10
+/// (in use, 214 pools of one stream a connection), standard deviations of
+/// 1.04, 1.04 and 0.95, none beyond ±3.4.
+#[test]
+fn random_pools_wait_as_erlang_c() {
+    use sim_models::pods::BalancerKind;
+
+    on_draws("STORMSIM_MMC_DRAWS", 0x6a09_e667, |d, draw| {
+        let c = 1 + draw(12) as u32;
+        let streams = if draw(3) == 0 {
+            Some(2 + draw(3) as u32)
+        } else {
+            None
+        };
+        let servers = c * streams.unwrap_or(1);
+        let pods = if draw(3) == 0 { 2 + draw(3) as u32 } else { 1 };
+        let rho = 0.3 + 0.1 * draw(7) as f64;
+        let hold_us = [5_000, 20_000, 50_000][draw(3) as usize];
+        let mu = 1e6 / hold_us as f64;
+        let per_pod = rho * f64::from(servers) * mu;
+        let wait = mmc_mean_wait(servers, per_pod, mu);
+
+        let (mut waits, mut waiting, mut in_use) = (Vec::new(), Vec::new(), Vec::new());
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, per_pod * f64::from(pods));
+            let pool = PoolConfig {
+                max_connections: c,
+                connect_time: DistSpec::Constant(SimDuration::ZERO),
+                idle_timeout: None,
+                streams_per_connection: streams,
+                ..Default::default()
+            };
+            let to_db = CallSpec {
+                pool: Some(pool),
+                ..call("db", ClientConfig::default())
+            };
+            cfg.services.insert(
+                "a".into(),
+                ServiceConfig {
+                    balancer: BalancerKind::Random,
+                    ..service(pods, vec![to_db])
+                },
+            );
+            cfg.dependencies.insert(
+                "db".into(),
+                UpstreamConfig {
+                    capacity: 100_000,
+                    latency: exp(SimDuration::from_micros(hold_us)),
+                    ..Default::default()
+                },
+            );
+            let (nodes, _) = go(&cfg);
+            waits.extend(nodes.waits.iter().skip(1).map(seconds));
+            for r in nodes.of("a->db").skip(1) {
+                waiting.push((1.0, r.waiting.mean / f64::from(pods)));
+                in_use.push((1.0, r.busy.mean / f64::from(pods)));
+            }
+        }
+        let what = format!(
+            "draw {d} ({c} connections{}, {pods} pods, ρ {rho:.1}, hold {hold_us} µs)",
+            streams.map_or(String::new(), |s| format!(" of {s} streams"))
+        );
+        // Attempts that wait, a batch.
+        let waiting_ones = erlang_c(servers, per_pod / mu) * per_batch(&waits);
+        let mut checks: Vec<Check<'_>> = vec![
+            ("wait", &waits, wait, Some(waiting_ones)),
+            ("waiting", &waiting, per_pod * wait, Some(waiting_ones)),
+        ];
+        if streams.is_none() {
+            checks.push(("in use", &in_use, per_pod / mu, None));
+        }
+        off_theory(&what, "Erlang C", &checks)
+    });
+}
+
+/// Retries multiplied across tiers, on chains drawn from a seed: one to
+/// four services in a line above a dependency that fails each attempt
+/// with probability `p` (0.1 to 0.7, independently), each call retrying
+/// every failure 0 to 4 times (at most 64 attempts in all), with a fixed,
+/// zero or jittered exponential backoff. A call that makes `n + 1`
+/// attempts, each failing with chance `q`, fails with chance `qⁿ⁺¹` and
+/// makes `(1 − qⁿ⁺¹)/(1 − q)` attempts on average; a service fails when
+/// its call does, so each tier's `q` is the failure chance of the call
+/// below it. A user's request then puts the product of the tiers' means
+/// on the dependency, and succeeds with chance `1 − q_top^(n_top + 1)`.
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets (past the first) as batch means. Over
+/// 300 draws (`STORMSIM_RETRY_DRAWS`; 8 here) the errors over their
+/// standard errors had means of −0.03 (attempts, 284 draws that retry)
+/// and 0.04 (answered, 181 draws where some fail), standard deviations of
+/// 1.01 and 1.07, none beyond ±3.3.
+#[test]
+fn random_retry_chains_multiply_attempts_as_the_closed_form() {
+    use sim_models::policy::backoff::Jitter;
+
+    on_draws("STORMSIM_RETRY_DRAWS", 0xbb67_ae85, |d, draw| {
+        let tiers = 1 + draw(4) as usize;
+        let p: f64 = [0.1, 0.3, 0.5, 0.7][draw(4) as usize];
+        let mut retries = Vec::new();
+        while retries.len() < tiers {
+            let n = draw(5) as u32;
+            let product: u32 = retries.iter().map(|r| r + 1).product();
+            retries.push(if product * (n + 1) <= 64 { n } else { 0 });
+        }
+        let backoff = [
+            Backoff::fixed(ms(1)),
+            Backoff::fixed(SimDuration::ZERO),
+            Backoff::exponential(ms(1), 2.0, Some(ms(20)), Jitter::Full),
+        ][draw(3) as usize]
+            .clone();
+        // From the bottom up: each call's attempts and failure chance.
+        let (mut q, mut attempts) = (p, 1.0);
+        for &n in retries.iter().rev() {
+            let fails = q.powi(n as i32 + 1);
+            attempts *= (1.0 - fails) / (1.0 - q);
+            q = fails;
+        }
+        let succeeds = 1.0 - q;
+
+        let (mut at_db, mut answered) = (Vec::new(), Vec::new());
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, 50.0);
+            for (i, &n) in retries.iter().enumerate() {
+                let client = retrying_every_failure(n, backoff.clone());
+                let below = if i + 1 < tiers {
+                    tier(i + 1)
+                } else {
+                    "db".into()
+                };
+                cfg.services
+                    .insert(tier(i), service(1, vec![call(&below, client)]));
+            }
+            cfg.dependencies.insert("db".into(), failing(p));
+            let (nodes, _) = go(&cfg);
+            let users: Vec<&NodeRow> = nodes.of("a").skip(1).collect();
+            for (u, r) in users.iter().zip(nodes.of("db").skip(1)) {
+                at_db.push((u.offered as f64, r.offered as f64));
+                answered.push((u.offered as f64, (u.offered - u.failed) as f64));
+            }
+        }
+        let what = format!("draw {d} (p {p}, retries {retries:?}, {backoff:?})");
+        let checks: [Check<'_>; 2] = [
+            (
+                "attempts at the dependency per request",
+                &at_db,
+                attempts,
+                None,
+            ),
+            ("share answered", &answered, succeeds, None),
+        ];
+        off_theory(&what, "the closed form", &checks)
+    });
+
+    /// The `i`th tier's name, `a` the top.
+    fn tier(i: usize) -> String {
+        char::from(b'a' + i as u8).to_string()
+    }
+}
+
+/// The first answers of several exponentials, on calls drawn from a
+/// seed: a call hedged (2 to 4 attempts, the i-th sent at i·d unless one
+/// answered, d from 0 to twice the mean) to a dependency that never makes
+/// anyone wait, whose answer comes at the minimum of the attempts' ends:
+/// its mean is the integral of the product of their survivals,
+/// `∫ Π exp(−(t − i·d)⁺/m) dt`, in closed form piece by piece; or a
+/// fan-out of k calls (2 to 6) to a service with no limit on its work,
+/// waiting for the first j of them: the j-th of k exponentials, whose
+/// mean is `m · Σ 1/i` for i from k − j + 1 to k.
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means. Over
+/// 300 draws (`STORMSIM_FIRST_DRAWS`; 8 here) the errors over their
+/// standard errors had means of −0.04 (169 hedged calls) and 0.05 (131
+/// fan-outs), standard deviations of 1.00 and 1.05, none beyond ±3.6.
+#[test]
+fn random_hedges_and_fan_outs_answer_as_order_statistics() {
+    use sim_models::config::HedgingConfig;
+
+    on_draws("STORMSIM_FIRST_DRAWS", 0x3c6e_f372, |d, draw| {
+        let m = [0.005, 0.020][draw(2) as usize];
+        let mean = SimDuration::from_secs_f64(m);
+        let hedged = draw(2) == 0;
+        let (what, want, top) = if hedged {
+            let h = 2 + draw(3) as u32;
+            let delay = m * [0.0, 0.25, 0.5, 1.0, 2.0][draw(5) as usize];
+            // On [j·d, (j + 1)·d) the first j + 1 attempts are out: the
+            // survival there is exp(−((j + 1)·t − d·j(j + 1)/2)/m).
+            let mut want = 0.0;
+            for j in 0..h {
+                let r = f64::from(j + 1) / m;
+                let c = delay * f64::from(j * (j + 1)) / 2.0 / m;
+                let a = delay * f64::from(j);
+                let b = if j + 1 < h {
+                    delay * f64::from(j + 1)
+                } else {
+                    f64::INFINITY
+                };
+                want += c.exp() * ((-r * a).exp() - (-r * b).exp()) / r;
+            }
+            let client = ClientConfig {
+                hedging: Some(HedgingConfig {
+                    max_attempts: h,
+                    delay: SimDuration::from_secs_f64(delay),
+                    non_fatal: Vec::new(),
+                }),
+                ..Default::default()
+            };
+            let top = service(1, vec![call("db", client)]);
+            (format!("{h} attempts {delay} s apart"), want, top)
+        } else {
+            let k = 2 + draw(5) as u32;
+            let j = 1 + draw(u64::from(k)) as u32;
+            let want = m * (k - j + 1..=k).map(|i| 1.0 / f64::from(i)).sum::<f64>();
+            let group = CallSpec {
+                parallel: (0..k)
+                    .map(|_| call("leaf", ClientConfig::default()))
+                    .collect(),
+                wait_for: Some(j),
+                ..Default::default()
+            };
+            (
+                format!("the first {j} of {k}"),
+                want,
+                service(1, vec![group]),
+            )
+        };
+        let mut e2e = Vec::new();
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, 50.0);
+            cfg.services.insert("a".into(), top.clone());
+            cfg.services.insert(
+                "leaf".into(),
+                ServiceConfig {
+                    pods: 1,
+                    work: Some(exp(mean)),
+                    ..Default::default()
+                },
+            );
+            cfg.dependencies.insert(
+                "db".into(),
+                UpstreamConfig {
+                    capacity: 100_000,
+                    latency: exp(mean),
+                    ..Default::default()
+                },
+            );
+            let (nodes, _) = go(&cfg);
+            e2e.extend(nodes.e2e.iter().skip(1).map(seconds));
+        }
+        let what = format!("draw {d} ({what}, mean {m} s)");
+        off_theory(
+            &what,
+            "the order statistics",
+            &[("mean time", &e2e, want, None)],
+        )
+    });
+}
+
+/// Retries on timeouts as a race, on clients drawn from a seed: each
+/// attempt to a dependency that never makes anyone wait takes an
+/// exponential time X of mean m and times out at T, so it times out with
+/// probability q = exp(−T/m), independently of the others. With n
+/// retries a call makes A = (1 − qⁿ⁺¹)/(1 − q) attempts, is answered with
+/// probability 1 − qⁿ⁺¹, and an attempt lasts E[min(X, T)] = m(1 − q)
+/// on average. A request answered at attempt k + 1 took k·T, the first k
+/// backoffs (the schedule's means, jitter included) and E[X | X < T] =
+/// m − T·q/(1 − q); one failed took (n + 1)·T and n backoffs. The
+/// dependency goes on working for callers who gave up unless it honours
+/// cancellation: its mean work in progress is λ·A·m, or λ·A·m(1 − q) when
+/// a timed-out attempt's work stops, and the q·A timeouts a request are
+/// wasted work, or cancelled. A total deadline D (drawn for schedules
+/// without jitter, whose attempts start at fixed times s_k) gives the
+/// attempt starting at s_k only min(T, D − s_k), is not started unless
+/// s_k and the least budget an attempt must have fall before D, and
+/// cuts the call at D: the same sums, attempt by attempt, with an
+/// attempt cut at D measured only if answered before (a cut attempt is
+/// cancelled, neither timed out nor timed).
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means. Over
+/// 400 draws (`STORMSIM_TIMEOUT_DRAWS`; 8 here), the 332 without a
+/// deadline gave errors over their standard errors with means from −0.08
+/// to 0.06 over the seven figures and standard deviations from 0.91 (the
+/// share answered: failures are rare where q is small) to 1.02, none
+/// beyond ±3.1; 400 draws all with a deadline gave means from −0.10 to
+/// 0.10 and standard deviations from 1.00 to 1.04, none beyond ±3.4.
+/// (Timeouts fire exactly: behind T = 12,345,678 ns, a dependency of
+/// mean 1,000 s answered no one, and every request took exactly that
+/// many nanoseconds.) A theory whose timeout is 5 % longer fails 37 of
+/// the suite's 56 checks; full jitter taken as no jitter fails the mean
+/// time of every draw it changes; a theory without the deadline fails
+/// 12 of the 100 draws' 17 or so with one.
+#[test]
+fn random_timeouts_retry_as_a_race_against_the_clock() {
+    use sim_models::policy::backoff::{BackoffKind, Jitter};
+    use sim_models::recorder::NodeKind;
+
+    on_draws("STORMSIM_TIMEOUT_DRAWS", 0xa54f_f53a, |d, draw| {
+        let m = [0.005, 0.020][draw(2) as usize];
+        let t = m * [0.25, 0.5, 1.0, 2.0, 3.0][draw(5) as usize];
+        let n = draw(5) as u32;
+        let cancels = draw(2) == 0;
+        let b = SimDuration::from_secs_f64(m);
+        let kind = match draw(5) {
+            0 => BackoffKind::Fixed {
+                delay: [SimDuration::ZERO, ms(1)][draw(2) as usize],
+            },
+            1 => BackoffKind::Linear {
+                base: b,
+                cap: Some(b * 3),
+            },
+            2 | 3 => BackoffKind::Exponential {
+                base: b,
+                multiplier: 2.0,
+                cap: Some(b * 4),
+            },
+            _ => BackoffKind::Envoy {
+                base: b,
+                max: b * 5,
+            },
+        };
+        let (jitter, share) = [
+            (Jitter::None, 1.0),
+            (Jitter::Full, 0.5),
+            (Jitter::Equal, 0.75),
+        ][draw(3) as usize];
+        // The schedule's mean wait before retry k (the first is 1), as
+        // `policy/backoff.rs` states it.
+        let wait = |k: u32| -> f64 {
+            let v = match kind {
+                BackoffKind::Fixed { delay } => delay.as_secs_f64(),
+                BackoffKind::Linear { base, cap } => {
+                    (base.as_secs_f64() * f64::from(k)).min(cap.unwrap().as_secs_f64())
+                }
+                BackoffKind::Exponential { base, cap, .. } => {
+                    (base.as_secs_f64() * 2f64.powi(k as i32 - 1)).min(cap.unwrap().as_secs_f64())
+                }
+                BackoffKind::Envoy { base, max } => {
+                    (base.as_secs_f64() * (2f64.powi(k as i32) - 1.0)).min(max.as_secs_f64())
+                }
+            };
+            v * share
+        };
+        // A total deadline D (and maybe a least budget an attempt must
+        // have), drawn only for schedules without jitter, whose attempts
+        // then start at fixed times; D never falls where an attempt times
+        // out.
+        let (deadline, budget) = match jitter == Jitter::None && draw(2) == 0 {
+            true => {
+                let at = t * [1.3, 2.6, 3.9][draw(3) as usize];
+                (Some(at), [0.0, t / 4.0][draw(2) as usize])
+            }
+            false => (None, 0.0),
+        };
+        let lambda = 50.0;
+        let d_end = deadline.unwrap_or(f64::INFINITY);
+        // E[X; X < w]: the part of the mean from answers within w.
+        let within = |w: f64| m * (1.0 - (-w / m).exp()) - w * (-w / m).exp();
+        // Attempt k (0 the first) starts at s_k once the k before it timed
+        // out, if s_k plus the budget is before D, and runs for
+        // w_k = min(T, D − s_k); past D the call is over.
+        let (mut reach, mut start) = (1.0, 0.0);
+        let (mut attempts, mut answered, mut e2e_want, mut timeouts) = (0.0, 0.0, 0.0, 0.0);
+        let (mut lat_n, mut lat_sum, mut held, mut gone_want) = (0.0, 0.0, 0.0, 0.0);
+        for k in 0..=n {
+            let w = t.min(d_end - start);
+            let fails = (-w / m).exp();
+            attempts += reach;
+            answered += reach * (1.0 - fails);
+            e2e_want += reach * ((1.0 - fails) * start + within(w));
+            held += reach * if cancels { m * (1.0 - fails) } else { m };
+            gone_want += reach * fails;
+            if w == t {
+                // Timed out, or answered: either way its time is measured.
+                timeouts += reach * fails;
+                lat_n += reach;
+                lat_sum += reach * m * (1.0 - fails);
+            } else {
+                // Cut at D unless answered before: only answers measured.
+                lat_n += reach * (1.0 - fails);
+                lat_sum += reach * within(w);
+            }
+            let next = start + t + if k < n { wait(k + 1) } else { 0.0 };
+            if k == n || w < t || next + budget >= d_end {
+                // The last attempt: failed, the call ends with it.
+                e2e_want += reach * fails * (start + w);
+                break;
+            }
+            reach *= fails;
+            start = next;
+        }
+        let busy_want = lambda * held;
+
+        let client = ClientConfig {
+            attempt_timeout: Some(SimDuration::from_secs_f64(t)),
+            total_deadline: deadline.map(SimDuration::from_secs_f64),
+            min_attempt_budget: SimDuration::from_secs_f64(budget),
+            retry: sim_models::config::RetryConfig {
+                max_retries: n,
+                backoff: Backoff {
+                    kind: kind.clone(),
+                    jitter,
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        // Batches of (count, sum) of each figure.
+        let (mut per_req, mut ok, mut lasts, mut outs) = (vec![], vec![], vec![], vec![]);
+        let (mut e2e, mut busy, mut gone) = (vec![], vec![], vec![]);
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, lambda);
+            cfg.services
+                .insert("a".into(), service(1, vec![call("db", client.clone())]));
+            cfg.dependencies.insert(
+                "db".into(),
+                UpstreamConfig {
+                    capacity: 100_000,
+                    latency: exp(SimDuration::from_secs_f64(m)),
+                    cancellation: cancels,
+                    ..Default::default()
+                },
+            );
+            let (nodes, _) = go(&cfg);
+            let users: Vec<&NodeRow> = nodes.of("a").skip(1).collect();
+            let edges = nodes
+                .rows
+                .iter()
+                .filter(|r| r.kind == NodeKind::Edge)
+                .skip(1);
+            let ends: Vec<u64> = nodes
+                .buckets
+                .iter()
+                .map(|b| match cancels {
+                    true => b.count(Count::UpstreamCancelled),
+                    false => b.count(Count::UpstreamWasted),
+                })
+                .collect();
+            for (((u, r), l), gone_now) in users
+                .iter()
+                .zip(edges)
+                .zip(nodes.e2e.iter().skip(1))
+                .zip(ends.iter().skip(1))
+            {
+                let (calls, made) = (u.offered as f64, r.attempts as f64);
+                per_req.push((calls, made));
+                ok.push((calls, u.answered as f64));
+                lasts.push(seconds(&r.latency));
+                outs.push((made, r.timeouts as f64));
+                e2e.push(seconds(l));
+                gone.push((calls, *gone_now as f64));
+            }
+            busy.extend(nodes.of("db").skip(1).map(|r| (1.0, r.busy.mean)));
+        }
+        let what = format!(
+            "draw {d} (T {t} s, mean {m} s, {n} retries, {kind:?} {jitter:?}{}{})",
+            match deadline {
+                Some(d) => format!(", deadline {d} s less {budget} s"),
+                None => String::new(),
+            },
+            if cancels { ", cancelled" } else { "" }
+        );
+        let checks: [Check<'_>; 7] = [
+            ("attempts per request", &per_req, attempts, None),
+            ("share answered", &ok, answered, None),
+            ("mean attempt", &lasts, lat_sum / lat_n, None),
+            ("timeouts per attempt", &outs, timeouts / attempts, None),
+            ("mean time", &e2e, e2e_want, None),
+            ("work in progress at the dependency", &busy, busy_want, None),
+            (
+                if cancels {
+                    "work cancelled per request"
+                } else {
+                    "work wasted per request"
+                },
+                &gone,
+                gone_want,
+                None,
+            ),
+        ];
+        off_theory(&what, "the race", &checks)
+    });
+}
+
+/// Closed-loop users as the machine-repairman model (M/M/c//N), on
+/// parameters drawn from a seed: N users (2 to 60), each thinking for a
+/// time of mean Z, then waiting for an answer from a pod whose c workers
+/// (1 to 8; a line long enough for every user) each hold a request for an
+/// exponential time of mean s (its own work, or a call to a dependency
+/// that never makes it wait). The number n of users at the pod is the
+/// birth–death chain with births (N − n)/Z and deaths min(n, c)/s:
+/// p_n ∝ N!/(N − n)! · (s/Z)ⁿ / (n! up to c, c!·c^(n−c) beyond). The
+/// users thinking are an infinite-server station, whose distribution the
+/// closed network's product form does not depend on (BCMP), so the think
+/// time is drawn exponential, constant or uniform. Throughput X =
+/// Σ min(n, c)·p_n / s, the users waiting L = Σ n·p_n, and their mean
+/// time R = L / X (Little).
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means. Over
+/// 300 draws (`STORMSIM_CLOSED_DRAWS`; 8 here) the errors over their
+/// standard errors had means from −0.04 to 0.03 and standard deviations
+/// from 0.99 to 1.05, none beyond ±3.0, and the same by the think time's
+/// law (means −0.09 to 0.07 for each of the three): the product form's
+/// insensitivity, met. A theory with one worker more fails 23 of the
+/// suite's 32 checks.
+#[test]
+fn random_closed_loops_wait_as_the_machine_repairman() {
+    use sim_models::load::ClosedLoopConfig;
+
+    on_draws("STORMSIM_CLOSED_DRAWS", 0x510e_527f, |d, draw| {
+        let users = 2 + draw(59) as u32;
+        let c = 1 + draw(8) as u32;
+        let s = [0.005, 0.020][draw(2) as usize];
+        // Think times putting the pod at a third to one and a half times
+        // what its workers can serve, were nobody ever waiting.
+        let load = [0.33, 0.7, 1.0, 1.5][draw(4) as usize];
+        let z = f64::from(users) * s / (load * f64::from(c));
+        let by_call = draw(2) == 0;
+        let think_kind = draw(3);
+        let think = match think_kind {
+            0 => exp(SimDuration::from_secs_f64(z)),
+            1 => DistSpec::Constant(SimDuration::from_secs_f64(z)),
+            _ => DistSpec::Uniform {
+                low: SimDuration::ZERO,
+                high: SimDuration::from_secs_f64(2.0 * z),
+            },
+        };
+        let weights: Vec<f64> = (0..=users)
+            .scan(1.0, |w, n| {
+                if n > 0 {
+                    *w *= f64::from(users - n + 1) * s / z / f64::from(n.min(c));
+                }
+                Some(*w)
+            })
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let p: Vec<f64> = weights.iter().map(|w| w / total).collect();
+        let x: f64 = (0..=users)
+            .map(|n| f64::from(n.min(c)) * p[n as usize])
+            .sum::<f64>()
+            / s;
+        let l: f64 = (0..=users).map(|n| f64::from(n) * p[n as usize]).sum();
+
+        let (mut answered, mut at_pod, mut waiting, mut times) = (vec![], vec![], vec![], vec![]);
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, 0.0);
+            cfg.load.closed_loop = Some(ClosedLoopConfig {
+                users,
+                think: think.clone(),
+            });
+            let hold = exp(SimDuration::from_secs_f64(s));
+            let a = ServiceConfig {
+                workers: Some(c),
+                worker_queue: users,
+                ..service(1, vec![])
+            };
+            hold_at_a(&mut cfg, a, hold, by_call);
+            let (nodes, _) = go(&cfg);
+            for r in nodes.of("a").skip(1) {
+                answered.push((60.0, r.answered as f64));
+                at_pod.push((1.0, r.busy.mean));
+            }
+            times.extend(nodes.e2e.iter().skip(1).map(seconds));
+            waiting.extend(
+                (nodes.buckets.iter().skip(1)).map(|b| (1.0, b.level(Level::UsersWaiting).mean)),
+            );
+        }
+        let what = format!(
+            "draw {d} ({users} users, think {} {z:.4} s, c {c}, mean {s} s {})",
+            ["exponential", "constant", "uniform"][think_kind as usize],
+            if by_call { "in a call" } else { "as work" }
+        );
+        let checks: [Check<'_>; 4] = [
+            ("throughput", &answered, x, None),
+            ("requests at the pod", &at_pod, l, None),
+            ("users waiting", &waiting, l, None),
+            ("mean time", &times, l / x, None),
+        ];
+        off_theory(&what, "the machine-repairman model", &checks)
+    });
+}
+
+/// A round-robin balancer as the E_k/M/1 queue, on parameters drawn from
+/// a seed: Poisson arrivals dealt in turn to k pods (2 to 6) each with one
+/// worker (and a line long enough for everyone) holding a request for an
+/// exponential time of mean 1/μ. Every k-th arrival of a Poisson stream
+/// reaches a pod: its gaps are Erlang-k, of rate λ per pod, whose
+/// transform is (kλ/(kλ + s))^k, and the GI/M/1 queue's arrivals find the
+/// pod busy with probability σ, the root in (0, 1) of σ = A*(μ(1 − σ)).
+/// A request then spends 1/(μ(1 − σ)) at its pod on average, and each pod
+/// holds λ/(μ(1 − σ)) (Little): less than the M/M/1 queue's, since the
+/// turns space the arrivals out.
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means. Over
+/// 300 draws (`STORMSIM_ROUND_ROBIN_DRAWS`; 8 here) the errors over their
+/// standard errors had means of −0.06 (time) and −0.04 (requests held),
+/// standard deviations of 1.04 and 1.02, none beyond ±3.6, and means
+/// within ±0.18 at each of the five loads. The M/M/1 queue's figures
+/// (σ = ρ, as a random balancer gives) fail all 16 of the suite's checks.
+#[test]
+fn random_round_robins_queue_as_erlang_arrivals() {
+    use sim_models::pods::BalancerKind;
+
+    on_draws("STORMSIM_ROUND_ROBIN_DRAWS", 0x9b05_688c, |d, draw| {
+        let k = 2 + draw(5) as u32;
+        let rho = [0.3, 0.5, 0.7, 0.85, 0.95][draw(5) as usize];
+        let s = [0.005, 0.020][draw(2) as usize];
+        let by_call = draw(2) == 0;
+        let (mu, per_pod) = (1.0 / s, rho / s);
+        let kf = f64::from(k);
+        // The fixed point from below converges to the root in (0, 1).
+        let mut sigma = 0.0;
+        for _ in 0..10_000 {
+            sigma = (kf * per_pod / (kf * per_pod + mu * (1.0 - sigma))).powf(kf);
+        }
+        let time = 1.0 / (mu * (1.0 - sigma));
+        let held = kf * per_pod * time;
+
+        let (mut times, mut at_pods) = (vec![], vec![]);
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, per_pod * kf);
+            let hold = exp(SimDuration::from_secs_f64(s));
+            let a = ServiceConfig {
+                balancer: BalancerKind::RoundRobin,
+                workers: Some(1),
+                worker_queue: 100_000,
+                ..service(k, vec![])
+            };
+            hold_at_a(&mut cfg, a, hold, by_call);
+            let (nodes, _) = go(&cfg);
+            for r in nodes.of("a").skip(1) {
+                times.push(seconds(&r.latency));
+                at_pods.push((1.0, r.busy.mean));
+            }
+        }
+        let what = format!(
+            "draw {d} ({k} pods, ρ {rho}, mean {s} s {})",
+            if by_call { "in a call" } else { "as work" }
+        );
+        let checks: [Check<'_>; 2] = [
+            ("time at a pod", &times, time, None),
+            ("requests at the pods", &at_pods, held, None),
+        ];
+        off_theory(&what, "E_k/M/1", &checks)
+    });
+}
+
+/// The work in flight at a dependency through a step, as the M/M/∞
+/// queue's transient, on parameters drawn from a seed: Poisson calls at
+/// λ₁ to a dependency that never makes anyone wait, each taking an
+/// exponential time of mean m₁, from an empty start; at t₀ the timeline
+/// scales its latency (m₂ = m₁ × 0.5 to 5) and changes the load (λ₂ =
+/// λ₁ × 0.5 to 2) at once, as an incident does. Calls started before t₀
+/// keep their times, so the mean work in flight is λ₁m₁(1 − e^(−t/m₁))
+/// before t₀ and R·e^(−u/m₁) + λ₂m₂(1 − e^(−u/m₂)) at u past it, R the
+/// work at t₀: the old calls draining at their own pace while the new
+/// ones build up at theirs.
+///
+/// Each draw runs 80 seeds of 30 s in 1 s buckets; the work's mean over
+/// each of five windows (before the step, then 0–1 s, 1–3 s, 3–7 s and
+/// 7–20 s past it) is checked against the integral of the closed form
+/// over the window within 4.5 standard errors of the 80 runs' spread
+/// (with 40, small counts' skew gave the errors a standard deviation of
+/// 1.1). Over 300 draws (`STORMSIM_STEP_DRAWS`; 8 here) the errors over
+/// their standard errors had means from −0.09 to 0.00 by window,
+/// standard deviations from 0.95 to 1.05, none beyond ±3.5. A theory in
+/// which the calls in flight at the step take the new latency fails 16
+/// of the suite's 32 checks past it.
+#[test]
+fn random_steps_move_the_work_in_flight_as_the_mm_inf_transient() {
+    on_draws("STORMSIM_STEP_DRAWS", 0x1f83_d9ab, |d, draw| {
+        let m1 = [0.5, 1.0, 2.0][draw(3) as usize];
+        let scale = [0.5, 2.0, 3.0, 5.0][draw(4) as usize];
+        let l1 = [20.0, 50.0][draw(2) as usize];
+        let l2 = l1 * [0.5, 1.0, 2.0][draw(3) as usize];
+        let (m2, t0): (f64, f64) = (m1 * scale, 10.0);
+        // The closed form's integral over [a, b), a and b on one side of
+        // the step.
+        let drain = |m: f64, a: f64, b: f64| m * ((-a / m).exp() - (-b / m).exp());
+        let at_t0 = l1 * m1 * (1.0 - (-t0 / m1).exp());
+        let integral = |a: f64, b: f64| {
+            if b <= t0 {
+                l1 * m1 * ((b - a) - drain(m1, a, b))
+            } else {
+                let (a, b) = (a - t0, b - t0);
+                at_t0 * drain(m1, a, b) + l2 * m2 * ((b - a) - drain(m2, a, b))
+            }
+        };
+        let windows: [(u64, u64); 5] = [(0, 10), (10, 11), (11, 13), (13, 17), (17, 30)];
+
+        let mut batches = vec![Vec::new(); windows.len()];
+        for seed in 1..=80 {
+            let mut cfg = ten_minutes_into_a(d * 80 + seed, l1);
+            cfg.clock.duration = secs(30);
+            cfg.clock.bucket = secs(1);
+            let client = ClientConfig {
+                attempt_timeout: None,
+                ..Default::default()
+            };
+            cfg.services
+                .insert("a".into(), service(1, vec![call("db", client)]));
+            cfg.dependencies.insert(
+                "db".into(),
+                UpstreamConfig {
+                    capacity: 100_000,
+                    latency: exp(SimDuration::from_secs_f64(m1)),
+                    ..Default::default()
+                },
+            );
+            for (param, node, value) in [
+                (Param::UpstreamLatencyScale, Some("db".to_string()), scale),
+                (Param::LoadRate, None, l2),
+            ] {
+                cfg.timeline.push(TimelineEntry {
+                    set: Some(SetAction {
+                        param: ParamRef { param, node },
+                        value,
+                    }),
+                    ..TimelineEntry::at_offset(secs(10))
+                });
+            }
+            let (nodes, _) = go(&cfg);
+            let busy: Vec<f64> = nodes.of("db").map(|r| r.busy.mean).collect();
+            for (w, &(a, b)) in batches.iter_mut().zip(&windows) {
+                let sum: f64 = busy[a as usize..b as usize].iter().sum();
+                w.push((1.0, sum / (b - a) as f64));
+            }
+        }
+        let names: Vec<String> = windows
+            .iter()
+            .map(|(a, b)| format!("work in flight over {a}–{b} s"))
+            .collect();
+        let checks: Vec<Check<'_>> = windows
+            .iter()
+            .zip(&names)
+            .zip(&batches)
+            .map(|((&(a, b), name), w)| {
+                let want = integral(a as f64, b as f64) / (b - a) as f64;
+                (name.as_str(), &w[..], want, None)
+            })
+            .collect();
+        let what = format!("draw {d} (m₁ {m1} s × {scale}, λ {l1} → {l2}/s)");
+        off_theory(&what, "the M/M/∞ transient", &checks)
+    });
+}
+
+/// Retries into a queue as a Jackson network with feedback, on
+/// parameters drawn from a seed: a dependency with c slots (1 to 8) and
+/// a queue that never fills, exponential service of mean m, answering
+/// 500 with probability p (0.1 to 0.5) whatever the time taken, and a
+/// client retrying every 500 at once, n times (0 to 4). The retries go
+/// back into the queue: the arrivals are no longer Poisson, but the
+/// network of one first-come-first-served exponential station with
+/// routing by the attempt's number keeps its product form (BCMP), so the
+/// station holds what an M/M/c queue does at the total rate Λ = λ·A,
+/// A = (1 − pⁿ⁺¹)/(1 − p) attempts a request, and a request spends A
+/// sojourns W = Wq(Λ) + m there (Little).
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means. Over
+/// 300 draws (`STORMSIM_FEEDBACK_DRAWS`; 8 here) the errors over their
+/// standard errors had means of 0.02 (attempts, 221 draws that retry),
+/// 0.09 (requests held) and 0.08 (time), standard deviations of 0.96,
+/// 0.99 and 1.03, none beyond ±3.3. The M/M/c queue at the rate of first
+/// attempts alone fails 11 of the suite's 24 checks.
+#[test]
+fn random_retries_into_a_queue_are_jackson_feedback() {
+    on_draws("STORMSIM_FEEDBACK_DRAWS", 0x5be0_cd19, |d, draw| {
+        let c = 1 + draw(8) as u32;
+        let p: f64 = [0.1, 0.3, 0.5][draw(3) as usize];
+        let n = draw(5) as u32;
+        let rho = [0.3, 0.5, 0.7, 0.85][draw(4) as usize];
+        let m = [0.005, 0.020][draw(2) as usize];
+        let attempts = (1.0 - p.powi(n as i32 + 1)) / (1.0 - p);
+        let total = rho * f64::from(c) / m;
+        let lambda = total / attempts;
+        let sojourn = mmc_mean_wait(c, total, 1.0 / m) + m;
+        let held = total * sojourn;
+
+        let (mut per_req, mut times, mut at_db) = (vec![], vec![], vec![]);
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, lambda);
+            let client = retrying_every_failure(n, Backoff::fixed(SimDuration::ZERO));
+            cfg.services
+                .insert("a".into(), service(1, vec![call("db", client)]));
+            let mut db = UpstreamConfig {
+                capacity: c,
+                queue_limit: 1_000_000,
+                latency: exp(SimDuration::from_secs_f64(m)),
+                ..Default::default()
+            };
+            db.errors.http_500 = p;
+            cfg.dependencies.insert("db".into(), db);
+            let (nodes, _) = go(&cfg);
+            for (u, r) in nodes.of("a").skip(1).zip(nodes.of("db").skip(1)) {
+                per_req.push((u.offered as f64, r.offered as f64));
+                at_db.push((1.0, r.busy.mean + r.waiting.mean));
+            }
+            times.extend(nodes.e2e.iter().skip(1).map(seconds));
+        }
+        let what = format!("draw {d} (c {c}, p {p}, {n} retries, ρ {rho}, mean {m} s)");
+        let checks: [Check<'_>; 3] = [
+            ("attempts per request", &per_req, attempts, None),
+            ("requests at the dependency", &at_db, held, None),
+            ("mean time", &times, attempts * sojourn, None),
+        ];
+        off_theory(&what, "the network with feedback", &checks)
+    });
+}
+
+/// Resilience4j's count-based breaker as a renewal process, on
+/// parameters drawn from a seed: calls at λ = 50/s to a dependency
+/// answering in 1 µs (so no call overlaps another, but for one in 20,000)
+/// and failing each with probability p (0.2 to 0.7); a window of the last
+/// W calls (2 to 6, all needed before it judges) opens the breaker when
+/// its share of failures reaches the threshold (30, 50 or 70 %); open
+/// for D (0.1 to 2 s), refusing every call; then half-open for the next
+/// k calls (1 to 3), which close it (its window empty) unless their own
+/// share of failures reaches the threshold, when it opens again. From an
+/// empty window it takes E calls to open, found from the chain of the
+/// window's last W results; each opening lasts D and the wait for the
+/// next call (1/λ), then k calls decide it, again with probability
+/// P = P(Binomial(k, p) reaches the threshold). A cycle from one closing
+/// to the next thus holds E + (λD + k)/(1 − P) calls, of which λD/(1 − P)
+/// are refused, 1/(1 − P) openings, and (D + 1/λ)/(1 − P) open time.
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means. Over
+/// 400 draws (`STORMSIM_BREAKER_DRAWS`; 8 here) the errors over their
+/// standard errors had means of 0.09 (refused), −0.05 (openings) and
+/// 0.06 (time open), standard deviations of 0.98, 1.00 and 1.00, none
+/// beyond ±3.6. A threshold taken as strict (a share above it, not at
+/// it) fails 6 of the suite's 24 checks; open time without the wait for
+/// the call that half-opens it, 6 of its 8 draws.
+#[test]
+fn random_breakers_open_and_close_as_their_renewal_process() {
+    use sim_models::policy::breaker::{BreakerSpec, R4jConfig};
+
+    on_draws("STORMSIM_BREAKER_DRAWS", 0x6a09_e667, |d, draw| {
+        let p: f64 = [0.2, 0.35, 0.5, 0.7][draw(4) as usize];
+        let window = 2 + draw(5) as u32;
+        let threshold = [30.0, 50.0, 70.0][draw(3) as usize];
+        let wait = [0.1, 0.5, 2.0][draw(3) as usize];
+        let k = 1 + draw(3) as u32;
+        let lambda = 50.0;
+        // Failures among n that reach the threshold.
+        let reach = |n: u32| (0..=n).find(|&f| 100.0 * f64::from(f) / f64::from(n) >= threshold);
+        let opens_at = reach(window).unwrap();
+        // Calls to open from an empty window: E[s] = 1 + Σ P(o)·E[s'] over
+        // the window's states (its length, its last results as bits),
+        // solved by iterating from zero (it converges from below).
+        let full = 1usize << window;
+        let index = |len: u32, bits: usize| (len as usize) * full + bits;
+        let mut calls = vec![0.0f64; (window as usize + 1) * full];
+        loop {
+            let mut change = 0.0f64;
+            for len in 0..=window {
+                for bits in 0..(1usize << len.min(window)) {
+                    let mut e = 1.0;
+                    for (fail, prob) in [(1usize, p), (0, 1.0 - p)] {
+                        let next = ((bits << 1) | fail) & (full - 1);
+                        let next_len = (len + 1).min(window);
+                        let opened = next_len == window && next.count_ones() >= opens_at;
+                        if !opened {
+                            e += prob * calls[index(next_len, next)];
+                        }
+                    }
+                    let i = index(len, bits);
+                    change = change.max((e - calls[i]).abs() / e);
+                    calls[i] = e;
+                }
+            }
+            if change < 1e-13 {
+                break;
+            }
+        }
+        let to_open = calls[index(0, 0)];
+        let f_half = reach(k).unwrap();
+        let binomial = |n: u32, f: u32| {
+            let choose = (0..f).fold(1.0, |c, i| c * f64::from(n - i) / f64::from(i + 1));
+            choose * p.powi(f as i32) * (1.0 - p).powi((n - f) as i32)
+        };
+        let reopen: f64 = (f_half..=k).map(|f| binomial(k, f)).sum();
+        let openings = 1.0 / (1.0 - reopen);
+        let per_cycle = to_open + (lambda * wait + f64::from(k)) * openings;
+        let refused = lambda * wait * openings / per_cycle;
+        let opened = openings / per_cycle;
+        let open_time = (wait + 1.0 / lambda) * openings / (per_cycle / lambda);
+
+        let client = ClientConfig {
+            breaker: Some(BreakerSpec::Resilience4j(R4jConfig {
+                failure_rate_threshold: threshold,
+                wait_duration_in_open_state: SimDuration::from_secs_f64(wait),
+                permitted_calls_in_half_open: k,
+                minimum_number_of_calls: window,
+                sliding_window_size: window,
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        let (mut refusals, mut openings_seen, mut open) = (vec![], vec![], vec![]);
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, lambda);
+            cfg.services
+                .insert("a".into(), service(1, vec![call("db", client.clone())]));
+            let mut db = failing(p);
+            db.latency = DistSpec::Constant(SimDuration::from_micros(1));
+            cfg.dependencies.insert("db".into(), db);
+            let (nodes, _) = go(&cfg);
+            for (u, b) in nodes.of("a").skip(1).zip(nodes.buckets.iter().skip(1)) {
+                let calls = u.offered as f64;
+                refusals.push((calls, b.count(Count::BreakerRejected) as f64));
+                openings_seen.push((calls, b.count(Count::BreakerOpened) as f64));
+                open.push((1.0, b.level(Level::BreakersOpen).mean));
+            }
+        }
+        let what = format!(
+            "draw {d} (p {p}, window {window}, {threshold} %, open {wait} s, {k} in half-open)"
+        );
+        let checks: [Check<'_>; 3] = [
+            ("share refused", &refusals, refused, None),
+            ("openings per call", &openings_seen, opened, None),
+            ("time open", &open, open_time, None),
+        ];
+        off_theory(&what, "the renewal process", &checks)
+    });
+}
+
+/// One worker as the M/G/1 queue, on service-time laws drawn from a
+/// seed: constant, uniform (from 0 or around the mean), exponential,
+/// normal (its standard deviation a quarter of its mean: truncation at
+/// zero changes its moments by parts in 10⁵), log-normal (σ 0.5 or 1) or
+/// Pareto (shape 5), each of mean s, held as the pod's own work or as a
+/// call to a dependency that never makes anyone wait, at ρ 0.3 to 0.85.
+/// Pollaczek–Khinchine: a request waits Wq = λ·E[S²] / (2(1 − ρ)) for
+/// the worker, spends Wq + s at the pod, and the pod holds λ(Wq + s)
+/// (Little). E[S²] is each law's own: s² (constant), (a² + ab + b²)/3
+/// (uniform on [a, b]), 2s² (exponential), s² + σ² (normal), s²·e^(σ²)
+/// (log-normal), s²·(α − 1)²/(α(α − 2)) (Pareto of shape α).
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means. Over
+/// 420 draws (`STORMSIM_MG1_DRAWS`; 8 here) the errors over their
+/// standard errors had means of 0.07 (time and requests held) and
+/// standard deviations of 1.03, the largest 4.43; by law, means from
+/// −0.16 to 0.35 over about 60 draws each. The largest, the normal's,
+/// was looked at apart: 200 draws all normal gave 0.09, and 64 hours at
+/// ρ = 0.85 put the normal, the uniform and the exponential within
+/// 0.13 % (z 1.0, −0.2, −0.4) of the closed form. The M/M/1 queue's
+/// E[S²] = 2s² for every law fails all 16 of the suite's checks (none
+/// of its 8 draws is exponential).
+#[test]
+fn random_service_laws_queue_as_pollaczek_khinchine() {
+    on_draws("STORMSIM_MG1_DRAWS", 0x2545_f491, |d, draw| {
+        let s = [0.005, 0.020][draw(2) as usize];
+        let rho = [0.3, 0.5, 0.7, 0.85][draw(4) as usize];
+        let by_call = draw(2) == 0;
+        let at = SimDuration::from_secs_f64;
+        let (law, hold, second) = match draw(7) {
+            0 => ("constant", DistSpec::Constant(at(s)), s * s),
+            1 => {
+                let (a, b) = (0.0, 2.0 * s);
+                let hold = DistSpec::Uniform {
+                    low: at(a),
+                    high: at(b),
+                };
+                ("uniform from 0", hold, (a * a + a * b + b * b) / 3.0)
+            }
+            2 => {
+                let (a, b) = (0.5 * s, 1.5 * s);
+                let hold = DistSpec::Uniform {
+                    low: at(a),
+                    high: at(b),
+                };
+                ("uniform about s", hold, (a * a + a * b + b * b) / 3.0)
+            }
+            3 => ("exponential", exp(at(s)), 2.0 * s * s),
+            4 => {
+                let sd = s / 4.0;
+                let hold = DistSpec::Normal {
+                    mean: at(s),
+                    std_dev: at(sd),
+                };
+                ("normal", hold, s * s + sd * sd)
+            }
+            5 => {
+                let sigma: f64 = [0.5, 1.0][draw(2) as usize];
+                let hold = DistSpec::LogNormal {
+                    median: None,
+                    p99: None,
+                    mu: Some(s.ln() - sigma * sigma / 2.0),
+                    sigma: Some(sigma),
+                };
+                ("log-normal", hold, s * s * (sigma * sigma).exp())
+            }
+            _ => {
+                let shape = 5.0;
+                let hold = DistSpec::Pareto {
+                    scale: at(s * (shape - 1.0) / shape),
+                    shape,
+                };
+                let second = s * s * (shape - 1.0) * (shape - 1.0) / (shape * (shape - 2.0));
+                ("Pareto", hold, second)
+            }
+        };
+        let lambda = rho / s;
+        let time = lambda * second / (2.0 * (1.0 - rho)) + s;
+
+        let (mut times, mut held) = (vec![], vec![]);
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, lambda);
+            let a = ServiceConfig {
+                workers: Some(1),
+                worker_queue: 100_000,
+                ..service(1, vec![])
+            };
+            hold_at_a(&mut cfg, a, hold.clone(), by_call);
+            let (nodes, _) = go(&cfg);
+            for r in nodes.of("a").skip(1) {
+                times.push(seconds(&r.latency));
+                held.push((1.0, r.busy.mean));
+            }
+        }
+        let what = format!(
+            "draw {d} ({law}, mean {s} s, ρ {rho} {})",
+            if by_call { "in a call" } else { "as work" }
+        );
+        let checks: [Check<'_>; 2] = [
+            ("time at the pod", &times, time, None),
+            ("requests at the pod", &held, lambda * time, None),
+        ];
+        off_theory(&what, "Pollaczek–Khinchine", &checks)
+    });
+}
+
+/// A pool of one connection whose waiters give up, as the M/M/1+D queue,
+/// on parameters drawn from a seed: Poisson calls at half to one and a
+/// half times what the connection can carry, each holding it for an
+/// exponential time of mean 1/μ, and a line whose waiters fail
+/// `pool_timeout` after τ (0.5 to 5 mean holds). The line is first come
+/// first served, so a call knows on arrival whether it will be served:
+/// when the connection's remaining work V (of those to be served) is below
+/// τ. V falls at rate one and grows by a hold at each arrival finding it
+/// below τ: an atom p₀ at 0, density p₀λe^(−(μ−λ)x) below τ and
+/// p₀λe^(−(μ−λ)τ)e^(−μ(x−τ)) above, p₀ from their sum being one. A call
+/// gives up with probability P(V ≥ τ) (PASTA), the connection is in use
+/// λ(1 − P(V ≥ τ))/μ of the time, and the line holds λ·E[min(V, τ)]
+/// (Little).
+///
+/// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
+/// errors from the minute buckets past the first as batch means. Over
+/// 300 draws (`STORMSIM_IMPATIENT_DRAWS`; 8 here) the errors over their
+/// standard errors had means of 0.05 (given up), 0.01 (in use) and 0.10
+/// (in line), standard deviations of 1.03, 0.96 and 0.96, none beyond
+/// ±3.3; the largest by load (0.29, in line at 1.5 over 64 draws) was
+/// looked at apart: four draws of 32 hours at load 1.5 came within
+/// 0.12 % of the closed form (z from −2.2 to 1.7, both signs). A
+/// patience 20 % longer in theory fails 21 of the suite's 24 checks.
+#[test]
+fn random_impatient_pool_lines_give_up_as_mm1_plus_d() {
+    use sim_models::outcome::Reason;
+    use sim_models::recorder::NodeKind;
+
+    on_draws("STORMSIM_IMPATIENT_DRAWS", 0x1b87_3593, |d, draw| {
+        let load = [0.5, 0.8, 1.2, 1.5][draw(4) as usize];
+        let hold: f64 = [0.005, 0.020][draw(2) as usize];
+        let tau = hold * [0.5, 1.0, 2.0, 5.0][draw(4) as usize];
+        let mu = 1.0 / hold;
+        let lambda = load * mu;
+        let beta = mu - lambda;
+        let below = (-beta * tau).exp();
+        let p0 = 1.0 / (1.0 + lambda * (1.0 - below) / beta + lambda * below / mu);
+        let gives_up = p0 * lambda * below / mu;
+        let in_use = lambda * (1.0 - gives_up) / mu;
+        // ∫₀^τ x·p₀λe^(−βx) dx + τ·P(V ≥ τ).
+        let in_line =
+            p0 * lambda * (1.0 / (beta * beta) - below * (tau / beta + 1.0 / (beta * beta)))
+                + tau * gives_up;
+        let waiting = lambda * in_line;
+
+        let (mut shares, mut busy, mut line) = (vec![], vec![], vec![]);
+        let mut unexplained = 0;
+        for seed in 1..=4 {
+            let mut cfg = ten_minutes_into_a(d * 4 + seed, lambda);
+            let client = ClientConfig {
+                attempt_timeout: None,
+                ..Default::default()
+            };
+            let mut to_db = call("db", client);
+            to_db.pool = Some(PoolConfig {
+                max_connections: 1,
+                acquire_timeout: Some(SimDuration::from_secs_f64(tau)),
+                connect_time: DistSpec::Constant(SimDuration::ZERO),
+                idle_timeout: None,
+                ..Default::default()
+            });
+            cfg.services.insert("a".into(), service(1, vec![to_db]));
+            cfg.dependencies.insert(
+                "db".into(),
+                UpstreamConfig {
+                    capacity: 100_000,
+                    latency: exp(SimDuration::from_secs_f64(hold)),
+                    ..Default::default()
+                },
+            );
+            let (nodes, totals) = go(&cfg);
+            unexplained += totals.finished()
+                - totals.outcome(Reason::Success)
+                - totals.outcome(Reason::PoolTimeout);
+            let edges = nodes.rows.iter().filter(|r| r.kind == NodeKind::Edge);
+            for (b, r) in nodes.buckets.iter().zip(edges).skip(1) {
+                let calls = r.offered as f64;
+                shares.push((calls, b.outcome(Reason::PoolTimeout) as f64));
+                busy.push((1.0, r.busy.mean));
+                line.push((1.0, r.waiting.mean));
+            }
+        }
+        let what = format!("draw {d} (load {load}, hold {hold} s, τ {tau} s)");
+        let mut off = off_theory(
+            &what,
+            "M/M/1+D",
+            &[
+                ("share given up", &shares, gives_up, None),
+                ("connection in use", &busy, in_use, None),
+                ("calls in line", &line, waiting, None),
+            ],
+        );
+        if unexplained > 0 {
+            off.push(format!("{what}: {unexplained} calls ended otherwise"));
+        }
+        off
+    });
+}
