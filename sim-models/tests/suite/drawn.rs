@@ -5,11 +5,12 @@
 //! exponentials for hedged calls and fan-outs, timeouts retried as a race
 //! against the clock (with the work left behind by callers who gave up),
 //! closed-loop users as the machine-repairman model, a round-robin
-//! balancer's pods as GI/M/1 queues (Poisson or evenly spaced arrivals), the work in flight through a
-//! timeline's step as the M/M/∞ queue's transient, retries into a queue
-//! as a Jackson network with feedback, a count-based breaker as a renewal
-//! process, one worker under drawn service laws as M/G/1
-//! (Pollaczek–Khinchine), and a pool whose waiters give up as M/M/c+D.
+//! balancer's pods as GI/M/1 queues (Poisson or evenly spaced arrivals),
+//! the work in flight through a timeline's step as the M/M/∞ queue's
+//! transient, retries into a queue as a Jackson network with feedback, a
+//! count-based breaker as a renewal process, one worker under drawn
+//! service laws as M/G/1 (Pollaczek–Khinchine), and a pool whose waiters
+//! give up as M/M/c+D.
 //!
 //! Each test draws its own parameters ([`on_draws`]: 8 draws in the
 //! suite, more with its variable), runs each draw on a few seeds, and
@@ -1498,8 +1499,8 @@ fn random_service_laws_queue_as_pollaczek_khinchine() {
 /// connections in use V is 0, and n follows Erlang's p_n ∝ aⁿ/n!; with
 /// all c in use V falls at rate one and grows, at each arrival finding it
 /// below τ, by the time to the next of c holds ending, Exp(cμ): density
-/// λp_(c−1)e^(−βx) below τ and λp_(c−1)e^(−βτ)e^(−cμ(x−τ)) above, β = cμ − λ,
-/// all summing to one (Baccelli and Hebuterne's M/M/c+D). A call gives up
+/// λp_(c−1)e^(−βx) below τ and λp_(c−1)e^(−βτ)e^(−cμ(x−τ)) above,
+/// β = cμ − λ, all summing to one (Baccelli and Hebuterne's M/M/c+D). A call gives up
 /// with probability P(V ≥ τ) (PASTA), connections are in use
 /// λ(1 − P(V ≥ τ))/μ on average, and the line holds λ·E[min(V, τ)]
 /// (Little).
