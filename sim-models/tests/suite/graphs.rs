@@ -25,7 +25,8 @@ use sim_models::world::run;
 
 use crate::common::{ms, secs};
 
-/// Keeps the nodes' rows with their names, and each bucket's pod groups.
+/// Keeps the nodes' rows with their names, and each bucket's row, with
+/// its pod groups, pool waits, end-to-end latencies and drops at hand.
 #[derive(Default)]
 pub(crate) struct Nodes {
     pub(crate) rows: Vec<NodeRow>,
