@@ -723,9 +723,8 @@ fn random_hedges_and_fan_outs_answer_as_order_statistics() {
 /// share answered: failures are rare where q is small) to 1.02, none
 /// beyond ±3.1; 400 draws all with a deadline gave means from −0.10 to
 /// 0.10 and standard deviations from 1.00 to 1.04, none beyond ±3.4.
-/// (Timeouts fire exactly: behind T = 12,345,678 ns, a dependency of
-/// mean 1,000 s answered no one, and every request took exactly that
-/// many nanoseconds.) A theory whose timeout is 5 % longer fails 37 of
+/// (Timeouts fire exactly: `an_attempt_times_out_exactly_at_its_timeout`
+/// in `graphs.rs`.) A theory whose timeout is 5 % longer fails 37 of
 /// the suite's 56 checks; full jitter taken as no jitter fails the mean
 /// time of every draw it changes; a theory without the deadline fails
 /// 12 of the 100 draws' 17 or so with one.

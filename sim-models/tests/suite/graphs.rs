@@ -388,6 +388,41 @@ pub(crate) fn hold_at_a(
     cfg.services.insert("a".into(), a);
 }
 
+/// An attempt times out exactly at its timeout, to the nanosecond: behind
+/// T = 12,345,678 ns, a dependency of mean 1,000 s answers nobody in time,
+/// so every call's attempt, and every user's request, takes exactly T.
+#[test]
+fn an_attempt_times_out_exactly_at_its_timeout() {
+    let t = SimDuration::from_nanos(12_345_678);
+    let mut cfg = ten_minutes_into_a(3, 50.0);
+    cfg.clock.duration = secs(60);
+    let client = ClientConfig {
+        attempt_timeout: Some(t),
+        ..Default::default()
+    };
+    cfg.services
+        .insert("a".into(), service(1, vec![call("db", client)]));
+    cfg.dependencies.insert(
+        "db".into(),
+        UpstreamConfig {
+            capacity: 100_000,
+            latency: exp(secs(1000)),
+            ..Default::default()
+        },
+    );
+    let (nodes, totals) = go(&cfg);
+    let e2e = totals.latency(Latency::EndToEnd);
+    assert!(e2e.count() > 2_500, "{} requests", e2e.count());
+    assert_eq!(
+        (e2e.min(), e2e.max()),
+        (Some(t.as_nanos()), Some(t.as_nanos()))
+    );
+    let edge = nodes.of("a->db").map(|r| r.latency);
+    for l in edge.filter(|l| l.count > 0) {
+        assert_eq!(l.mean, Some(t.as_nanos() as f64));
+    }
+}
+
 /// A request fanning out to k = 4 calls at once, each an exponential
 /// 20 ms (a service with unbounded workers and cores: M/M/∞): waiting for
 /// all takes the maximum of 4 exponentials, `20 ms × H₄`; waiting for the
