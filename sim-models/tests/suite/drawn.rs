@@ -1928,15 +1928,52 @@ fn random_token_budgets_spend_and_refill_as_their_markov_chain() {
             }
         };
 
-        let mut client = retrying_every_failure(n, Backoff::fixed(SimDuration::from_nanos(1)));
-        client.budget = Some(budget.spec());
+        let what = format!("draw {d} ({budget:?}, p {p}, {n} retries)");
+        let latency = DistSpec::Constant(SimDuration::from_nanos(1));
+        let run = Budgeted {
+            d,
+            lambda,
+            budget: budget.spec(),
+            n,
+            p,
+            latency,
+        };
+        run.off("the token chain", &what, attempts, failed, denied)
+    });
+}
+
+/// A budget's draw: 4 seeds of 10 minutes of calls at `lambda` from one
+/// pod, each retried at once up to `n` times under `budget`, to a
+/// dependency answering after `latency` with a 500 with probability `p`.
+struct Budgeted {
+    d: u64,
+    lambda: f64,
+    budget: sim_models::policy::budget::BudgetSpec,
+    n: u32,
+    p: f64,
+    latency: DistSpec,
+}
+
+impl Budgeted {
+    /// What is off `theory`'s attempts per call, share of calls failed and
+    /// share denied, from the minute buckets past the first.
+    fn off(
+        &self,
+        theory: &str,
+        what: &str,
+        attempts: f64,
+        failed: f64,
+        denied: f64,
+    ) -> Vec<String> {
+        let mut client = retrying_every_failure(self.n, Backoff::fixed(SimDuration::from_nanos(1)));
+        client.budget = Some(self.budget.clone());
         let (mut tries, mut fails, mut denials) = (vec![], vec![], vec![]);
         for seed in 1..=4 {
-            let mut cfg = ten_minutes_into_a(d * 4 + seed, lambda);
+            let mut cfg = ten_minutes_into_a(self.d * 4 + seed, self.lambda);
             cfg.services
                 .insert("a".into(), service(1, vec![call("db", client.clone())]));
-            let mut db = failing(p);
-            db.latency = DistSpec::Constant(SimDuration::from_nanos(1));
+            let mut db = failing(self.p);
+            db.latency = self.latency.clone();
             cfg.dependencies.insert("db".into(), db);
             let (nodes, _) = go(&cfg);
             for (e, b) in nodes.of("a->db").skip(1).zip(nodes.buckets.iter().skip(1)) {
@@ -1946,10 +1983,9 @@ fn random_token_budgets_spend_and_refill_as_their_markov_chain() {
                 denials.push((calls, b.count(Count::BudgetDenied) as f64));
             }
         }
-        let what = format!("draw {d} ({budget:?}, p {p}, {n} retries)");
         off_theory(
-            &what,
-            "the token chain",
+            what,
+            theory,
             &[
                 ("attempts per call", &tries, attempts, None),
                 (
@@ -1966,7 +2002,7 @@ fn random_token_budgets_spend_and_refill_as_their_markov_chain() {
                 ),
             ],
         )
-    });
+    }
 }
 
 /// Envoy's retry budget as Erlang's loss system, on parameters drawn
@@ -2017,48 +2053,22 @@ fn random_envoy_budgets_refuse_retries_as_erlang_loss() {
         let attempts = 1.0 + p * (1.0 - b) * held / m;
         let failed = p * b + p * (1.0 - b) * p.powi(n as i32);
 
-        let mut client = retrying_every_failure(n, Backoff::fixed(SimDuration::from_nanos(1)));
-        client.budget = Some(BudgetSpec::Envoy {
+        let budget = BudgetSpec::Envoy {
             budget_percent: 0.0,
             min_retry_concurrency: k,
-        });
-        let (mut tries, mut fails, mut denials) = (vec![], vec![], vec![]);
-        for seed in 1..=4 {
-            let mut cfg = ten_minutes_into_a(d * 4 + seed, lambda);
-            cfg.services
-                .insert("a".into(), service(1, vec![call("db", client.clone())]));
-            let mut db = failing(p);
-            db.latency = exp(SimDuration::from_secs_f64(m));
-            cfg.dependencies.insert("db".into(), db);
-            let (nodes, _) = go(&cfg);
-            for (e, b) in nodes.of("a->db").skip(1).zip(nodes.buckets.iter().skip(1)) {
-                let calls = e.offered as f64;
-                tries.push((calls, e.attempts as f64));
-                fails.push((calls, e.failed as f64));
-                denials.push((calls, b.count(Count::BudgetDenied) as f64));
-            }
-        }
+        };
         let what =
             format!("draw {d} ({k} retries at once, m {m} s, p {p}, {n} retries, load {load:.2})");
-        off_theory(
-            &what,
-            "Erlang's loss formula",
-            &[
-                ("attempts per call", &tries, attempts, None),
-                (
-                    "share failed",
-                    &fails,
-                    failed,
-                    Some(failed * per_batch(&fails)),
-                ),
-                (
-                    "share denied",
-                    &denials,
-                    denied,
-                    Some(denied * per_batch(&denials)),
-                ),
-            ],
-        )
+        let latency = exp(SimDuration::from_secs_f64(m));
+        let run = Budgeted {
+            d,
+            lambda,
+            budget,
+            n,
+            p,
+            latency,
+        };
+        run.off("Erlang's loss formula", &what, attempts, failed, denied)
     });
 }
 
