@@ -2146,7 +2146,7 @@ fn random_token_buckets_refuse_as_a_queue_of_balking_work() {
         let what = format!("draw {d} (at {door}, burst {burst}, ρ {rho})");
         off_theory(
             &what,
-            "the balking queue's",
+            "the balking queue",
             &[(
                 "share refused",
                 &refusals,
@@ -2158,8 +2158,9 @@ fn random_token_buckets_refuse_as_a_queue_of_balking_work() {
 }
 
 /// The share of Poisson arrivals (ρ = λ/r) a token bucket of `burst`
-/// refuses: P(W > τ) for the work W of [`random_token_buckets_refuse_as_a_queue_of_balking_work`],
-/// in units of D = 1/r (τ = burst − 1). The density, divided by π₀, is
+/// refuses: P(W > τ) for the work W of
+/// [`random_token_buckets_refuse_as_a_queue_of_balking_work`], in units
+/// of D = 1/r (τ = burst − 1). The density, divided by π₀, is
 /// solved cell by cell (1,000 a unit, each at its midpoint, where the
 /// equation's jumps and kinks fall on cells' edges: second order,
 /// converged to seven places) from the left, each cell's value depending
