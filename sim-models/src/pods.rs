@@ -483,6 +483,7 @@ impl Service {
         let saturated =
             pool_wait.is_some_and(|w| w > h.timeout) || worker_wait.is_some_and(|w| w > h.timeout);
         if saturated {
+            ctx.sh.rec.count(Count::ProbesFailed, 1);
             p.probe_failures += 1;
             let failures = p.probe_failures;
             if failures >= h.failure_threshold {

@@ -203,6 +203,11 @@ counters! {
     LateResponses = "late_responses",
     /// Pod restarts (health checks, timeline).
     PodRestarts = "pod_restarts",
+    /// Health probes that found their pod saturated: its oldest pool
+    /// waiter, or its oldest request queued for a worker, had waited past
+    /// the probe's timeout (each one counts toward a restart or, with a
+    /// readiness threshold, toward leaving rotation).
+    ProbesFailed = "probes_failed",
     /// Timeline steps applied.
     TimelineSteps = "timeline_steps",
     /// Hedged attempts sent (beyond the first).
