@@ -758,6 +758,8 @@ pub fn summary_frame(
         Column::new("metastable".into(), vec![k.metastable]),
         f("peak_backlog", k.peak_backlog),
         Column::new("rate_limited".into(), vec![k.rate_limited]),
+        Column::new("pod_restarts".into(), vec![k.pod_restarts]),
+        Column::new("probes_failed".into(), vec![k.probes_failed]),
         f("retries_per_request", k.retries_per_request),
         f("slo_violation_s", k.slo_violation_s),
         f("slo_error_rate", k.slo_error_rate),

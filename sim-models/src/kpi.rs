@@ -331,6 +331,11 @@ pub struct Kpis {
     pub peak_backlog: f64,
     /// Requests the dependency answered 429 over the run.
     pub rate_limited: u64,
+    /// Pod restarts over the run (failed health checks and the
+    /// timeline's), which an incident often reports.
+    pub pod_restarts: u64,
+    /// Health probes that found their pod saturated, over the run.
+    pub probes_failed: u64,
     /// Retries (not hedges) per user request.
     pub retries_per_request: f64,
     /// Seconds in which the trailing error rate or the windowed p99 broke
@@ -542,6 +547,8 @@ pub fn kpis_for(
         metastable,
         peak_backlog: rows.iter().map(|r| r.backlog).fold(0.0, f64::max),
         rate_limited: totals.count(Count::UpstreamRateLimited),
+        pod_restarts: totals.count(Count::PodRestarts),
+        probes_failed: totals.count(Count::ProbesFailed),
         retries_per_request: ratio(
             totals.count(Count::AttemptsRetry),
             totals.count(Count::Offered),

@@ -215,7 +215,16 @@ fn an_8s_outage_holds_requests_27s_and_restarts_pods_until_the_fix() {
         sum(rows, &|r| r.outcome(Reason::PodOverloaded))
     };
     for (name, seed, k, rows) in &runs {
-        let restarts = sum(rows, &|r| r.count(Count::PodRestarts));
+        // The summary's figures (what a replay's `observed` can name) are
+        // the buckets' counts; every restart here is a health check's,
+        // after 3 probes in a row found the pod saturated.
+        let restarts = k.pod_restarts;
+        assert_eq!(restarts, sum(rows, &|r| r.count(Count::PodRestarts)));
+        assert_eq!(
+            k.probes_failed,
+            sum(rows, &|r| r.count(Count::ProbesFailed))
+        );
+        assert!(k.probes_failed >= 3 * restarts, "{name}, seed {seed}");
         let p99 = k.peak_e2e_p99_s.unwrap();
         assert!(
             !k.metastable && k.time_to_recover_s.is_some(),
