@@ -1009,6 +1009,22 @@ fn random_timeouts_retry_as_a_race_against_the_clock() {
     });
 }
 
+/// The laws [`of_mean`] draws from, by name.
+const LAWS_OF_A_MEAN: [&str; 3] = ["exponential", "constant", "uniform"];
+
+/// A law of the given mean: exponential (`kind` 0), constant (1) or
+/// uniform from 0 to twice the mean (2).
+fn of_mean(kind: u64, mean: SimDuration) -> DistSpec {
+    match kind {
+        0 => exp(mean),
+        1 => DistSpec::Constant(mean),
+        _ => DistSpec::Uniform {
+            low: SimDuration::ZERO,
+            high: SimDuration::from_nanos(2 * mean.as_nanos()),
+        },
+    }
+}
+
 /// Closed-loop users as the machine-repairman model (M/M/c//N), on
 /// parameters drawn from a seed: N users (2 to 60), each thinking for a
 /// time of mean Z, then waiting for an answer from a pod whose c workers
@@ -1045,14 +1061,7 @@ fn random_closed_loops_wait_as_the_machine_repairman() {
         let z = f64::from(users) * s / (load * f64::from(c));
         let by_call = draw(2) == 0;
         let think_kind = draw(3);
-        let think = match think_kind {
-            0 => exp(SimDuration::from_secs_f64(z)),
-            1 => DistSpec::Constant(SimDuration::from_secs_f64(z)),
-            _ => DistSpec::Uniform {
-                low: SimDuration::ZERO,
-                high: SimDuration::from_secs_f64(2.0 * z),
-            },
-        };
+        let think = of_mean(think_kind, SimDuration::from_secs_f64(z));
         let weights: Vec<f64> = (0..=users)
             .scan(1.0, |w, n| {
                 if n > 0 {
@@ -1095,7 +1104,7 @@ fn random_closed_loops_wait_as_the_machine_repairman() {
         }
         let what = format!(
             "draw {d} ({users} users, think {} {z:.4} s, c {c}, mean {s} s {})",
-            ["exponential", "constant", "uniform"][think_kind as usize],
+            LAWS_OF_A_MEAN[think_kind as usize],
             if by_call { "in a call" } else { "as work" }
         );
         let checks: [Check<'_>; 4] = [
@@ -1223,14 +1232,7 @@ fn random_load_laws_serve_a_closed_loop_as_their_throughput_curve() {
         let s_us = [20_000u64, 50_000][draw(2) as usize];
         let s = s_us as f64 / 1e6;
         let base_kind = draw(3);
-        let base = match base_kind {
-            0 => exp(SimDuration::from_micros(s_us)),
-            1 => DistSpec::Constant(SimDuration::from_micros(s_us)),
-            _ => DistSpec::Uniform {
-                low: SimDuration::ZERO,
-                high: SimDuration::from_micros(2 * s_us),
-            },
-        };
+        let base = of_mean(base_kind, SimDuration::from_micros(s_us));
         let n = f64::from(users);
         let (law, time) = if draw(2) == 0 {
             let sigma = [0.0, 0.01, 0.05, 0.2][draw(4) as usize];
@@ -1272,7 +1274,7 @@ fn random_load_laws_serve_a_closed_loop_as_their_throughput_curve() {
         }
         let what = format!(
             "draw {d} ({users} users, {} base of mean {s} s, {law:?})",
-            ["exponential", "constant", "uniform"][base_kind as usize],
+            LAWS_OF_A_MEAN[base_kind as usize],
         );
         let mut checks: Vec<Check<'_>> = vec![("attempt time", &times, time, None)];
         // A constant base makes every user's cycle the same length: each
