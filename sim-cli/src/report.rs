@@ -986,7 +986,7 @@ fn run_sections(
         Ok(_) => floats(summary, "fan_out")?[0],
         Err(_) => 1.0,
     };
-    let kpis = [
+    let mut kpis = vec![
         ("success rate", pct(floats(summary, "success_rate")?[0])),
         ("degraded rate", pct(floats(summary, "degraded_rate")?[0])),
         ("error rate", pct(floats(summary, "error_rate")?[0])),
@@ -1040,6 +1040,17 @@ fn run_sections(
             },
         ),
     ];
+    // A dataset from before these columns has no restarts to show.
+    if has(summary, "pod_restarts") && has(summary, "probes_failed") {
+        kpis.push((
+            "pod restarts (health probes failed)",
+            format!(
+                "{} ({})",
+                num(floats(summary, "pod_restarts")?[0], 0),
+                num(floats(summary, "probes_failed")?[0], 0)
+            ),
+        ));
+    }
     let rows: Vec<Vec<String>> = kpis
         .iter()
         .map(|(k, v)| vec![k.to_string(), v.clone()])

@@ -88,6 +88,15 @@ fn a_run_report_has_every_chart_with_data_and_labels() {
         assert!(html.contains(&inline), "{chart} not inlined");
     }
     assert!(html.contains("Attempts peaked at") && html.contains("<table>"));
+    // The replay's pods restart, after probes that failed.
+    let restarts = html
+        .split("pod restarts (health probes failed)</td><td>")
+        .nth(1)
+        .and_then(|rest| rest.split("</td>").next())
+        .expect("the restarts row");
+    let (restarts, probes) = restarts.trim_end_matches(')').split_once(" (").unwrap();
+    let (restarts, probes): (u64, u64) = (restarts.parse().unwrap(), probes.parse().unwrap());
+    assert!(restarts > 0 && probes >= restarts, "{restarts} ({probes})");
     // Nothing to fetch: no script, no external source or style sheet (the
     // SVG namespace URI is a name, not a fetch).
     for needle in ["<script", "src=\"http", "href=\"http", "<link", "@import"] {
