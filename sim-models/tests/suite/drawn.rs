@@ -191,24 +191,32 @@ fn probes_failing(p: &[f64], c: u32, c_mu_tau: f64) -> f64 {
     fails
 }
 
-/// Health probes every 50 ms that fail past `timeout_us` and never
-/// restart a pod or take it out of rotation: only counted.
+/// How often the checks' pods are probed.
+const PROBE_PERIOD: SimDuration = SimDuration::from_millis(50);
+
+/// Health probes every [`PROBE_PERIOD`] that fail past `timeout_us` and
+/// never restart a pod or take it out of rotation: only counted.
 fn probing(timeout_us: u64) -> sim_models::pods::HealthConfig {
     sim_models::pods::HealthConfig {
-        period: ms(50),
+        period: PROBE_PERIOD,
         timeout: SimDuration::from_micros(timeout_us),
         failure_threshold: u32::MAX,
         ..Default::default()
     }
 }
 
-/// Each bucket past the first as a batch of (probes, probes failed): the
-/// pods' probes 50 ms apart make 1,200 a pod in each minute.
+/// Each bucket past the first as a batch of (probes, probes failed): a
+/// pod's probes, one a period from a fixed offset, fall exactly span ÷
+/// period times in any bucket whose span the period divides.
 fn probes_per_bucket(nodes: &crate::graphs::Nodes, pods: u32) -> Vec<(f64, f64)> {
-    let each = f64::from(1_200 * pods);
-    let failed = nodes.buckets.iter().skip(1);
-    failed
-        .map(|b| (each, b.count(Count::ProbesFailed) as f64))
+    let period = PROBE_PERIOD.as_nanos();
+    let past_first = nodes.buckets.iter().skip(1);
+    past_first
+        .map(|b| {
+            assert_eq!(b.span.as_nanos() % period, 0, "a bucket the period divides");
+            let probes = b.span.as_nanos() / period * u64::from(pods);
+            (probes as f64, b.count(Count::ProbesFailed) as f64)
+        })
         .collect()
 }
 
