@@ -230,10 +230,11 @@ pub(crate) struct PolicySet {
 }
 
 impl PolicySet {
-    pub(crate) fn new(c: &ClientConfig) -> Self {
+    /// A fresh set, its clocks starting `now`.
+    pub(crate) fn new(c: &ClientConfig, now: SimTime) -> Self {
         PolicySet {
             budget: c.budget.as_ref().map(|b| b.build()),
-            gates: build_gates(c),
+            gates: build_gates(c, now),
             adaptive: c.retry.adaptive.as_ref().map(AdaptiveBackoff::new),
         }
     }
@@ -259,13 +260,14 @@ fn policy_of<'a>(
     policies: &'a mut Vec<PolicySet>,
     client: &ClientConfig,
     pod: u32,
+    now: SimTime,
 ) -> &'a mut PolicySet {
     if client.scope == Scope::Global {
         return &mut policies[0];
     }
     let i = pod as usize;
     while policies.len() <= i {
-        policies.push(PolicySet::new(client));
+        policies.push(PolicySet::new(client, now));
     }
     &mut policies[i]
 }
@@ -273,10 +275,10 @@ fn policy_of<'a>(
 /// The policy sets of a client as configured, fresh: one in all when
 /// their scope is global, one for each of `pods` pods of the caller else
 /// (a pod added later gets its set when it first calls).
-fn policy_sets(client: &ClientConfig, pods: u32) -> Vec<PolicySet> {
+fn policy_sets(client: &ClientConfig, pods: u32, now: SimTime) -> Vec<PolicySet> {
     match client.scope {
-        Scope::Global => vec![PolicySet::new(client)],
-        Scope::Pod => (0..pods).map(|_| PolicySet::new(client)).collect(),
+        Scope::Global => vec![PolicySet::new(client, now)],
+        Scope::Pod => (0..pods).map(|_| PolicySet::new(client, now)).collect(),
     }
 }
 
@@ -316,7 +318,7 @@ pub struct Client {
 /// Whether `client`'s policies keep state: a budget, a gate (throttle,
 /// breaker, rate limiter) or adaptive backoff.
 fn keeps_policy_state(client: &ClientConfig) -> bool {
-    let set = PolicySet::new(client);
+    let set = PolicySet::new(client, SimTime::ZERO);
     set.budget.is_some() || !set.gates.is_empty() || set.adaptive.is_some()
 }
 
@@ -336,7 +338,7 @@ impl Client {
         Ok(Client {
             index,
             connect_time: compile(&edge.pool.connect_time, &connect_at)?,
-            policies: policy_sets(&edge.client, pods),
+            policies: policy_sets(&edge.client, pods, SimTime::ZERO),
             backoff_rng: streams.stream(stream_name("client/backoff", &edge.suffix).as_str()),
             throttle_rng: streams.stream(stream_name("client/throttle", &edge.suffix).as_str()),
             timeouts: DeadlineLine::new(),
@@ -381,11 +383,11 @@ impl Client {
     /// The policy set of the client on `pod`; `None` when the policies
     /// keep no state.
     #[inline]
-    fn policy(&mut self, pod: u32) -> Option<&mut PolicySet> {
+    fn policy(&mut self, pod: u32, now: SimTime) -> Option<&mut PolicySet> {
         if !self.stateful {
             return None;
         }
-        Some(policy_of(&mut self.policies, &self.cfg, pod))
+        Some(policy_of(&mut self.policies, &self.cfg, pod, now))
     }
 
     /// The caller's pool for this edge on `pod`.
@@ -423,7 +425,7 @@ impl Client {
             .iter()
             .map(PolicySet::breakers)
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-        self.policies = policy_sets(&client, pods);
+        self.policies = policy_sets(&client, pods, now);
         self.stateful = keeps_policy_state(&client);
         self.cfg = client;
         // The fresh budgets never saw this edge's attempts in progress
@@ -486,7 +488,10 @@ impl Client {
                 .ok();
         }
         ctx.sh.rec.node_call_started(self.index);
-        if let Some(b) = self.policy(pod).and_then(|set| set.budget.as_mut()) {
+        if let Some(b) = self
+            .policy(pod, ctx.now())
+            .and_then(|set| set.budget.as_mut())
+        {
             b.on_request(now);
         }
         self.start_attempt(call, false, ctx);
@@ -605,7 +610,10 @@ impl Client {
         }
         let timeout = self.cfg.attempt_timeout;
         let arm_now = self.cfg.timeout_starts == TimeoutStart::AttemptStart;
-        if let Some(b) = self.policy(pod).and_then(|set| set.budget.as_mut()) {
+        if let Some(b) = self
+            .policy(pod, ctx.now())
+            .and_then(|set| set.budget.as_mut())
+        {
             b.on_attempt_start(now, cost);
         }
         if arm_now && let Some(t) = timeout {
@@ -647,7 +655,7 @@ impl Client {
         let mut moves = Vec::new();
         let mut refused = None;
         let rng = &mut self.throttle_rng;
-        let set = policy_of(&mut self.policies, &self.cfg, pod);
+        let set = policy_of(&mut self.policies, &self.cfg, pod, now);
         for gate in set.gates.iter_mut() {
             let draw = if gate.draws() { rng.random() } else { 0.0 };
             let before = gate.breaker_state();
@@ -1153,7 +1161,9 @@ impl Client {
             (a.req, a.call, a.hedge, a.pod, a.pool_wait, a.late);
         ctx.sh.reqs.remove_attempt(att);
         if closed.seen_by_budget
-            && let Some(b) = self.policy(pod).and_then(|set| set.budget.as_mut())
+            && let Some(b) = self
+                .policy(pod, ctx.now())
+                .and_then(|set| set.budget.as_mut())
         {
             b.on_attempt_closed(now, closed.retry_cost);
         }
@@ -1208,7 +1218,7 @@ impl Client {
         // For a budget's report only.
         let retryable = self.stateful && self.cfg.retry.retry_on.iter().any(|r| r.matches(outcome));
         let mut moves = Vec::new();
-        if let Some(set) = self.policy(pod) {
+        if let Some(set) = self.policy(pod, ctx.now()) {
             if let Some(b) = set.budget.as_mut() {
                 b.on_result(
                     now,
@@ -1342,7 +1352,10 @@ impl Client {
             let n = c.retries_used - c.backoff_from + 1;
             let c = stale!(ctx.sh.reqs.call_mut(call));
             let mut drawn = backoff.delay(n, &mut c.backoff, &mut self.backoff_rng);
-            if let Some(a) = self.policy(pod).and_then(|set| set.adaptive.as_ref()) {
+            if let Some(a) = self
+                .policy(pod, ctx.now())
+                .and_then(|set| set.adaptive.as_ref())
+            {
                 drawn = drawn.mul_f64(a.multiplier());
             }
             // Drawn only when configured, so no other draw moves.
@@ -1371,7 +1384,10 @@ impl Client {
             AttemptOutcome::RateLimited(_) => RetryCause::Throttled,
             _ => RetryCause::Transient,
         };
-        let cost = match self.policy(pod).and_then(|set| set.budget.as_mut()) {
+        let cost = match self
+            .policy(pod, ctx.now())
+            .and_then(|set| set.budget.as_mut())
+        {
             None => 0,
             Some(b) => match b.try_retry(now, cause) {
                 Some(cost) => cost,

@@ -92,8 +92,9 @@ pub trait Gate {
 }
 
 /// The gates of one client, in the order they are asked: throttle,
-/// breaker, rate limiter (a refused attempt never waits for a token).
-pub fn build_gates(c: &ClientConfig) -> Vec<Box<dyn Gate>> {
+/// breaker, rate limiter (a refused attempt never waits for a token);
+/// `now` starts the clocks of those that keep one from their creation.
+pub fn build_gates(c: &ClientConfig, now: SimTime) -> Vec<Box<dyn Gate>> {
     let mut gates: Vec<Box<dyn Gate>> = Vec::new();
     if let Some(ThrottleSpec::Sre { k, window }) = c.throttle {
         gates.push(Box::new(SreThrottle::new(k, window)));
@@ -105,7 +106,7 @@ pub fn build_gates(c: &ClientConfig) -> Vec<Box<dyn Gate>> {
         }));
     }
     if matches!(c.throttle, Some(ThrottleSpec::AwsAdaptive)) {
-        gates.push(Box::new(AwsAdaptive::default()));
+        gates.push(Box::new(AwsAdaptive::new(now)));
     }
     gates
 }
@@ -178,8 +179,12 @@ impl Gate for AwsAdaptive {
         }
     }
 
+    /// Every attempt's end but a cancellation: botocore hears each
+    /// attempt on `needs-retry`, a timeout or a failed connection (its
+    /// exceptions) as much as an answer, and takes all but a throttle
+    /// for a success.
     fn on_attempt_end(&mut self, now: SimTime, end: &AttemptEnd) {
-        if end.answered() {
+        if end.outcome != AttemptOutcome::Cancelled {
             self.on_response(now, matches!(end.outcome, AttemptOutcome::RateLimited(_)));
         }
     }
@@ -221,6 +226,39 @@ mod tests {
                 counter: Count::BreakerRejected
             }
         );
+    }
+
+    #[test]
+    fn the_aws_limiter_hears_every_attempt_but_a_cancelled_one() {
+        // After a throttle, 2 s of attempts at 100 a second that time out
+        // or fail to connect: botocore hears them on `needs-retry` as
+        // successes, so the CUBIC curve climbs back from the cut (67 a
+        // second) towards the 96 measured before it (92 by then); cancelled
+        // ones leave the limiter where the throttle put it.
+        let end = |outcome| AttemptEnd {
+            outcome,
+            duration: SimDuration::from_millis(5),
+        };
+        let mut rates = vec![];
+        for outcome in [
+            AttemptOutcome::Timeout,
+            AttemptOutcome::ConnectFailure,
+            AttemptOutcome::Cancelled,
+        ] {
+            let mut g = AwsAdaptive::new(t(0));
+            for i in 0..100 {
+                g.on_attempt_end(t(i * 10), &end(AttemptOutcome::Success));
+            }
+            g.on_attempt_end(t(1_000), &end(AttemptOutcome::RateLimited(0)));
+            let cut = g.rate();
+            for i in 1..=200 {
+                g.on_attempt_end(t(1_000 + i * 10), &end(outcome));
+            }
+            rates.push((cut, g.rate()));
+        }
+        assert!(rates[0].1 > 1.3 * rates[0].0, "{rates:?}");
+        assert!(rates[1].1 > 1.3 * rates[1].0, "{rates:?}");
+        assert_eq!(rates[2].1, rates[2].0, "{rates:?}");
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //!   until the first throttling answer, whose rate follows CUBIC: cut to
 //!   β = 0.7 of the current rate on a throttle, then grow as
 //!   `C·(t − t_throttle − K)³ + W_max` (C = 0.4), capped at twice the
-//!   measured send rate. A send waits for a token.
+//!   measured send rate. A send waits for a token. Every attempt's end
+//!   but a cancellation is heard (botocore's `needs-retry`), and the
+//!   SDKs' shared specification's cases are its tests.
 
 use std::collections::VecDeque;
 
@@ -117,7 +119,13 @@ const MIN_CAPACITY: f64 = 1.0;
 const MEASURE_BUCKET_SECS: f64 = 0.5;
 
 /// The AWS adaptive-mode rate limiter (botocore `adaptive.py`,
-/// `bucket.py`, `throttling.py`).
+/// `bucket.py`, `throttling.py`), from its creation: the send rate is
+/// measured in half-second buckets from the whole second it was made in,
+/// the CUBIC curve starts then (`W_max` 0), and the token bucket starts
+/// empty at a rate of 1. Every answer sets the bucket's rate, on or off
+/// (the bucket first filled at its old rate, its tokens then cut to the
+/// new capacity), so the first throttle finds what the bucket gathered
+/// while off, as botocore's does.
 #[derive(Clone, Debug)]
 pub struct AwsAdaptive {
     enabled: bool,
@@ -134,33 +142,40 @@ pub struct AwsAdaptive {
     bucket_count: f64,
 }
 
-impl Default for AwsAdaptive {
-    fn default() -> Self {
+impl AwsAdaptive {
+    /// A limiter made `now`, off until its first throttle.
+    pub fn new(now: SimTime) -> Self {
         AwsAdaptive {
             enabled: false,
-            max_rate: 0.0,
+            max_rate: 1.0,
             tokens: 0.0,
-            last_refill: SimTime::ZERO,
+            last_refill: now,
             w_max: 0.0,
-            last_throttle: SimTime::ZERO,
+            last_throttle: now,
             measured: 0.0,
-            bucket_start: 0.0,
+            bucket_start: now.as_secs_f64().floor(),
             bucket_count: 0.0,
         }
     }
-}
 
-impl AwsAdaptive {
     /// The bucket's rate now (requests per second); 0 while disabled.
     pub fn rate(&self) -> f64 {
         if self.enabled { self.max_rate } else { 0.0 }
     }
 
+    /// The rate the bucket fills at (botocore's `_fill_rate`).
+    fn fill_rate(&self) -> f64 {
+        self.max_rate.max(MIN_FILL_RATE)
+    }
+
+    /// The tokens the bucket holds at most.
+    fn capacity(&self) -> f64 {
+        self.max_rate.max(MIN_CAPACITY)
+    }
+
     fn refill(&mut self, now: SimTime) {
-        let fill = self.max_rate.max(MIN_FILL_RATE);
-        let capacity = self.max_rate.max(MIN_CAPACITY);
         let dt = now.saturating_since(self.last_refill).as_secs_f64();
-        self.tokens = (self.tokens + dt * fill).min(capacity);
+        self.tokens = (self.tokens + dt * self.fill_rate()).min(self.capacity());
         self.last_refill = now;
     }
 
@@ -175,8 +190,7 @@ impl AwsAdaptive {
         if self.tokens >= 0.0 {
             SimDuration::ZERO
         } else {
-            let fill = self.max_rate.max(MIN_FILL_RATE);
-            SimDuration::from_secs_f64(-self.tokens / fill)
+            SimDuration::from_secs_f64(-self.tokens / self.fill_rate())
         }
     }
 
@@ -211,11 +225,9 @@ impl AwsAdaptive {
             let dt = now.saturating_since(self.last_throttle).as_secs_f64();
             SCALE_C * (dt - k).powi(3) + self.w_max
         };
-        let new_rate = new_rate.min(2.0 * measured).max(0.0);
-        if self.enabled {
-            self.refill(now);
-            self.max_rate = new_rate;
-        }
+        self.refill(now);
+        self.max_rate = new_rate.min(2.0 * measured);
+        self.tokens = self.tokens.min(self.capacity());
     }
 }
 
@@ -277,7 +289,7 @@ mod tests {
 
     #[test]
     fn aws_adaptive_is_off_until_throttled_then_cuts_and_recovers_cubically() {
-        let mut a = AwsAdaptive::default();
+        let mut a = AwsAdaptive::new(SimTime::ZERO);
         // 100 sends/s, no throttling: no waiting, no rate.
         for i in 0..200 {
             assert_eq!(a.acquire(t(i * 10)), SimDuration::ZERO);
@@ -301,5 +313,126 @@ mod tests {
             "rate at K {}",
             a.rate()
         );
+    }
+
+    fn at(secs: f64) -> SimTime {
+        SimTime::ZERO + SimDuration::from_secs_f64(secs)
+    }
+
+    /// The CUBIC cases of the AWS SDKs' shared retry specification (as
+    /// the SDKs' own tests carry them): from a throttle at 5 s with the
+    /// rate at 10, the rate after each answer, to the specification's
+    /// tolerance of 5·10⁻⁷. The send rate is measured far above these
+    /// rates, so neither twice it nor it caps the rate a throttle cuts
+    /// (the specification's calculator takes the rate it last gave).
+    #[test]
+    fn aws_adaptive_follows_the_specifications_cubic_cases() {
+        let success_1 = [
+            (5.0, false, 7.0),
+            (6.0, false, 9.64893600966),
+            (7.0, false, 10.000030849917364),
+            (8.0, false, 10.453284520772092),
+            (9.0, false, 13.408697022224185),
+            (10.0, false, 21.26626835427364),
+            (11.0, false, 36.425998516920465),
+        ];
+        let success_2 = [
+            (5.0, false, 7.0),
+            (6.0, false, 9.64893600966),
+            (7.0, true, 6.754255206761999),
+            (8.0, true, 4.727978644733399),
+            (9.0, false, 6.606547753887045),
+            (10.0, false, 6.763279816944947),
+            (11.0, false, 7.598174833907107),
+            (12.0, false, 11.511232804773524),
+        ];
+        for (name, cases) in [("success #1", &success_1[..]), ("success #2", &success_2)] {
+            let mut a = AwsAdaptive::new(at(0.0));
+            a.enabled = true;
+            a.max_rate = 10.0;
+            a.w_max = 10.0;
+            a.last_throttle = at(5.0);
+            a.measured = 1e12;
+            a.bucket_start = 4.0;
+            for (i, &(time, throttle, want)) in cases.iter().enumerate() {
+                a.on_response(at(time), throttle);
+                assert!(
+                    (a.rate() - want).abs() < 5e-7,
+                    "{name}, case {i}: rate {} where the specification has {want}",
+                    a.rate()
+                );
+            }
+        }
+    }
+
+    /// The specification's end-to-end case: a limiter made at 0 hears an
+    /// answer every 0.2 s (throttles at 2.0 and 3.2 s); after each, its
+    /// measured send rate and its bucket's fill rate, to 5·10⁻⁷.
+    #[test]
+    fn aws_adaptive_follows_the_specifications_end_to_end_case() {
+        let cases = [
+            (0.2, false, 0.0, 0.5),
+            (0.4, false, 0.0, 0.5),
+            (0.6, false, 4.8, 0.5),
+            (0.8, false, 4.8, 0.5),
+            (1.0, false, 4.16, 0.5),
+            (1.2, false, 4.16, 0.6912),
+            (1.4, false, 4.16, 1.0976),
+            (1.6, false, 5.632, 1.6384),
+            (1.8, false, 5.632, 2.3328),
+            (2.0, true, 4.3264, 3.02848),
+            (2.2, false, 4.3264, 3.486639),
+            (2.4, false, 4.3264, 3.821874),
+            (2.6, false, 5.66528, 4.053386),
+            (2.8, false, 5.66528, 4.200373),
+            (3.0, false, 4.333056, 4.282037),
+            (3.2, true, 4.333056, 2.997426),
+            (3.4, false, 4.333056, 3.452226),
+        ];
+        let mut a = AwsAdaptive::new(at(0.0));
+        for (i, &(time, throttle, measured, fill)) in cases.iter().enumerate() {
+            a.on_response(at(time), throttle);
+            assert!(
+                (a.measured - measured).abs() < 5e-7 && (a.fill_rate() - fill).abs() < 5e-7,
+                "case {i} at {time} s: measured {}, fill rate {}; the specification has {measured}, {fill}",
+                a.measured,
+                a.fill_rate()
+            );
+            assert_eq!(a.enabled, time >= 2.0, "case {i}");
+        }
+    }
+
+    /// A limiter made late measures from the second it was made in: one
+    /// made at 100 s that hears 10 answers a second has measured 8 a
+    /// second (0.8 of the first half second's 10) at 100.5 s, not a
+    /// rate spread back to 0 s, and a throttle then cuts to 0.7 of that.
+    #[test]
+    fn aws_adaptive_made_late_measures_from_when_it_was_made() {
+        let mut a = AwsAdaptive::new(at(100.0));
+        for i in 1..=4 {
+            a.on_response(at(100.0 + f64::from(i) * 0.1), false);
+        }
+        a.on_response(at(100.5), true);
+        assert!((a.measured - 8.0).abs() < 1e-9, "measured {}", a.measured);
+        assert!((a.rate() - 5.6).abs() < 1e-9, "rate {}", a.rate());
+    }
+
+    /// The bucket fills while the limiter is off, so a first throttle
+    /// after 3 s at 10 answers a second finds it full to its new
+    /// capacity (0.7 of the measured rate, about 7): the next 6 sends go
+    /// at once, and only then do sends wait, as in botocore.
+    #[test]
+    fn aws_adaptive_lets_a_first_throttle_find_the_tokens_gathered_while_off() {
+        let mut a = AwsAdaptive::new(at(100.0));
+        for i in 1..=30 {
+            a.on_response(at(100.0 + f64::from(i) * 0.1), false);
+        }
+        a.on_response(at(103.05), true);
+        assert!((6.0..8.0).contains(&a.rate()), "rate {}", a.rate());
+        for i in 0..6 {
+            assert_eq!(a.acquire(at(103.05)), SimDuration::ZERO, "send {i}");
+        }
+        let waits = (0..3).filter(|_| !a.acquire(at(103.05)).is_zero()).count();
+        assert!(waits >= 2, "{waits}");
     }
 }
