@@ -769,6 +769,107 @@ mod tests {
         assert_eq!(q.try_retry(t(0), RetryCause::Transient), Some(5));
     }
 
+    /// The retry-quota cases of the AWS SDKs' shared retry specification
+    /// (as the SDKs' own tests carry them), in the client's order: a
+    /// success refunds its attempt's cost (1 for a first attempt); a
+    /// failure at the last attempt asks the quota nothing; else a retry
+    /// costs 5 or is refused. The quota after each answer, and what the
+    /// client does.
+    #[test]
+    fn aws_quota_follows_the_specifications_standard_mode_cases() {
+        #[derive(Debug, PartialEq)]
+        enum Then {
+            Retry,
+            Success,
+            MaxAttempts,
+            QuotaExceeded,
+        }
+        use Then::*;
+        // Each answer: a success?, what the client then does, the quota.
+        type Answers<'a> = &'a [(bool, Then, u32)];
+        let cases: [(&str, u32, u32, Answers); 5] = [
+            (
+                "retry eventually succeeds",
+                3,
+                500,
+                &[
+                    (false, Retry, 495),
+                    (false, Retry, 490),
+                    (true, Success, 495),
+                ],
+            ),
+            (
+                "fail due to max attempts reached",
+                3,
+                500,
+                &[
+                    (false, Retry, 495),
+                    (false, Retry, 490),
+                    (false, MaxAttempts, 490),
+                ],
+            ),
+            (
+                "retry quota reached after a single retry",
+                3,
+                5,
+                &[(false, Retry, 0), (false, QuotaExceeded, 0)],
+            ),
+            (
+                "verifying exponential backoff timing",
+                5,
+                500,
+                &[
+                    (false, Retry, 495),
+                    (false, Retry, 490),
+                    (false, Retry, 485),
+                    (false, Retry, 480),
+                    (false, MaxAttempts, 480),
+                ],
+            ),
+            (
+                "(not the specification's) a first attempt that succeeds adds 1",
+                3,
+                495,
+                &[(true, Success, 496)],
+            ),
+        ];
+        for (name, max_attempts, tokens, answers) in cases {
+            let mut q = AwsQuota {
+                capacity: 500,
+                available: tokens,
+                retry_cost: 5,
+                timeout_cost: 10,
+                no_retry_increment: 1,
+            };
+            let mut cost = 0;
+            for (i, (ok, want, quota)) in answers.iter().enumerate() {
+                let attempt = i as u32 + 1;
+                let then = if *ok {
+                    q.on_result(
+                        t(0),
+                        AttemptReport {
+                            success: true,
+                            qualified_failure: false,
+                            retry_cost: cost,
+                        },
+                    );
+                    Success
+                } else if attempt == max_attempts {
+                    MaxAttempts
+                } else {
+                    match q.try_retry(t(0), RetryCause::Transient) {
+                        Some(c) => {
+                            cost = c;
+                            Retry
+                        }
+                        None => QuotaExceeded,
+                    }
+                };
+                assert_eq!((&then, q.available), (want, *quota), "{name}, answer {i}");
+            }
+        }
+    }
+
     #[test]
     fn ratio_budget_keeps_retries_to_a_tenth_of_requests() {
         let mut b = BudgetSpec::Ratio {
