@@ -411,13 +411,16 @@ impl RetryBudget for GrpcThrottle {
 }
 
 /// Finagle's `RetryBudget`: a bucket whose deposits (1000 per request) and
-/// withdrawals (`1000 / percent_can_retry` per retry) expire after `ttl`,
-/// plus a standing reserve of `min_retries_per_sec × ttl` retries. So in
-/// the trailing `ttl` at any retry, retries ≤ `min_retries_per_sec·ttl +
-/// percent_can_retry·requests`.
+/// withdrawals (`1000 / percent_can_retry` per retry, truncated) expire
+/// after `ttl`, plus a standing reserve of `min_retries_per_sec × ttl`
+/// retries (whole seconds of `ttl`). So in the trailing `ttl` at any
+/// retry, retries ≤ `min_retries_per_sec·ttl + percent_can_retry·requests`.
+/// With `percent_can_retry` 0 requests deposit nothing and a retry costs
+/// 1 (the reserve alone), as in Finagle; with both 0 it never allows one.
 #[derive(Clone, Debug)]
 pub struct FinagleBudget {
     ttl: SimDuration,
+    deposit: i64,
     withdrawal: i64,
     reserve: i64,
     entries: VecDeque<(SimTime, i64)>,
@@ -425,16 +428,19 @@ pub struct FinagleBudget {
 }
 
 impl FinagleBudget {
-    /// A budget with Finagle's parameters.
+    /// A budget with Finagle's parameters (`RetryBudget.apply`).
     pub fn new(ttl: SimDuration, min_retries_per_sec: u32, percent_can_retry: f64) -> Self {
-        let withdrawal = if percent_can_retry > 0.0 {
-            (1000.0 / percent_can_retry).round() as i64
+        const SCALE: f64 = 1000.0;
+        let (deposit, withdrawal) = if percent_can_retry == 0.0 {
+            (0, 1)
         } else {
-            i64::MAX / 4
+            // Scala's `toInt` truncates (and saturates, as `as` does).
+            (SCALE as i64, ((SCALE / percent_can_retry) as i64).max(1))
         };
         let ttl_secs = (ttl.as_nanos() / 1_000_000_000) as i64;
         FinagleBudget {
             ttl,
+            deposit,
             withdrawal,
             reserve: i64::from(min_retries_per_sec)
                 .saturating_mul(ttl_secs)
@@ -458,8 +464,10 @@ impl FinagleBudget {
 impl RetryBudget for FinagleBudget {
     fn on_request(&mut self, now: SimTime) {
         self.expire(now);
-        self.entries.push_back((now, 1000));
-        self.balance += 1000;
+        if self.deposit > 0 {
+            self.entries.push_back((now, self.deposit));
+            self.balance += self.deposit;
+        }
     }
     fn try_retry(&mut self, now: SimTime, _cause: RetryCause) -> Option<u32> {
         self.expire(now);
@@ -728,6 +736,58 @@ mod tests {
                 .count()
         };
         assert!(in_window(&retries) as f64 >= 100.0 + 0.2 * in_window(&requests) as f64 - 2.0);
+    }
+
+    /// Finagle's own `RetryBudgetTest` cases, time frozen: the reserve
+    /// alone at first (`ttl × min_retries_per_sec` retries, none when 0);
+    /// then 10,000 requests, each asking for one retry, get
+    /// ⌊10,000 × percent_can_retry⌋ + the reserve of them (± 1, Finagle's
+    /// margin for its scale), and a refused one leaves a balance of 0.
+    #[test]
+    fn finagle_budget_passes_finagles_own_cases() {
+        let cases: [(u64, u32, f64); 14] = [
+            (60, 0, 0.1),
+            (60, 0, 0.5),
+            (60, 0, 0.25),
+            (60, 0, 0.75),
+            (60, 0, 0.99),
+            (60, 0, 0.999),
+            (60, 0, 0.9999),
+            (60, 0, 0.01),
+            (60, 0, 0.001),
+            (60, 0, 0.0001),
+            (1, 10, 0.0),
+            (2, 5, 0.0),
+            (1, 10, 0.1),
+            (2, 5, 0.5),
+        ];
+        for (ttl, min, percent) in cases {
+            let mut b = FinagleBudget::new(SimDuration::from_secs(ttl), min, percent);
+            let balance = |b: &FinagleBudget| (b.balance + b.reserve) / b.withdrawal;
+            let reserve = ttl as i64 * i64::from(min);
+            assert_eq!(balance(&b), reserve, "{percent}: the reserve");
+            if reserve == 0 {
+                assert!(b.try_retry(t(0), RetryCause::Transient).is_none());
+            }
+            let mut retried = 0;
+            for i in 0..10_000 {
+                b.on_request(t(0));
+                if b.try_retry(t(0), RetryCause::Transient).is_some() {
+                    retried += 1;
+                } else {
+                    assert_eq!(balance(&b), 0, "{percent}: request {i}");
+                }
+            }
+            let want = (10_000.0 * percent) as i64 + reserve;
+            assert!(
+                (retried - want).abs() <= 1,
+                "{percent}: {retried} retries, Finagle {want}"
+            );
+        }
+        // 200 % of requests: 10,000 deposits are 20,000 retries.
+        let mut b = FinagleBudget::new(SimDuration::from_secs(60), 0, 2.0);
+        (0..10_000).for_each(|_| b.on_request(t(0)));
+        assert_eq!((b.balance + b.reserve) / b.withdrawal, 20_000);
     }
 
     #[test]
