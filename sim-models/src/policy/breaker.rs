@@ -62,11 +62,11 @@ pub enum BreakerSpec {
 }
 
 impl BreakerSpec {
-    /// A fresh, closed breaker.
-    pub fn build(&self) -> Box<dyn CircuitBreaker> {
+    /// A fresh, closed breaker made `now`.
+    pub fn build(&self, now: SimTime) -> Box<dyn CircuitBreaker> {
         match self {
             BreakerSpec::Resilience4j(c) => Box::new(R4jBreaker::new(c.clone())),
-            BreakerSpec::Polly(c) => Box::new(PollyBreaker::new(c.clone())),
+            BreakerSpec::Polly(c) => Box::new(PollyBreaker::new(c.clone(), now)),
         }
     }
 
@@ -338,29 +338,111 @@ impl Default for PollyConfig {
     }
 }
 
-/// Polly's state machine: break on ratio over the sampling window; after
-/// the break, one probe decides.
+/// Polly v8's circuit breaker (`CircuitStateController`,
+/// `AdvancedCircuitBehavior` and its health metrics). Closed, a failure
+/// is counted and breaks the circuit when the sampling window holds at
+/// least `minimum_throughput` results and the failed share is at least
+/// `failure_ratio`; a success is counted and never breaks it. Open, late
+/// results are counted and nothing else happens; the first call after
+/// `break_duration` goes as the one probe (half-open; every other call is
+/// refused), whose success closes the circuit and empties the window, and
+/// whose failure (or any failure heard meanwhile) opens it again.
+///
+/// The window is Polly's: ten windows of a tenth of the sampling
+/// duration each (in .NET's 100 ns ticks), each begun by the first
+/// result after the one before it ended, and dropped once it began a
+/// whole sampling duration ago, so a result counts for between nine and
+/// ten tenths of it. Under 200 ms, one window from the breaker's making
+/// (or its last reset) that starts over once that old.
 #[derive(Clone, Debug)]
 pub struct PollyBreaker {
     cfg: PollyConfig,
     state: BreakerState,
-    opened_at: SimTime,
-    probe_out: bool,
-    window: VecDeque<(SimTime, bool)>,
-    failed: usize,
+    blocked_until: SimTime,
+    /// The windows, the newest last (one, always there, when `single`).
+    windows: VecDeque<Health>,
+    single: bool,
+    window: SimDuration,
+}
+
+/// One of Polly's health windows.
+#[derive(Clone, Copy, Debug)]
+struct Health {
+    started: SimTime,
+    successes: u64,
+    failures: u64,
+}
+
+impl Health {
+    fn at(started: SimTime) -> Self {
+        Health {
+            started,
+            successes: 0,
+            failures: 0,
+        }
+    }
 }
 
 impl PollyBreaker {
-    /// A closed breaker.
-    pub fn new(cfg: PollyConfig) -> Self {
+    /// A closed breaker made `now`.
+    pub fn new(cfg: PollyConfig, now: SimTime) -> Self {
+        const TICK: u64 = 100;
+        let single = cfg.sampling_duration < SimDuration::from_millis(200);
+        let window = SimDuration::from_nanos(cfg.sampling_duration.as_nanos() / TICK / 10 * TICK);
+        let windows = if single {
+            VecDeque::from([Health::at(now)])
+        } else {
+            VecDeque::new()
+        };
         PollyBreaker {
             cfg,
             state: BreakerState::Closed,
-            opened_at: SimTime::ZERO,
-            probe_out: false,
-            window: VecDeque::new(),
-            failed: 0,
+            blocked_until: SimTime::ZERO,
+            windows,
+            single,
+            window,
         }
+    }
+
+    /// The window a result now counts in, the expired ones dropped.
+    fn current(&mut self, now: SimTime) -> &mut Health {
+        let sampling = self.cfg.sampling_duration;
+        if self.single {
+            let w = &mut self.windows[0];
+            if now.saturating_since(w.started) >= sampling {
+                *w = Health::at(now);
+            }
+            return w;
+        }
+        if self
+            .windows
+            .back()
+            .is_none_or(|w| now.saturating_since(w.started) >= self.window)
+        {
+            self.windows.push_back(Health::at(now));
+        }
+        while self
+            .windows
+            .front()
+            .is_some_and(|w| now.saturating_since(w.started) >= sampling)
+        {
+            self.windows.pop_front();
+        }
+        let newest = self.windows.len() - 1;
+        &mut self.windows[newest]
+    }
+
+    /// Results in the window now and the failed among them.
+    fn health(&mut self, now: SimTime) -> (u64, u64) {
+        self.current(now);
+        self.windows.iter().fold((0, 0), |(n, f), w| {
+            (n + w.successes + w.failures, f + w.failures)
+        })
+    }
+
+    fn open(&mut self, now: SimTime) {
+        self.state = BreakerState::Open;
+        self.blocked_until = now.saturating_add(self.cfg.break_duration);
     }
 }
 
@@ -368,59 +450,37 @@ impl CircuitBreaker for PollyBreaker {
     fn try_acquire(&mut self, now: SimTime) -> bool {
         match self.state {
             BreakerState::Closed => true,
-            BreakerState::Open => {
-                if now.saturating_since(self.opened_at) < self.cfg.break_duration {
-                    return false;
-                }
+            BreakerState::Open if now >= self.blocked_until => {
+                self.blocked_until = now.saturating_add(self.cfg.break_duration);
                 self.state = BreakerState::HalfOpen;
-                self.probe_out = true;
                 true
             }
-            BreakerState::HalfOpen => {
-                if self.probe_out {
-                    false
-                } else {
-                    self.probe_out = true;
-                    true
-                }
-            }
+            BreakerState::Open | BreakerState::HalfOpen => false,
         }
     }
 
     fn on_result(&mut self, now: SimTime, failure: bool, _duration: SimDuration) {
-        match self.state {
-            BreakerState::Closed => {
-                self.window.push_back((now, failure));
-                self.failed += usize::from(failure);
-                while let Some(&(t, f)) = self.window.front() {
-                    if now.saturating_since(t) < self.cfg.sampling_duration {
-                        break;
-                    }
-                    self.window.pop_front();
-                    self.failed -= usize::from(f);
-                }
-                let n = self.window.len();
-                if n >= self.cfg.minimum_throughput as usize
-                    && self.failed as f64 / n as f64 >= self.cfg.failure_ratio
+        match (self.state, failure) {
+            (BreakerState::Closed, true) => {
+                self.current(now).failures += 1;
+                let (n, failed) = self.health(now);
+                if n >= u64::from(self.cfg.minimum_throughput)
+                    && failed as f64 / n as f64 >= self.cfg.failure_ratio
                 {
-                    self.state = BreakerState::Open;
-                    self.opened_at = now;
-                    self.window.clear();
-                    self.failed = 0;
+                    self.open(now);
                 }
             }
-            BreakerState::HalfOpen => {
-                self.probe_out = false;
-                if failure {
-                    self.state = BreakerState::Open;
-                    self.opened_at = now;
+            (BreakerState::HalfOpen, true) => self.open(now),
+            (BreakerState::Open, true) => self.current(now).failures += 1,
+            (BreakerState::HalfOpen, false) => {
+                self.state = BreakerState::Closed;
+                if self.single {
+                    self.windows[0] = Health::at(now);
                 } else {
-                    self.state = BreakerState::Closed;
-                    self.window.clear();
-                    self.failed = 0;
+                    self.windows.clear();
                 }
             }
-            BreakerState::Open => {}
+            (_, false) => self.current(now).successes += 1,
         }
     }
 
@@ -565,12 +625,15 @@ mod tests {
 
     #[test]
     fn polly_breaks_on_ratio_and_probes_once() {
-        let mut b = PollyBreaker::new(PollyConfig {
-            failure_ratio: 0.5,
-            minimum_throughput: 4,
-            sampling_duration: SimDuration::from_secs(10),
-            break_duration: SimDuration::from_secs(5),
-        });
+        let mut b = PollyBreaker::new(
+            PollyConfig {
+                failure_ratio: 0.5,
+                minimum_throughput: 4,
+                sampling_duration: SimDuration::from_secs(10),
+                break_duration: SimDuration::from_secs(5),
+            },
+            t(0),
+        );
         for fail in [false, true, false, true] {
             assert!(b.try_acquire(t(0)));
             b.on_result(t(0), fail, FAST);
@@ -594,5 +657,70 @@ mod tests {
             b.on_result(t(s), false, FAST);
         }
         assert_eq!(b.state(), BreakerState::Closed);
+    }
+
+    fn polly(ratio: f64, min: u32, sampling: SimDuration) -> PollyBreaker {
+        PollyBreaker::new(
+            PollyConfig {
+                failure_ratio: ratio,
+                minimum_throughput: min,
+                sampling_duration: sampling,
+                break_duration: SimDuration::from_secs(5),
+            },
+            t(0),
+        )
+    }
+
+    fn ms(ms: u64) -> SimTime {
+        SimTime::ZERO + SimDuration::from_millis(ms)
+    }
+
+    #[test]
+    fn polly_breaks_on_a_failure_only() {
+        // Two failures, then two successes: 2 of 4 failed meets the ratio
+        // of 0.5 at the minimum throughput of 4, but Polly judges only on a
+        // failure (`AdvancedCircuitBehavior.OnActionFailure`): closed until
+        // the next one (3 of 5).
+        let mut b = polly(0.5, 4, SimDuration::from_secs(10));
+        for fail in [true, true, false, false] {
+            assert!(b.try_acquire(t(1)));
+            b.on_result(t(1), fail, FAST);
+        }
+        assert_eq!(b.state(), BreakerState::Closed);
+        b.on_result(t(1), true, FAST);
+        assert_eq!(b.state(), BreakerState::Open);
+        // Results that come back while open change nothing but the counts.
+        b.on_result(t(2), false, FAST);
+        b.on_result(t(3), true, FAST);
+        assert_eq!(b.state(), BreakerState::Open);
+        assert!(!b.try_acquire(t(5)));
+        assert!(b.try_acquire(t(6)), "the break ran from the failure at 1 s");
+    }
+
+    #[test]
+    fn polly_forgets_a_tenth_of_its_window_at_a_time() {
+        // Sampling 10 s: windows of 1 s, each begun by the first result
+        // after the last one ended. Results at 0 s and 0.9 s share the
+        // window begun at 0 s and leave with it at 10 s, the second after
+        // 9.1 s; one at 1.0 s begins the next window.
+        let mut b = polly(1.0, 1_000, SimDuration::from_secs(10));
+        b.on_result(ms(0), true, FAST);
+        b.on_result(ms(900), true, FAST);
+        b.on_result(ms(1_000), false, FAST);
+        assert_eq!(b.health(ms(9_999)), (3, 2));
+        assert_eq!(b.health(ms(10_000)), (1, 0));
+        assert_eq!(b.health(ms(10_999)), (1, 0));
+        assert_eq!(b.health(ms(11_000)), (0, 0));
+    }
+
+    #[test]
+    fn polly_under_200_ms_keeps_one_window_from_its_making() {
+        // Sampling 100 ms: Polly's single window, begun when the breaker
+        // was made (0 s here) and begun again once 100 ms old, so a result
+        // at 50 ms is gone at 100 ms.
+        let mut b = polly(1.0, 1_000, SimDuration::from_millis(100));
+        b.on_result(ms(50), true, FAST);
+        assert_eq!(b.health(ms(99)), (1, 1));
+        assert_eq!(b.health(ms(100)), (0, 0));
     }
 }

@@ -101,7 +101,7 @@ pub fn build_gates(c: &ClientConfig, now: SimTime) -> Vec<Box<dyn Gate>> {
     }
     if let Some(b) = &c.breaker {
         gates.push(Box::new(BreakerGate {
-            breaker: b.build(),
+            breaker: b.build(now),
             fallback: c.fallback,
         }));
     }
@@ -207,7 +207,7 @@ mod tests {
             ..R4jConfig::default()
         });
         let mut g = BreakerGate {
-            breaker: spec.build(),
+            breaker: spec.build(SimTime::ZERO),
             fallback: false,
         };
         let failed = AttemptEnd {
