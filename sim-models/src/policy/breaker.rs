@@ -222,7 +222,7 @@ impl R4jBreaker {
                 while self.window.front().is_some_and(|&(t, _, _)| {
                     bucket(now) - bucket(t) >= span.as_nanos() / 1_000_000_000
                 }) {
-                    self.window.pop_front();
+                    self.pop_oldest();
                 }
             }
         }
@@ -722,5 +722,36 @@ mod tests {
         b.on_result(ms(50), true, FAST);
         assert_eq!(b.health(ms(99)), (1, 1));
         assert_eq!(b.health(ms(100)), (0, 0));
+    }
+
+    #[test]
+    fn r4j_time_based_window_forgets_the_failures_it_drops() {
+        // 10 one-second buckets, 50 %, at least 10 calls. Second 0: 4
+        // failures in 10 (40 %). Second 20, those long gone: 2 failures
+        // in 10 (20 %) must not open it, as 4 stale failures counted
+        // with them (60 %) would.
+        let mut b = R4jBreaker::new(R4jConfig {
+            minimum_number_of_calls: 10,
+            sliding_window_size: 10,
+            sliding_window_type: WindowType::TimeBased,
+            ..R4jConfig::default()
+        });
+        for (s, failures) in [(0, 4), (20, 2)] {
+            for i in 0..10 {
+                assert!(b.try_acquire(t(s)));
+                b.on_result(t(s), i < failures, FAST);
+            }
+            assert_eq!(b.state(), BreakerState::Closed, "second {s}");
+        }
+        // Nor do 5 failures in the next 10 calls (7 of 20); it opens at the
+        // sixth failure after them (13 of 26), not the fifth (12 of 25).
+        for i in 0..10 {
+            b.on_result(t(21), i < 5, FAST);
+        }
+        for k in 1..=6 {
+            assert_eq!(b.state(), BreakerState::Closed, "{k}");
+            b.on_result(t(22), true, FAST);
+        }
+        assert_eq!(b.state(), BreakerState::Open);
     }
 }
