@@ -118,6 +118,14 @@ crate::part_events! {
             /// The number the hedge will have.
             number: u32,
         },
+        /// A breaker that moves on by its own timer (Resilience4j's
+        /// `automatic_transition`) reached the end of its wait while open.
+        BreakerWaitOver {
+            /// The edge.
+            edge: u32,
+            /// The pod whose policy set holds it.
+            pod: u32,
+        },
         /// The far end's answer crossed the network back to the pod.
         ResponseReachedPod {
             /// The edge.
@@ -143,6 +151,7 @@ impl ClientEvent {
             | ClientEvent::RateLimiterWaited { edge, .. }
             | ClientEvent::RetryDelayElapsed { edge, .. }
             | ClientEvent::HedgeDue { edge, .. }
+            | ClientEvent::BreakerWaitOver { edge, .. }
             | ClientEvent::ResponseReachedPod { edge, .. } => edge,
         }
     }
@@ -372,6 +381,7 @@ impl Client {
                 self.on_retry_delay_elapsed(call, attempt, ctx)
             }
             ClientEvent::HedgeDue { call, number, .. } => self.on_hedge_due(call, number, ctx),
+            ClientEvent::BreakerWaitOver { pod, .. } => self.on_breaker_wait_over(pod, ctx),
             ClientEvent::TimeoutsDue { .. }
             | ClientEvent::ConnectionFailed { .. }
             | ClientEvent::ResponseReachedPod { .. } => {
@@ -663,7 +673,7 @@ impl Client {
             if let (Some(from), Some(to)) = (before, gate.breaker_state())
                 && from != to
             {
-                moves.push((from, to));
+                moves.push((from, to, gate.open_wait()));
             }
             match answer {
                 Admit::Go => {}
@@ -674,8 +684,8 @@ impl Client {
                 }
             }
         }
-        for (from, to) in moves {
-            self.breaker_moved(pod, from, to, ctx);
+        for m in moves {
+            self.breaker_moved(pod, m, ctx);
         }
         match refused {
             Some(r) => Err(r),
@@ -684,17 +694,22 @@ impl Client {
     }
 
     /// A breaker of `pod`'s set moved: counted, shown, and the breaker
-    /// levels (open and half-open breakers over every edge) moved with it.
+    /// levels (open and half-open breakers over every edge) moved with it;
+    /// one that opened and moves on by its own timer (`wait`) gets it.
     fn breaker_moved<S: RowSink>(
         &mut self,
         pod: u32,
-        from: BreakerState,
-        to: BreakerState,
+        (from, to, wait): (BreakerState, BreakerState, Option<SimDuration>),
         ctx: &mut Ctx<'_, S>,
     ) {
         let now = ctx.now();
         if to == BreakerState::Open {
             ctx.sh.rec.count(Count::BreakerOpened, 1);
+            if let Some(wait) = wait {
+                let edge = self.index;
+                ctx.sched
+                    .schedule_in(wait, ClientEvent::BreakerWaitOver { edge, pod }.into());
+            }
         }
         let mut whose = match self.cfg.scope {
             Scope::Global => "global breaker".to_string(),
@@ -714,6 +729,29 @@ impl Client {
                 BreakerState::HalfOpen => ctx.sh.rec.level_add(Level::BreakersHalfOpen, now, delta),
                 BreakerState::Closed => {}
             }
+        }
+    }
+
+    /// A breaker's own timer: each breaker of `pod`'s set that is still
+    /// open with its wait over moves on (one that closed, opened again
+    /// since, or was replaced by a deploy stays as it is).
+    fn on_breaker_wait_over<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) {
+        let now = ctx.now();
+        let Some(set) = self.policy(pod, now) else {
+            return;
+        };
+        let mut moves = Vec::new();
+        for gate in set.gates.iter_mut() {
+            let before = gate.breaker_state();
+            gate.wait_over(now);
+            if let (Some(from), Some(to)) = (before, gate.breaker_state())
+                && from != to
+            {
+                moves.push((from, to, gate.open_wait()));
+            }
+        }
+        for m in moves {
+            self.breaker_moved(pod, m, ctx);
         }
     }
 
@@ -1242,12 +1280,12 @@ impl Client {
                 if let (Some(from), Some(to)) = (before, gate.breaker_state())
                     && from != to
                 {
-                    moves.push((from, to));
+                    moves.push((from, to, gate.open_wait()));
                 }
             }
         }
-        for (from, to) in moves {
-            self.breaker_moved(pod, from, to, ctx);
+        for m in moves {
+            self.breaker_moved(pod, m, ctx);
         }
         if self.cfg.hedging.is_some() {
             self.after_hedged_attempt(call, outcome, ctx);

@@ -49,6 +49,14 @@ pub trait CircuitBreaker {
     fn on_result(&mut self, now: SimTime, failure: bool, duration: SimDuration);
     /// The state now.
     fn state(&self) -> BreakerState;
+    /// Open, and moving on by its own timer: how long from now until
+    /// [`CircuitBreaker::wait_over`] should be called.
+    fn open_wait(&self) -> Option<SimDuration> {
+        None
+    }
+    /// The timer [`CircuitBreaker::open_wait`] asked for is due: an open
+    /// breaker whose wait is over moves on.
+    fn wait_over(&mut self, _now: SimTime) {}
 }
 
 /// Which breaker, as written in config.
@@ -149,8 +157,8 @@ pub struct R4jConfig {
     pub sliding_window_size: u32,
     /// Window kind (default count-based).
     pub sliding_window_type: WindowType,
-    /// Go half-open when the wait is over even without a call (default
-    /// false: on the next call).
+    /// Go half-open when the wait is over, by a timer, even without a call
+    /// (default false: on the next call after it).
     pub automatic_transition: bool,
 }
 
@@ -243,6 +251,13 @@ impl R4jBreaker {
         self.clear_window();
     }
 
+    /// Open → half-open: a fresh count of the permitted calls.
+    fn half_open(&mut self) {
+        self.state = BreakerState::HalfOpen;
+        self.half_open_admitted = 0;
+        self.half_open_results.clear();
+    }
+
     fn clear_window(&mut self) {
         self.window.clear();
         self.failed = 0;
@@ -256,9 +271,7 @@ impl CircuitBreaker for R4jBreaker {
             if now.saturating_since(self.opened_at) < self.cfg.wait_duration_in_open_state {
                 return false;
             }
-            self.state = BreakerState::HalfOpen;
-            self.half_open_admitted = 0;
-            self.half_open_results.clear();
+            self.half_open();
         }
         if self.state == BreakerState::HalfOpen {
             if self.half_open_admitted >= self.cfg.permitted_calls_in_half_open {
@@ -310,6 +323,19 @@ impl CircuitBreaker for R4jBreaker {
 
     fn state(&self) -> BreakerState {
         self.state
+    }
+
+    fn open_wait(&self) -> Option<SimDuration> {
+        (self.cfg.automatic_transition && self.state == BreakerState::Open)
+            .then_some(self.cfg.wait_duration_in_open_state)
+    }
+
+    fn wait_over(&mut self, now: SimTime) {
+        if self.state == BreakerState::Open
+            && now.saturating_since(self.opened_at) >= self.cfg.wait_duration_in_open_state
+        {
+            self.half_open();
+        }
     }
 }
 

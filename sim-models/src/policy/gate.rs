@@ -89,6 +89,15 @@ pub trait Gate {
     fn breaker_state(&self) -> Option<BreakerState> {
         None
     }
+
+    /// For a breaker that just opened and moves on by its own timer, how
+    /// long until [`Gate::wait_over`] should be called.
+    fn open_wait(&self) -> Option<SimDuration> {
+        None
+    }
+
+    /// The timer [`Gate::open_wait`] asked for is due.
+    fn wait_over(&mut self, _now: SimTime) {}
 }
 
 /// The gates of one client, in the order they are asked: throttle,
@@ -166,6 +175,14 @@ impl Gate for BreakerGate {
 
     fn breaker_state(&self) -> Option<BreakerState> {
         Some(self.breaker.state())
+    }
+
+    fn open_wait(&self) -> Option<SimDuration> {
+        self.breaker.open_wait()
+    }
+
+    fn wait_over(&mut self, now: SimTime) {
+        self.breaker.wait_over(now);
     }
 }
 

@@ -153,6 +153,54 @@ fn the_breaker_opens_serves_fallbacks_and_probes_every_wait() {
     );
 }
 
+/// Resilience4j's `automatic_transition`: the breaker goes half-open by
+/// its own timer when the wait is over, calls or none. The load stops at
+/// 10 s with the breaker open (since about 0.2 s): with the timer it is
+/// half-open from about 30.2 s to the end; without it, open to the end.
+#[test]
+fn an_automatic_breaker_goes_half_open_without_a_call() {
+    use sim_models::timeline::{Param, SetAction, TimelineEntry};
+    let run = |automatic: bool| {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(60);
+        cfg.upstream.errors.http_500 = 1.0;
+        cfg.client.scope = Scope::Global;
+        cfg.client.fallback = true;
+        let mut breaker = presets::get("incident-1402-after")
+            .expect("preset")
+            .client
+            .breaker;
+        if let Some(sim_models::policy::breaker::BreakerSpec::Resilience4j(b)) = &mut breaker {
+            b.automatic_transition = automatic;
+        }
+        cfg.client.breaker = breaker;
+        cfg.timeline.push(TimelineEntry {
+            set: Some(SetAction {
+                param: Param::LoadRate.into(),
+                value: 0.0,
+            }),
+            ..TimelineEntry::at_offset(secs(10))
+        });
+        go(&cfg)
+    };
+    let (timer, t) = run(true);
+    assert_eq!(t.count(Count::BreakerOpened), 1);
+    let (open, half) = (Level::BreakersOpen, Level::BreakersHalfOpen);
+    assert!(timer[1..30].iter().all(|r| r.level(open).min == 1));
+    assert_eq!(
+        (timer[30].level(open).last, timer[30].level(half).last),
+        (0, 1)
+    );
+    assert!(timer[31..].iter().all(|r| r.level(half).min == 1));
+    let (call, t) = run(false);
+    assert_eq!(t.count(Count::BreakerOpened), 1);
+    assert!(
+        call[1..]
+            .iter()
+            .all(|r| r.level(open).min == 1 && r.level(half).max == 0)
+    );
+}
+
 #[test]
 fn retry_after_is_honoured_and_need_not_count_as_a_retry() {
     let mut cfg = WorldConfig::default();
