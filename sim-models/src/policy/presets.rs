@@ -241,7 +241,14 @@ pub fn get(name: &str) -> Option<Preset> {
         ),
         "apache-httpclient5-defaults" => (
             "Apache HttpClient 5 defaults: 5 connections per route, 3 min lease wait, 3 min connect timeout, \
-             1 retry after 1 s on 429/503 (Retry-After honoured) and I/O errors of idempotent requests",
+             1 retry after 1 s on 429/503 whatever the method (Retry-After honoured); no timeout or failed \
+             connect is retried",
+            // `DefaultHttpRequestRetryStrategy`: a 429 or 503 is retried
+            // whatever the method; I/O errors only for idempotent requests
+            // and never of the classes it lists, which hold every one this
+            // model has (a read or connect timeout and a lease timeout are
+            // `InterruptedIOException`s, a refused connect a
+            // `ConnectException`).
             ClientConfig {
                 connect_timeout: Some(secs(180)),
                 attempt_timeout: None,
@@ -249,12 +256,8 @@ pub fn get(name: &str) -> Option<Preset> {
                 retry: RetryConfig {
                     max_retries: 1,
                     backoff: Backoff::fixed(secs(1)),
-                    retry_on: vec![
-                        RetryOn::RateLimited,
-                        RetryOn::Status(503),
-                        RetryOn::ConnectFailure,
-                    ],
-                    idempotent_only: true,
+                    retry_on: vec![RetryOn::RateLimited, RetryOn::Status(503)],
+                    idempotent_only: false,
                     retry_after: RetryAfterConfig {
                         mode: RetryAfterMode::Honor,
                         cap: None,
@@ -675,14 +678,19 @@ mod tests {
         assert_eq!(p.pool.and_then(|p| p.idle_timeout), Some(secs(90)));
     }
 
-    /// Apache HttpClient 5: 5 per route, 3 min timeouts, 1 retry after 1 s.
+    /// Apache HttpClient 5: 5 per route, 3 min timeouts, 1 retry after 1 s
+    /// of a 429 or 503 only (`DefaultHttpRequestRetryStrategy`).
     #[test]
     fn apache_httpclient5_is_its_defaults() {
         let p = get("apache-httpclient5-defaults").unwrap();
         assert_eq!(p.client.connect_timeout, Some(secs(180)));
         assert_eq!(p.client.retry.max_retries, 1);
         assert_eq!(p.client.retry.backoff, Backoff::fixed(secs(1)));
-        assert!(p.client.retry.idempotent_only);
+        assert_eq!(
+            p.client.retry.retry_on,
+            vec![RetryOn::RateLimited, RetryOn::Status(503)]
+        );
+        assert!(!p.client.retry.idempotent_only);
         assert_eq!(p.pool.map(|p| p.max_connections), Some(5));
     }
 
