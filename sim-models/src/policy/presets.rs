@@ -222,7 +222,8 @@ pub fn get(name: &str) -> Option<Preset> {
         ),
         "go-net-http-defaults" => (
             "Go net/http defaults: no client timeout, 30 s dial timeout, no retries, \
-             no limit on connections per host, 90 s idle timeout",
+             no limit on connections per host, 2 idle ones kept (the rest closed after use), \
+             90 s idle timeout",
             ClientConfig {
                 connect_timeout: Some(secs(30)),
                 attempt_timeout: None,
@@ -236,6 +237,8 @@ pub fn get(name: &str) -> Option<Preset> {
                 max_connections: 1_000_000,
                 acquire_timeout: None,
                 idle_timeout: Some(secs(90)),
+                // `MaxIdleConnsPerHost` 0 means `DefaultMaxIdleConnsPerHost`.
+                max_idle: Some(2),
                 ..PoolConfig::default()
             }),
         ),
@@ -675,7 +678,11 @@ mod tests {
             (None, Some(secs(30)))
         );
         assert_eq!(p.client.retry.max_retries, 0);
-        assert_eq!(p.pool.and_then(|p| p.idle_timeout), Some(secs(90)));
+        let pool = p.pool.unwrap();
+        assert_eq!(
+            (pool.idle_timeout, pool.max_idle),
+            (Some(secs(90)), Some(2))
+        );
     }
 
     /// Apache HttpClient 5: 5 per route, 3 min timeouts, 1 retry after 1 s
