@@ -157,6 +157,27 @@ impl ClientEvent {
     }
 }
 
+/// A breaker's move as the client shows it: from, to, and, for one that
+/// just opened and moves on by its own timer, the wait before it does.
+type BreakerMove = (BreakerState, BreakerState, Option<SimDuration>);
+
+/// Does `act` to `gate`, noting in `moves` the breaker move it made.
+#[inline]
+fn watching<R>(
+    gate: &mut dyn Gate,
+    moves: &mut Vec<BreakerMove>,
+    act: impl FnOnce(&mut dyn Gate) -> R,
+) -> R {
+    let before = gate.breaker_state();
+    let r = act(gate);
+    if let (Some(from), Some(to)) = (before, gate.breaker_state())
+        && from != to
+    {
+        moves.push((from, to, gate.open_wait()));
+    }
+    r
+}
+
 fn is_active(phase: AttemptPhase) -> bool {
     phase != AttemptPhase::Done
 }
@@ -668,13 +689,7 @@ impl Client {
         let set = policy_of(&mut self.policies, &self.cfg, pod, now);
         for gate in set.gates.iter_mut() {
             let draw = if gate.draws() { rng.random() } else { 0.0 };
-            let before = gate.breaker_state();
-            let answer = gate.admit(now, draw);
-            if let (Some(from), Some(to)) = (before, gate.breaker_state())
-                && from != to
-            {
-                moves.push((from, to, gate.open_wait()));
-            }
+            let answer = watching(gate.as_mut(), &mut moves, |g| g.admit(now, draw));
             match answer {
                 Admit::Go => {}
                 Admit::After(d) => wait = wait.max(d),
@@ -699,7 +714,7 @@ impl Client {
     fn breaker_moved<S: RowSink>(
         &mut self,
         pod: u32,
-        (from, to, wait): (BreakerState, BreakerState, Option<SimDuration>),
+        (from, to, wait): BreakerMove,
         ctx: &mut Ctx<'_, S>,
     ) {
         let now = ctx.now();
@@ -742,13 +757,7 @@ impl Client {
         };
         let mut moves = Vec::new();
         for gate in set.gates.iter_mut() {
-            let before = gate.breaker_state();
-            gate.wait_over(now);
-            if let (Some(from), Some(to)) = (before, gate.breaker_state())
-                && from != to
-            {
-                moves.push((from, to, gate.open_wait()));
-            }
+            watching(gate.as_mut(), &mut moves, |g| g.wait_over(now));
         }
         for m in moves {
             self.breaker_moved(pod, m, ctx);
@@ -1275,13 +1284,7 @@ impl Client {
                 duration: now - closed.started,
             };
             for gate in set.gates.iter_mut() {
-                let before = gate.breaker_state();
-                gate.on_attempt_end(now, &end);
-                if let (Some(from), Some(to)) = (before, gate.breaker_state())
-                    && from != to
-                {
-                    moves.push((from, to, gate.open_wait()));
-                }
+                watching(gate.as_mut(), &mut moves, |g| g.on_attempt_end(now, &end));
             }
         }
         for m in moves {
