@@ -6,7 +6,7 @@
 //! | jitter | delay |
 //! |---|---|
 //! | `none` | `v_n` |
-//! | `full` (AWS, gRPC A6, Envoy) | `U(0, v_n)` |
+//! | `full` (AWS, gRPC A6, Envoy in whole milliseconds) | `U(0, v_n)` |
 //! | `equal` | `v_n/2 + U(0, v_n/2)` |
 //! | `decorrelated` (Brooker) | `s_n = min(cap, U(base, 3·s_{n−1}))`, `s_0 = base` |
 //! | `proportional: r` (Resilience4j, the 14:02 fix's ±25 %) | `U(v_n(1−r), v_n(1+r))` |
@@ -44,8 +44,14 @@ pub enum BackoffKind {
         /// Largest delay.
         cap: Option<SimDuration>,
     },
-    /// Envoy's router: `(2^n − 1) × base` before retry `n`, capped at
-    /// `max` (default 10 × base): 25, 75, 175 ms ... with Envoy's 25 ms.
+    /// Envoy's router (`JitteredExponentialBackOffStrategy`): a window
+    /// of `base × 2^(n−1)` before retry `n`, capped at `max` (default
+    /// 10 × base): 25, 50, 100, 200, 250 ms with Envoy's 25 ms. Envoy's
+    /// router documentation gives `(2^n − 1) × base` (25, 75, 175 ms), the
+    /// formula of its first implementation; its code and tests have
+    /// doubled the window since, and the code is what runs. Fully
+    /// jittered, it draws a whole number of milliseconds below the window
+    /// (`random() % window`), as Envoy does.
     Envoy {
         /// Envoy's `base_interval` (default 25 ms).
         base: SimDuration,
@@ -270,10 +276,9 @@ impl Backoff {
                 multiplier,
                 cap,
             } => (base.as_secs_f64() * multiplier.powi(exponent(n) - 1), cap),
-            BackoffKind::Envoy { base, max } => (
-                base.as_secs_f64() * (2f64.powi(exponent(n)) - 1.0),
-                Some(max),
-            ),
+            BackoffKind::Envoy { base, max } => {
+                (base.as_secs_f64() * 2f64.powi(exponent(n) - 1), Some(max))
+            }
         };
         cap.map_or(v, |c| v.min(c.as_secs_f64()))
     }
@@ -362,6 +367,13 @@ impl Backoff {
         rng: &mut R,
     ) -> SimDuration {
         let v = self.base_secs(n);
+        if let (BackoffKind::Envoy { .. }, Jitter::Full) = (&self.kind, self.jitter) {
+            // `random() % window` over whole milliseconds (a window of at
+            // least 1, as Envoy rounds a shorter base up): 0 to window − 1
+            // ms, each as likely.
+            let window_ms = (v * 1e3).round().max(1.0);
+            return SimDuration::from_millis((rng.random::<f64>() * window_ms) as u64);
+        }
         let cap = self.cap().map(SimDuration::as_secs_f64);
         let secs = match self.jitter {
             Jitter::None => v,
@@ -482,9 +494,22 @@ mod tests {
     }
 
     #[test]
-    fn envoy_backoff_is_fully_jittered_two_to_the_n_minus_one() {
-        // Envoy's documented ranges with the 25 ms default: 0–25, 0–75,
-        // 0–175 ms, capped at 250 ms.
+    fn envoy_backoff_doubles_its_window_and_draws_whole_milliseconds() {
+        // Envoy's `ExponentialBackOffStrategyTest.JitteredBackOffWithMaxInterval`:
+        // base 5 ms, max 100 ms, `random()` = 9999 gives 4, 9, 19, 39, 79,
+        // 99, 99: 9999 modulo windows of 5, 10, 20, 40, 80, 100, 100 ms.
+        let b = Backoff {
+            kind: BackoffKind::Envoy {
+                base: s(0.005),
+                max: s(0.1),
+            },
+            jitter: Jitter::Full,
+        };
+        let windows: Vec<f64> = (1..=7).map(|n| b.base_secs(n) * 1e3).collect();
+        assert_eq!(windows, [5.0, 10.0, 20.0, 40.0, 80.0, 100.0, 100.0]);
+        // Drawn with the 25 ms default: whole milliseconds 0 to 24, 0 to
+        // 49, 0 to 99, 0 to 199, then 0 to 249 (max 250 ms); the mean of
+        // 0..w−1 ms is (w − 1)/2 ms.
         let b = Backoff {
             kind: BackoffKind::Envoy {
                 base: s(0.025),
@@ -492,10 +517,15 @@ mod tests {
             },
             jitter: Jitter::Full,
         };
-        for (n, hi) in [(1, 0.025), (2, 0.075), (3, 0.175), (5, 0.25)] {
+        for (n, w) in [(1, 25.0), (2, 50.0), (3, 100.0), (4, 200.0), (5, 250.0)] {
             let d = draws(&b, n);
-            assert!(d.iter().all(|&x| x <= hi), "retry {n}");
-            close("mean", mean(&d), hi / 2.0);
+            assert!(d.iter().all(|&x| x * 1e3 <= w - 1.0 + 1e-9), "retry {n}");
+            assert!(
+                d.iter()
+                    .all(|&x| ((x * 1e3).round() - x * 1e3).abs() < 1e-6),
+                "retry {n}: whole milliseconds"
+            );
+            close("mean", mean(&d) * 1e3, (w - 1.0) / 2.0);
         }
     }
 

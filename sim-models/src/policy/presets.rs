@@ -109,7 +109,7 @@ pub fn get(name: &str) -> Option<Preset> {
             None,
         ),
         "envoy" => (
-            "Envoy router with retry_on 5xx: 1 retry, fully jittered (2^n−1)·25 ms backoff capped at 250 ms, \
+            "Envoy router with retry_on 5xx: 1 retry, fully jittered backoff in whole ms below 25 ms × 2^(n−1) capped at 250 ms, \
              a 15 s route timeout that includes retries",
             ClientConfig {
                 attempt_timeout: None,
