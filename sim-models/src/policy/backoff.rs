@@ -6,10 +6,10 @@
 //! | jitter | delay |
 //! |---|---|
 //! | `none` | `v_n` |
-//! | `full` (AWS, gRPC A6, Envoy in whole milliseconds) | `U(0, v_n)` |
+//! | `full` (AWS, Envoy in whole milliseconds) | `U(0, v_n)` |
 //! | `equal` | `v_n/2 + U(0, v_n/2)` |
 //! | `decorrelated` (Brooker) | `s_n = min(cap, U(base, 3·s_{n−1}))`, `s_0 = base` |
-//! | `proportional: r` (Resilience4j, the 14:02 fix's ±25 %) | `U(v_n(1−r), v_n(1+r))` |
+//! | `proportional: r` (Resilience4j, gRPC A6's ±20 %, the 14:02 fix's ±25 %) | `U(v_n(1−r), v_n(1+r))` |
 //! | `additive: a` (Google Cloud) | `min(v_n + U(0, a), cap)` |
 //! | `polly_v2` (Polly's DecorrelatedJitterBackoffV2) | see [`polly_v2`] |
 //!

@@ -84,13 +84,22 @@ pub fn get(name: &str) -> Option<Preset> {
     let base = ClientConfig::default();
     let (summary, client, pool) = match name {
         "grpc-a6" => (
-            "gRFC A6 example: 4 attempts, full-jitter backoff 0.1 s ×2 up to 1 s, retry UNAVAILABLE, \
+            "gRFC A6 example: 4 attempts, backoff 0.1 s ×2 up to 1 s times U(0.8, 1.2), retry UNAVAILABLE, \
              throttling 10 / 0.1, pushback honoured; the call deadline spans attempts, no per-attempt timeout",
+            // The gRFC's backoff since its 2024 revision (grpc/proposal
+            // #452), as grpc-go and grpc-java draw it: the capped schedule
+            // times U(0.8, 1.2), so a retry may wait 20 % past
+            // `maxBackoff`. It read U(0, schedule) before.
             ClientConfig {
                 attempt_timeout: None,
                 retry: RetryConfig {
                     max_retries: 3,
-                    backoff: Backoff::exponential(ms(100), 2.0, Some(secs(1)), Jitter::Full),
+                    backoff: Backoff::exponential(
+                        ms(100),
+                        2.0,
+                        Some(secs(1)),
+                        Jitter::Proportional(0.2),
+                    ),
                     retry_on: vec![RetryOn::Status(503)],
                     retry_after: RetryAfterConfig {
                         mode: RetryAfterMode::Honor,
@@ -563,7 +572,9 @@ mod tests {
         let c = client("grpc-a6");
         assert_eq!(c.retry.max_retries, 3, "maxAttempts 4");
         assert_eq!(exponential(&c.retry.backoff), (ms(100), 2.0, Some(secs(1))));
-        assert_eq!(c.retry.backoff.jitter, Jitter::Full);
+        // The revised gRFC (2024): `min(initialBackoff·multiplier^(n−1),
+        // maxBackoff) · random(0.8, 1.2)`.
+        assert_eq!(c.retry.backoff.jitter, Jitter::Proportional(0.2));
         assert_eq!(
             c.budget,
             Some(BudgetSpec::Grpc {
