@@ -346,6 +346,18 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "longer than 0s",
     ),
     (
+        "client:\n  retry:\n    throttled_backoff: { linear: { base: 2s, cap: 1s } }\n",
+        3,
+        "client.retry.throttled_backoff.linear.cap",
+        "below the base",
+    ),
+    (
+        "client:\n  retry:\n    retry_after: { mode: honor, max_over_backoff: 5s }\n",
+        3,
+        "client.retry.retry_after.max_over_backoff",
+        "bounds the wait of mode at_least only, found mode honor",
+    ),
+    (
         "client:\n  retry:\n    backoff: { linear: { base: 2s, cap: 1s } }\n",
         3,
         "client.retry.backoff.linear.cap",

@@ -49,11 +49,22 @@ const SUMMED_RETRIES: u32 = 64;
 fn backoff_bound(c: &ClientConfig, retries: u32, lines: &mut Vec<String>) -> Option<SimDuration> {
     let r = &c.retry;
     let max_before = |n: u32| -> Option<SimDuration> {
-        let max = SimDuration::from_secs_f64(r.backoff.max_secs(n));
+        let throttled = r.throttled_backoff.as_ref().map_or(0.0, |b| b.max_secs(n));
+        let max = SimDuration::from_secs_f64(r.backoff.max_secs(n).max(throttled));
         if r.retry_after.mode == RetryAfterMode::Ignore {
             return Some(max);
         }
-        r.retry_after.cap.map(|cap| max.max(cap))
+        // A header over the cap ends the call; `at_least` may bound the
+        // wait above the backoff.
+        let capped = r.retry_after.cap.map(|cap| max.max(cap));
+        let over = r
+            .retry_after
+            .max_over_backoff
+            .map(|o| max.saturating_add(o));
+        match (capped, over) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     };
     if max_before(1).is_none() {
         lines.push("Retry-After honoured without a cap: waits unbounded".into());

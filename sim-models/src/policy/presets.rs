@@ -46,7 +46,7 @@ impl Preset {
 }
 
 /// Every preset's name, in the order `stormsim list` shows them.
-pub const NAMES: [&str; 15] = [
+pub const NAMES: [&str; 17] = [
     "grpc-a6",
     "envoy",
     "finagle",
@@ -54,6 +54,8 @@ pub const NAMES: [&str; 15] = [
     "polly-v8",
     "aws-standard",
     "aws-adaptive",
+    "aws-standard-2026",
+    "aws-adaptive-2026",
     "go-net-http-defaults",
     "apache-httpclient5-defaults",
     "incident-1402-before",
@@ -106,6 +108,7 @@ pub fn get(name: &str) -> Option<Preset> {
                         cap: None,
                         counts_as_retry: true,
                         jitter: 0.0,
+                        max_over_backoff: None,
                     },
                     ..RetryConfig::default()
                 },
@@ -196,39 +199,97 @@ pub fn get(name: &str) -> Option<Preset> {
             },
             None,
         ),
-        "aws-standard" | "aws-adaptive" => (
-            if name == "aws-standard" {
-                "AWS SDK standard mode (v2.0): 3 attempts, full jitter 1 s ×2 up to 20 s, \
-                 retry quota 500 (5 per retry, 10 per timeout)"
+        "aws-standard" | "aws-adaptive" | "aws-standard-2026" | "aws-adaptive-2026" => {
+            let revised = name.ends_with("-2026");
+            let summary = match name {
+                "aws-standard" => {
+                    "AWS SDK standard mode (v2.0): 3 attempts, full jitter 1 s ×2 up to 20 s, \
+                     retry quota 500 (5 per retry, 10 per timeout)"
+                }
+                "aws-adaptive" => {
+                    "AWS SDK adaptive mode (v2.0): standard mode plus the CUBIC client rate limiter, \
+                     on after the first throttle"
+                }
+                "aws-standard-2026" => {
+                    "AWS SDK standard mode as revised in 2026 (v2.1): 3 attempts, full jitter 50 ms ×2 \
+                     (1 s ×2 after a throttle) up to 20 s, x-amz-retry-after within [backoff, backoff + 5 s], \
+                     retry quota 500 (14 per retry, 5 per throttled retry)"
+                }
+                _ => {
+                    "AWS SDK adaptive mode as revised in 2026 (v2.1): the 2026 standard mode plus the \
+                     CUBIC client rate limiter, on after the first throttle"
+                }
+            };
+            // The 2026 revision (the SDKs' `AWS_NEW_RETRIES_2026`, the
+            // SDKs and Tools reference guide's retry behaviour page):
+            // `random(0, 1) × min(20 s, base × 2^retry)` with a base of
+            // 50 ms, or 1 s after a throttling error; a server's
+            // `x-amz-retry-after` taken within [backoff, backoff + 5 s];
+            // timeouts cost what other transient errors do.
+            let (first, throttled_backoff, retry_after, quota) = if revised {
+                (
+                    ms(50),
+                    Some(Backoff::exponential(
+                        secs(1),
+                        2.0,
+                        Some(secs(20)),
+                        Jitter::Full,
+                    )),
+                    RetryAfterConfig {
+                        mode: RetryAfterMode::AtLeast,
+                        max_over_backoff: Some(secs(5)),
+                        ..RetryAfterConfig::default()
+                    },
+                    BudgetSpec::AwsQuota {
+                        capacity: 500,
+                        retry_cost: 14,
+                        timeout_cost: 14,
+                        throttled_cost: Some(5),
+                        no_retry_increment: 1,
+                    },
+                )
             } else {
-                "AWS SDK adaptive mode: standard mode plus the CUBIC client rate limiter, on after the first throttle"
-            },
-            ClientConfig {
-                retry: RetryConfig {
-                    max_retries: 2,
-                    backoff: Backoff::exponential(secs(1), 2.0, Some(secs(20)), Jitter::Full),
-                    retry_on: vec![
-                        RetryOn::Timeout,
-                        RetryOn::ConnectFailure,
-                        RetryOn::Status(500),
-                        RetryOn::Status(502),
-                        RetryOn::Status(503),
-                        RetryOn::Status(504),
-                        RetryOn::RateLimited,
-                    ],
-                    ..RetryConfig::default()
+                (
+                    secs(1),
+                    None,
+                    RetryAfterConfig::default(),
+                    BudgetSpec::AwsQuota {
+                        capacity: 500,
+                        retry_cost: 5,
+                        timeout_cost: 10,
+                        throttled_cost: None,
+                        no_retry_increment: 1,
+                    },
+                )
+            };
+            (
+                summary,
+                ClientConfig {
+                    retry: RetryConfig {
+                        max_retries: 2,
+                        backoff: Backoff::exponential(first, 2.0, Some(secs(20)), Jitter::Full),
+                        throttled_backoff,
+                        retry_on: vec![
+                            RetryOn::Timeout,
+                            RetryOn::ConnectFailure,
+                            RetryOn::Status(500),
+                            RetryOn::Status(502),
+                            RetryOn::Status(503),
+                            RetryOn::Status(504),
+                            RetryOn::RateLimited,
+                        ],
+                        retry_after,
+                        ..RetryConfig::default()
+                    },
+                    budget: Some(quota),
+                    throttle: name
+                        .starts_with("aws-adaptive")
+                        .then_some(ThrottleSpec::AwsAdaptive),
+                    ..base.clone()
                 },
-                budget: Some(BudgetSpec::AwsQuota {
-                    capacity: 500,
-                    retry_cost: 5,
-                    timeout_cost: 10,
-                    no_retry_increment: 1,
-                }),
-                throttle: (name == "aws-adaptive").then_some(ThrottleSpec::AwsAdaptive),
-                ..base.clone()
-            },
-            None,
-        ),
+                None,
+            )
+        }
         "go-net-http-defaults" => (
             "Go net/http defaults: no client timeout, 30 s dial timeout, no retries, \
              no limit on connections per host, 2 idle ones kept (the rest closed after use), \
@@ -275,6 +336,7 @@ pub fn get(name: &str) -> Option<Preset> {
                         cap: None,
                         counts_as_retry: true,
                         jitter: 0.0,
+                        max_over_backoff: None,
                     },
                     ..RetryConfig::default()
                 },
@@ -382,6 +444,7 @@ pub fn get(name: &str) -> Option<Preset> {
                         cap: Some(secs(30)),
                         counts_as_retry: true,
                         jitter: 0.0,
+                        max_over_backoff: None,
                     },
                     fast_retry: Some(crate::config::FastRetry {
                         max: 1,
@@ -413,6 +476,7 @@ pub fn get(name: &str) -> Option<Preset> {
                         cap: Some(secs(60)),
                         counts_as_retry: false,
                         jitter: 0.0,
+                        max_over_backoff: None,
                     },
                     adaptive: Some(crate::policy::adaptive_backoff::AdaptiveBackoffSpec {
                         window: 100,
@@ -669,13 +733,50 @@ mod tests {
                     capacity: 500,
                     retry_cost: 5,
                     timeout_cost: 10,
+                    throttled_cost: None,
                     no_retry_increment: 1
                 })
             );
+            assert_eq!(c.retry.throttled_backoff, None);
+            assert_eq!(c.retry.retry_after.mode, RetryAfterMode::Ignore);
         }
         assert_eq!(client("aws-standard").throttle, None);
         assert_eq!(
             client("aws-adaptive").throttle,
+            Some(ThrottleSpec::AwsAdaptive)
+        );
+    }
+
+    /// The SDKs' 2026 revision (the reference guide's retry behaviour
+    /// page): bases 50 ms and 1 s (throttling), MAX_BACKOFF before the
+    /// jitter, x-amz-retry-after within [backoff, backoff + 5 s], costs 14
+    /// and 5 (timeouts no longer apart).
+    #[test]
+    fn aws_2026_modes_are_the_revised_defaults() {
+        for name in ["aws-standard-2026", "aws-adaptive-2026"] {
+            let c = client(name);
+            assert_eq!(c.retry.max_retries, 2, "3 attempts");
+            assert_eq!(exponential(&c.retry.backoff), (ms(50), 2.0, Some(secs(20))));
+            assert_eq!(c.retry.backoff.jitter, Jitter::Full);
+            let throttled = c.retry.throttled_backoff.as_ref().expect(name);
+            assert_eq!(exponential(throttled), (secs(1), 2.0, Some(secs(20))));
+            assert_eq!(throttled.jitter, Jitter::Full);
+            assert_eq!(c.retry.retry_after.mode, RetryAfterMode::AtLeast);
+            assert_eq!(c.retry.retry_after.max_over_backoff, Some(secs(5)));
+            assert_eq!(
+                c.budget,
+                Some(BudgetSpec::AwsQuota {
+                    capacity: 500,
+                    retry_cost: 14,
+                    timeout_cost: 14,
+                    throttled_cost: Some(5),
+                    no_retry_increment: 1
+                })
+            );
+        }
+        assert_eq!(client("aws-standard-2026").throttle, None);
+        assert_eq!(
+            client("aws-adaptive-2026").throttle,
             Some(ThrottleSpec::AwsAdaptive)
         );
     }

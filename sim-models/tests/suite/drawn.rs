@@ -1920,6 +1920,7 @@ impl Tokens {
                 capacity: capacity as u32,
                 retry_cost: cost as u32,
                 timeout_cost: 10,
+                throttled_cost: None,
                 no_retry_increment: 1,
             },
             Tokens::Refill { max, per_call } => BudgetSpec::RefillPerCall {

@@ -433,6 +433,50 @@ fn a_honoured_pushback_restarts_the_backoff_schedule() {
     assert_eq!(delays.max(), Some(2_000_000_000));
 }
 
+#[test]
+fn a_throttle_takes_its_own_backoff_and_the_header_within_its_bound() {
+    // One request every 10 s; every answer is a 500 unless the rate limit
+    // (one token every 2 s) answers 429 with Retry-After 3 s first:
+    // attempt 1 → 500, retry after the 100 ms backoff → 429, retry after
+    // the throttled backoff's 1 s raised to the header's 3 s but held to
+    // 1 s + 500 ms → 429 again (the token is back at 2 s), and the call
+    // ends after its 2 retries. So every request waits 100 ms, then
+    // exactly 1.5 s: the AWS SDKs' 2026 rule with other numbers.
+    let mut cfg = WorldConfig::default();
+    cfg.load.rate = 0.1;
+    cfg.load.arrivals = ArrivalProcess::Constant;
+    cfg.upstream.latency = DistSpec::Constant(ms(1));
+    cfg.upstream.errors.http_500 = 1.0;
+    cfg.upstream.rate_limit = Some(RateLimitConfig {
+        rps: 0.5,
+        burst: Some(1),
+        retry_after: secs(3),
+    });
+    cfg.client.retry.max_retries = 2;
+    cfg.client.retry.backoff = Backoff::fixed(ms(100));
+    cfg.client.retry.throttled_backoff = Some(Backoff::fixed(secs(1)));
+    cfg.client.retry.retry_after.mode = RetryAfterMode::AtLeast;
+    cfg.client.retry.retry_after.max_over_backoff = Some(ms(500));
+    let waits = |cfg: &WorldConfig| {
+        let (_, t) = go(cfg);
+        let d = t.latency(Latency::RetryDelay);
+        (d.count(), d.min(), d.max())
+    };
+    assert_eq!(
+        waits(&cfg),
+        (10, Some(100_000_000), Some(1_500_000_000)),
+        "5 requests in the minute, 2 waits each"
+    );
+    // Unbounded, the header's 3 s; without the throttled backoff, the
+    // 100 ms backoff + 500 ms.
+    let mut unbounded = cfg.clone();
+    unbounded.client.retry.retry_after.max_over_backoff = None;
+    assert_eq!(waits(&unbounded).2, Some(3_000_000_000));
+    let mut one_backoff = cfg.clone();
+    one_backoff.client.retry.throttled_backoff = None;
+    assert_eq!(waits(&one_backoff).2, Some(600_000_000));
+}
+
 /// Every attempt takes 1 s and fails (503); 100 requests/s from one pod
 /// with room for all; up to 3 retries of a 503, 1 ms apart.
 fn slow_failures() -> WorldConfig {

@@ -85,7 +85,9 @@ pub enum BudgetSpec {
         #[serde(default = "point_two")]
         percent_can_retry: f64,
     },
-    /// AWS SDK standard-mode retry quota (v2.0 costs).
+    /// AWS SDK standard-mode retry quota (v2.0 costs by default; the 2026
+    /// revision's are 14 for any transient error, timeouts included, and 5
+    /// for a throttling one).
     AwsQuota {
         /// Initial and maximum capacity (default 500).
         #[serde(default = "five_hundred")]
@@ -96,6 +98,10 @@ pub enum BudgetSpec {
         /// Cost of retrying a timeout (default 10).
         #[serde(default = "ten")]
         timeout_cost: u32,
+        /// Cost of retrying a throttling answer, a 429 (default: the
+        /// `retry_cost`, as v2.0 charges it).
+        #[serde(default)]
+        throttled_cost: Option<u32>,
         /// Refund for a success without retries (default 1).
         #[serde(default = "one")]
         no_retry_increment: u32,
@@ -325,12 +331,14 @@ impl BudgetSpec {
                 capacity,
                 retry_cost,
                 timeout_cost,
+                throttled_cost,
                 no_retry_increment,
             } => Box::new(AwsQuota {
                 capacity,
                 available: capacity,
                 retry_cost,
                 timeout_cost,
+                throttled_cost: throttled_cost.unwrap_or(retry_cost),
                 no_retry_increment,
             }),
             BudgetSpec::Ratio { ratio, window } => Box::new(RatioBudget {
@@ -486,25 +494,27 @@ impl RetryBudget for FinagleBudget {
     }
 }
 
-/// AWS standard retry quota (botocore v2.0): each retry takes 5 (10 for a
-/// timeout) from a capacity of 500; a success refunds the cost of its
-/// retry, or 1 when it needed none; no retry without capacity.
+/// AWS standard retry quota: each retry takes its cause's cost from a
+/// capacity of 500 (botocore v2.0: 5, 10 for a timeout; the 2026
+/// revision: 14, 5 for a throttling answer); a success refunds the cost
+/// of its retry, or 1 when it needed none; no retry without capacity.
 #[derive(Clone, Debug)]
 pub struct AwsQuota {
     capacity: u32,
     available: u32,
     retry_cost: u32,
     timeout_cost: u32,
+    throttled_cost: u32,
     no_retry_increment: u32,
 }
 
 impl RetryBudget for AwsQuota {
     fn on_request(&mut self, _now: SimTime) {}
     fn try_retry(&mut self, _now: SimTime, cause: RetryCause) -> Option<u32> {
-        let cost = if cause == RetryCause::Timeout {
-            self.timeout_cost
-        } else {
-            self.retry_cost
+        let cost = match cause {
+            RetryCause::Timeout => self.timeout_cost,
+            RetryCause::Throttled => self.throttled_cost,
+            RetryCause::Transient => self.retry_cost,
         };
         if self.available >= cost {
             self.available -= cost;
@@ -797,6 +807,7 @@ mod tests {
                 capacity: 500,
                 retry_cost: 5,
                 timeout_cost: 10,
+                throttled_cost: None,
                 no_retry_increment: 1,
             }
             .build()
@@ -899,6 +910,7 @@ mod tests {
                 available: tokens,
                 retry_cost: 5,
                 timeout_cost: 10,
+                throttled_cost: 5,
                 no_retry_increment: 1,
             };
             let mut cost = 0;
@@ -927,6 +939,122 @@ mod tests {
                 };
                 assert_eq!((&then, q.available), (want, *quota), "{name}, answer {i}");
             }
+        }
+    }
+
+    fn aws_2026() -> AwsQuota {
+        AwsQuota {
+            capacity: 500,
+            available: 500,
+            retry_cost: 14,
+            timeout_cost: 14,
+            throttled_cost: 5,
+            no_retry_increment: 1,
+        }
+    }
+
+    #[test]
+    fn aws_2026_quota_charges_fourteen_and_five_for_a_throttle() {
+        // A cold-start outage: 35 transient retries (timeouts alike), or
+        // 100 throttled ones; a successful throttled retry refunds its 5.
+        for (cause, want) in [
+            (RetryCause::Transient, 35),
+            (RetryCause::Timeout, 35),
+            (RetryCause::Throttled, 100),
+        ] {
+            let mut q = aws_2026();
+            let n = (0..1_000)
+                .filter(|_| q.try_retry(t(0), cause).is_some())
+                .count();
+            assert_eq!(n, want, "{cause:?}");
+        }
+        let mut q = aws_2026();
+        assert_eq!(q.try_retry(t(0), RetryCause::Throttled), Some(5));
+        q.on_result(
+            t(0),
+            AttemptReport {
+                success: true,
+                qualified_failure: false,
+                retry_cost: 5,
+            },
+        );
+        assert_eq!(q.available, 500);
+    }
+
+    /// Requests of up to 3 attempts, each failing with probability `f`,
+    /// against the 2026 quota; every retry of `cause`. Returns the quota's
+    /// mean level over the last half of `n` requests.
+    fn aws_2026_after(f: f64, cause: RetryCause, n: u32) -> f64 {
+        let mut q = aws_2026();
+        let mut rng = RngStreams::new(11).stream("aws-2026");
+        let mut sum = 0.0;
+        for i in 0..n {
+            if i >= n / 2 {
+                sum += q.level();
+            }
+            let mut cost = 0;
+            for attempt in 1..=3 {
+                if rng.random::<f64>() >= f {
+                    q.on_result(
+                        t(0),
+                        AttemptReport {
+                            success: true,
+                            qualified_failure: false,
+                            retry_cost: cost,
+                        },
+                    );
+                    break;
+                }
+                if attempt == 3 {
+                    break;
+                }
+                match q.try_retry(t(0), cause) {
+                    Some(c) => cost = c,
+                    None => break,
+                }
+            }
+        }
+        sum / f64::from(n - n / 2)
+    }
+
+    #[test]
+    fn aws_2026_quota_drains_past_the_guides_failure_shares() {
+        // The reference guide: with 3 attempts the quota "begins to drain
+        // when more than ~22 % of requests result in sustained transient
+        // failures, or more than ~32 % for throttling errors". A request
+        // moves the quota by +1 (first try succeeds), 0 (the retry does),
+        // −c (the second retry does) or −2c (all three fail): the drift
+        // (1 − f) − c·f²(1 − f) − 2c·f³ crosses 0 at f = 0.215 for c = 14
+        // and 0.321 for c = 5.
+        let drift = |f: f64, c: f64| (1.0 - f) - c * f * f * (1.0 - f) - 2.0 * c * f.powi(3);
+        let root = |c: f64| {
+            let (mut lo, mut hi) = (0.0, 1.0);
+            for _ in 0..60 {
+                let mid = (lo + hi) / 2.0;
+                if drift(mid, c) > 0.0 {
+                    lo = mid
+                } else {
+                    hi = mid
+                }
+            }
+            lo
+        };
+        let (transient, throttled) = (root(14.0), root(5.0));
+        assert!((transient - 0.22).abs() < 0.01, "{transient}");
+        assert!((throttled - 0.32).abs() < 0.01, "{throttled}");
+        // The quota itself, 20,000 requests 3 points either side, its mean
+        // level over the last 10,000: the drift, +0.25 and −0.29 tokens a
+        // request for transient errors (+0.16 and −0.18 throttled), holds
+        // it within a few tens of tokens of full or of empty (its one-off
+        // drops of 14 or 28 keep it off the very top).
+        for (cause, f_star) in [
+            (RetryCause::Transient, transient),
+            (RetryCause::Throttled, throttled),
+        ] {
+            let below = aws_2026_after(f_star - 0.03, cause, 20_000);
+            let above = aws_2026_after(f_star + 0.03, cause, 20_000);
+            assert!(below > 0.85, "{cause:?} at {:.3}: {below}", f_star - 0.03);
+            assert!(above < 0.15, "{cause:?} at {:.3}: {above}", f_star + 0.03);
         }
     }
 
