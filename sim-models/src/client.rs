@@ -539,16 +539,34 @@ impl Client {
         }
     }
 
-    /// [`Client::schedule_hedge`] for a client that hedges.
+    /// [`Client::schedule_hedge`] for a client that hedges: the next
+    /// hedge after the hedging delay.
     fn schedule_next_hedge<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
         let Some(h) = self.cfg.hedging.as_ref() else {
             return; // not hedging
         };
-        let (max_attempts, delay) = (h.max_attempts, h.delay);
+        let delay = h.delay;
+        self.schedule_hedge_after(call, delay, ctx);
+    }
+
+    /// Sets the next hedge of `call` `delay` from now (sent at once for
+    /// none), replacing the one set before: after the hedging delay, or
+    /// after a server's pushback. Nothing when hedging is frozen or no
+    /// attempt is left.
+    fn schedule_hedge_after<S: RowSink>(
+        &mut self,
+        call: CallRef,
+        delay: SimDuration,
+        ctx: &mut Ctx<'_, S>,
+    ) {
+        let Some(h) = self.cfg.hedging.as_ref() else {
+            return; // not hedging
+        };
+        let max_attempts = h.max_attempts;
         let Some(c) = ctx.sh.reqs.call_mut(call) else {
             return; // the call ended while starting
         };
-        if c.phase != CallPhase::Calling || c.attempts >= max_attempts {
+        if c.phase != CallPhase::Calling || c.attempts >= max_attempts || c.hedging_frozen {
             return;
         }
         if let Some(t) = c.aux_timer.take() {
@@ -556,8 +574,7 @@ impl Client {
         }
         let number = c.attempts + 1;
         if delay.is_zero() {
-            self.start_attempt(call, true, ctx);
-            self.schedule_hedge(call, ctx);
+            self.send_hedge(call, RetryCause::Transient, ctx);
         } else {
             c.aux_timer = Some(
                 ctx.sched.schedule_in(
@@ -579,6 +596,32 @@ impl Client {
             return;
         }
         c.aux_timer = None;
+        self.send_hedge(call, RetryCause::Transient, ctx);
+    }
+
+    /// Sends the next hedge of `call` if its budget allows (gRPC's
+    /// throttling: "subsequent hedged RPCs will only be sent if
+    /// `token_count` is greater than the threshold"), then sets the one
+    /// after. A refused hedge freezes hedging for the call, as gRPC's
+    /// Java client does; a call with nothing left in flight then ends.
+    fn send_hedge<S: RowSink>(&mut self, call: CallRef, cause: RetryCause, ctx: &mut Ctx<'_, S>) {
+        let now = ctx.now();
+        let pod = stale!(ctx.sh.reqs.call(call)).pod;
+        let cost = match self.policy(pod, now).and_then(|set| set.budget.as_mut()) {
+            None => Some(0),
+            Some(b) => b.try_retry(now, cause),
+        };
+        let c = stale!(ctx.sh.reqs.call_mut(call));
+        let Some(cost) = cost else {
+            c.hedging_frozen = true;
+            let live = c.live_count();
+            ctx.sh.rec.count(Count::BudgetDenied, 1);
+            if live == 0 {
+                self.finish_call(call, Reason::BudgetExhausted, ctx);
+            }
+            return;
+        };
+        c.pending_retry_cost = cost;
         self.start_attempt(call, true, ctx);
         self.schedule_hedge(call, ctx);
     }
@@ -1262,8 +1305,14 @@ impl Client {
         let (call, pod) = stale!(ctx.sh.reqs.att(att).map(|a| (a.call, a.pod)));
         let closed = stale!(self.close_attempt(att, outcome, ctx));
         let success = outcome == AttemptOutcome::Success;
-        // For a budget's report only.
-        let retryable = self.stateful && self.cfg.retry.retry_on.iter().any(|r| r.matches(outcome));
+        // For a budget's report only: gRPC's qualified failure, an answer
+        // the client would retry (or, hedging, a non-fatal one) or a
+        // pushback saying not to.
+        let retryable = self.stateful
+            && (match &self.cfg.hedging {
+                Some(h) => h.non_fatal.iter().any(|r| r.matches(outcome)),
+                None => self.cfg.retry.retry_on.iter().any(|r| r.matches(outcome)),
+            } || matches!(outcome, AttemptOutcome::ServerError(_, Pushback::DontRetry)));
         let mut moves = Vec::new();
         if let Some(set) = self.policy(pod, ctx.now()) {
             if let Some(b) = set.budget.as_mut() {
@@ -1298,35 +1347,57 @@ impl Client {
     }
 
     /// Hedging: the first success wins and cancels the rest; a non-fatal
-    /// failure sends the next hedge at once; a fatal one ends the call.
+    /// failure sends the next hedge at once (or when the server's pushback
+    /// says, the ones after it a hedging delay apart); a pushback saying
+    /// not to retry sends no more; a fatal failure ends the call (gRFC
+    /// A6's summary of hedging logic).
     fn after_hedged_attempt<S: RowSink>(
         &mut self,
         call: CallRef,
         outcome: AttemptOutcome,
         ctx: &mut Ctx<'_, S>,
     ) {
-        let c = stale!(ctx.sh.reqs.call(call));
         let Some(h) = self.cfg.hedging.as_ref() else {
             return; // not hedging
         };
+        let non_fatal = h.non_fatal.iter().any(|r| r.matches(outcome));
+        let max_attempts = h.max_attempts;
+        let honour = self.cfg.retry.retry_after.mode != RetryAfterMode::Ignore;
+        let c = stale!(ctx.sh.reqs.call_mut(call));
         if c.phase != CallPhase::Calling {
             return;
         }
-        let (attempts, live) = (c.attempts, c.live_count());
-        let (max_attempts, non_fatal) = (
-            h.max_attempts,
-            h.non_fatal.iter().any(|r| r.matches(outcome)),
-        );
+        let pushback = match outcome {
+            AttemptOutcome::ServerError(_, Pushback::DontRetry) => {
+                c.hedging_frozen = true;
+                None
+            }
+            AttemptOutcome::ServerError(_, Pushback::After(ns))
+            | AttemptOutcome::RateLimited(ns)
+                if honour =>
+            {
+                Some(SimDuration::from_nanos(ns))
+            }
+            _ => None,
+        };
+        let (attempts, live, frozen) = (c.attempts, c.live_count(), c.hedging_frozen);
         if outcome == AttemptOutcome::Success {
             self.finish_call(call, Reason::Success, ctx);
-        } else if non_fatal {
-            if attempts < max_attempts {
-                self.start_attempt(call, true, ctx);
-                self.schedule_hedge(call, ctx);
-            } else if live == 0 {
-                self.finish_call(call, Reason::from(outcome), ctx);
+        } else if !non_fatal {
+            self.finish_call(call, Reason::from(outcome), ctx);
+        } else if attempts < max_attempts && !frozen {
+            match pushback {
+                Some(wait) => self.schedule_hedge_after(call, wait, ctx),
+                None => {
+                    let cause = match outcome {
+                        AttemptOutcome::Timeout => RetryCause::Timeout,
+                        AttemptOutcome::RateLimited(_) => RetryCause::Throttled,
+                        _ => RetryCause::Transient,
+                    };
+                    self.send_hedge(call, cause, ctx);
+                }
             }
-        } else {
+        } else if live == 0 {
             self.finish_call(call, Reason::from(outcome), ctx);
         }
     }

@@ -260,6 +260,9 @@ pub struct Call {
     pub backoff_from: u32,
     /// What the retry budget charged for the retry about to start.
     pub pending_retry_cost: u32,
+    /// No more hedges for this call: the budget refused one, or a server
+    /// said not to retry (gRPC freezes hedging so).
+    pub hedging_frozen: bool,
     /// Attempts in progress (hedging runs up to five at once, like gRPC).
     pub live: [Option<AttRef>; MAX_LIVE],
     /// Retry-delay or next-hedge timer.
@@ -414,6 +417,7 @@ impl Requests {
             fast_retries_used: 0,
             backoff_from: 0,
             pending_retry_cost: 0,
+            hedging_frozen: false,
             live: [None; MAX_LIVE],
             aux_timer: None,
             backoff: BackoffState::default(),

@@ -4,8 +4,8 @@ use crate::common::{go, ms, secs, share};
 use sim_core::dist::DistSpec;
 use sim_core::time::SimDuration;
 use sim_models::config::{
-    ArrivalProcess, FastRetry, GatewayRetry, HedgingConfig, RateLimitConfig, RetryAfterMode,
-    RetryOn, Scope, WorldConfig,
+    ArrivalProcess, FastRetry, GatewayRetry, HedgingConfig, PushbackConfig, RateLimitConfig,
+    RetryAfterMode, RetryOn, Scope, WorldConfig,
 };
 use sim_models::outcome::Reason;
 use sim_models::policy::backoff::Backoff;
@@ -73,6 +73,96 @@ fn a_non_fatal_answer_sends_the_next_hedge_at_once() {
     // Each 503 triggers the next hedge at once: three attempts, all failing.
     assert!((t.amplification() - 3.0).abs() < 0.01);
     assert_eq!(share(&t, Reason::ServerError), 1.0);
+}
+
+/// One pod hedging 4 attempts 1 s apart against an upstream answering
+/// 503 in 1 ms (non-fatal): each answer sends the next hedge at once.
+fn hedging_against_503s() -> WorldConfig {
+    let mut cfg = WorldConfig::default();
+    cfg.service.pods = 1;
+    cfg.upstream.errors.http_503 = 1.0;
+    cfg.upstream.latency = DistSpec::Constant(ms(1));
+    cfg.client.hedging = Some(HedgingConfig {
+        max_attempts: 4,
+        delay: secs(1),
+        non_fatal: vec![RetryOn::ServerError],
+    });
+    cfg
+}
+
+#[test]
+fn grpc_throttling_stops_hedges_as_it_stops_retries() {
+    // gRFC A6: "subsequent hedged RPCs will only be sent if token_count is
+    // greater than the threshold". 10 tokens, every 503 (non-fatal, so a
+    // qualified failure) takes one: the first call's answers leave 9, 8,
+    // 7 and 6, each above 5, so it sends its 3 hedges; the next call's
+    // first answer leaves 5 and its hedge is refused, as is every later
+    // call's (no success ever refills). Without the throttle, 3 hedges a
+    // call.
+    let mut cfg = hedging_against_503s();
+    cfg.client.budget = Some(BudgetSpec::Grpc {
+        max_tokens: 10,
+        token_ratio: 0.1,
+    });
+    let (_, t) = go(&cfg);
+    let calls = t.count(Count::AttemptsFirst);
+    assert!(calls > 1_000, "{calls} calls");
+    assert_eq!(t.count(Count::AttemptsHedge), 3);
+    assert_eq!(t.count(Count::BudgetDenied), calls - 1);
+    assert_eq!(t.outcome(Reason::BudgetExhausted), calls - 1);
+    cfg.client.budget = None;
+    let (_, t) = go(&cfg);
+    assert_eq!(
+        t.count(Count::AttemptsHedge),
+        3 * t.count(Count::AttemptsFirst)
+    );
+}
+
+#[test]
+fn a_pushback_spaces_hedges_or_stops_them() {
+    // gRFC A6, hedging: "Pushback: Retry in n ms: send next hedged request
+    // in n ms. Subsequent hedged requests will resume at n + hedgingDelay";
+    // "Pushback: Don't retry: don't send any more hedged requests". An
+    // upstream with one slot, no queue and 10 s of work turns nearly
+    // every call away with a 503 (non-fatal) and its pushback; hedges are
+    // 30 s apart, so only answers send them. Pushback of 200 ms: a turned
+    // away call's 4 attempts go 200 ms apart and it ends 600 ms after it
+    // began. Ignored, the hedges go at once.
+    let mut cfg = WorldConfig::default();
+    cfg.service.pods = 1;
+    cfg.load.rate = 10.0;
+    cfg.load.arrivals = ArrivalProcess::Constant;
+    cfg.upstream.capacity = 1;
+    cfg.upstream.queue_limit = 0;
+    cfg.upstream.latency = DistSpec::Constant(secs(10));
+    cfg.upstream.pushback = PushbackConfig::After(ms(200));
+    cfg.client.attempt_timeout = None;
+    cfg.client.retry.retry_after.mode = RetryAfterMode::Honor;
+    cfg.client.hedging = Some(HedgingConfig {
+        max_attempts: 4,
+        delay: secs(30),
+        non_fatal: vec![RetryOn::ServerError],
+    });
+    let median = |cfg: &WorldConfig| {
+        let (_, t) = go(cfg);
+        let took = t.latency(Latency::EndToEnd).quantile(0.5).unwrap();
+        (
+            took,
+            t.count(Count::AttemptsHedge),
+            t.count(Count::AttemptsFirst),
+        )
+    };
+    let (took, hedges, calls) = median(&cfg);
+    assert!((600_000_000..602_000_000).contains(&took), "{took} ns");
+    assert!(hedges > 2 * calls, "{hedges} hedges of {calls} calls");
+    cfg.client.retry.retry_after.mode = RetryAfterMode::Ignore;
+    let (took, _, _) = median(&cfg);
+    assert!(took < 2_000_000, "{took} ns");
+    // Told not to retry: no hedge is ever sent (the calls served finish
+    // in 10 s, before their 30 s hedge).
+    cfg.upstream.pushback = PushbackConfig::DontRetry;
+    let (_, hedges, _) = median(&cfg);
+    assert_eq!(hedges, 0);
 }
 
 #[test]
