@@ -1363,6 +1363,7 @@ impl Client {
         let non_fatal = h.non_fatal.iter().any(|r| r.matches(outcome));
         let max_attempts = h.max_attempts;
         let honour = self.cfg.retry.retry_after.mode != RetryAfterMode::Ignore;
+        let cap = self.cfg.retry.retry_after.cap;
         let c = stale!(ctx.sh.reqs.call_mut(call));
         if c.phase != CallPhase::Calling {
             return;
@@ -1376,7 +1377,10 @@ impl Client {
             | AttemptOutcome::RateLimited(ns)
                 if honour =>
             {
-                Some(SimDuration::from_nanos(ns))
+                // A wait over the cap means "do not retry", as for retries.
+                let wait = SimDuration::from_nanos(ns);
+                c.hedging_frozen |= cap.is_some_and(|cap| wait > cap);
+                Some(wait)
             }
             _ => None,
         };

@@ -233,14 +233,27 @@ fn call_worst_case(c: &ClientConfig, pool: &PoolConfig, callee: Option<SimDurati
     let fast = r.fast_retry.as_ref().map_or(0, |f| f.max);
     let (attempts, latency) = match &c.hedging {
         Some(h) => {
-            let last_start = h.delay.saturating_mul(u64::from(h.max_attempts - 1));
-            lines.push(format!(
-                "hedging: last of {} attempts starts at {last_start}",
-                h.max_attempts
-            ));
+            // A server's pushback, heeded, may set the next hedge later
+            // than the hedging delay: up to the cap, or without end.
+            let gap = match r.retry_after.mode {
+                RetryAfterMode::Ignore => Some(h.delay),
+                _ => r.retry_after.cap.map(|cap| cap.max(h.delay)),
+            };
+            let last_start = gap.map(|g| g.saturating_mul(u64::from(h.max_attempts - 1)));
+            match last_start {
+                Some(at) => lines.push(format!(
+                    "hedging: last of {} attempts starts at {at}",
+                    h.max_attempts
+                )),
+                None => lines.push(format!(
+                    "hedging: {} attempts, each after the server's pushback if it asks (no cap): \
+                     the last may start without bound",
+                    h.max_attempts
+                )),
+            }
             (
                 Some(u64::from(h.max_attempts)),
-                per_try(c, pool).map(|t| last_start.saturating_add(t)),
+                last_start.and_then(|at| per_try(c, pool).map(|t| at.saturating_add(t))),
             )
         }
         None if pushback_uncounted(c) => {
@@ -304,6 +317,27 @@ mod tests {
         let w = worst_case(&cfg);
         assert_eq!(w.latency, Some(SimDuration::from_secs(27)));
         assert_eq!(w.amplification, Some(5));
+    }
+
+    /// Hedges a delay apart: the last of 3 starts at 2 × 1 s and runs one
+    /// 5 s try. Heeding the server's pushback, a hedge may wait longer: up
+    /// to the cap (each gap at most 4 s), or without bound.
+    #[test]
+    fn a_heeded_pushback_stretches_the_hedges_up_to_its_cap() {
+        let mut cfg = WorldConfig::default();
+        cfg.client.attempt_timeout = Some(SimDuration::from_secs(5));
+        cfg.client.hedging = Some(crate::config::HedgingConfig {
+            max_attempts: 3,
+            delay: SimDuration::from_secs(1),
+            non_fatal: vec![crate::config::RetryOn::ServerError],
+        });
+        let latency = |cfg: &WorldConfig| worst_case(cfg).latency;
+        assert_eq!(latency(&cfg), Some(SimDuration::from_secs(7)));
+        cfg.client.retry.retry_after.mode = RetryAfterMode::Honor;
+        assert_eq!(latency(&cfg), None);
+        cfg.client.retry.retry_after.cap = Some(SimDuration::from_secs(4));
+        assert_eq!(latency(&cfg), Some(SimDuration::from_secs(13)));
+        assert_eq!(worst_case(&cfg).attempts_per_call, Some(3));
     }
 
     /// The LLM-API write-up's client waits out a 429's Retry-After

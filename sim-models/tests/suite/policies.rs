@@ -158,8 +158,14 @@ fn a_pushback_spaces_hedges_or_stops_them() {
     cfg.client.retry.retry_after.mode = RetryAfterMode::Ignore;
     let (took, _, _) = median(&cfg);
     assert!(took < 2_000_000, "{took} ns");
-    // Told not to retry: no hedge is ever sent (the calls served finish
-    // in 10 s, before their 30 s hedge).
+    // A pushback over the cap means "do not retry", as for retries: no
+    // hedge is ever sent (the calls served finish in 10 s, before their
+    // 30 s hedge); nor when told so outright.
+    cfg.client.retry.retry_after.mode = RetryAfterMode::Honor;
+    cfg.client.retry.retry_after.cap = Some(ms(100));
+    let (_, hedges, _) = median(&cfg);
+    assert_eq!(hedges, 0);
+    cfg.client.retry.retry_after.cap = None;
     cfg.upstream.pushback = PushbackConfig::DontRetry;
     let (_, hedges, _) = median(&cfg);
     assert_eq!(hedges, 0);
