@@ -524,6 +524,11 @@ impl Client {
             .and_then(|set| set.budget.as_mut())
         {
             b.on_request(now);
+            if let Some(cap) = b.call_cap()
+                && let Some(c) = ctx.sh.reqs.call_mut(call)
+            {
+                c.retry_cap = cap;
+            }
         }
         self.start_attempt(call, false, ctx);
         self.schedule_hedge(call, ctx);
@@ -1449,7 +1454,7 @@ impl Client {
         let mode = r.retry_after.mode;
         let pushback_used = server_says.is_some() && mode != RetryAfterMode::Ignore && !fast;
         let counts = !fast && (!pushback_used || r.retry_after.counts_as_retry);
-        if !(retryable || fast) || (counts && c.retries_used >= r.max_retries) {
+        if !(retryable || fast) || (counts && c.retries_used >= r.max_retries.min(c.retry_cap)) {
             self.finish_call(call, reason, ctx);
             return;
         }

@@ -253,6 +253,9 @@ pub struct Call {
     /// Retries charged against `max_retries` (Retry-After waits and fast
     /// retries may not count).
     pub retries_used: u32,
+    /// The most retries its budget lets it take, set as it starts
+    /// (Finagle's share of the balance; `u32::MAX` for none).
+    pub retry_cap: u32,
     /// Fast (layered) retries used.
     pub fast_retries_used: u32,
     /// `retries_used` when the backoff schedule last started over (after a
@@ -414,6 +417,7 @@ impl Requests {
             phase: CallPhase::Calling,
             attempts: 0,
             retries_used: 0,
+            retry_cap: u32::MAX,
             fast_retries_used: 0,
             backoff_from: 0,
             pending_retry_cost: 0,

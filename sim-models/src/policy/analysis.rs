@@ -7,6 +7,7 @@ use sim_core::time::SimDuration;
 use crate::config::{ClientConfig, PoolConfig, RetryAfterMode, TimeoutStart, WorldConfig};
 use crate::graph::Topology;
 use crate::outcome::{AttemptOutcome, Pushback};
+use crate::policy::budget::BudgetSpec;
 
 /// Worst cases of a configuration.
 #[derive(Clone, Debug, PartialEq)]
@@ -220,6 +221,17 @@ fn pushback_uncounted(c: &ClientConfig) -> bool {
             .any(|&o| r.retry_on.iter().any(|x| x.matches(o)))
 }
 
+/// The share of its budget's balance a call may retry, where the budget
+/// sets one (Finagle's requeues).
+fn budget_share(c: &ClientConfig) -> Option<f64> {
+    match &c.budget {
+        Some(BudgetSpec::Finagle {
+            per_request_share, ..
+        }) => *per_request_share,
+        _ => None,
+    }
+}
+
 /// Worst-case latency and attempts of one call with `c` over `pool`;
 /// `callee` bounds one attempt when the far end cannot take longer (a
 /// service whose own calls are bounded).
@@ -260,6 +272,15 @@ fn call_worst_case(c: &ClientConfig, pool: &PoolConfig, callee: Option<SimDurati
             lines.push(format!(
                 "{UNCOUNTED} (Retry-After, pushback) are not counted as retries: a call asks again after each, as long as the server asks, beyond {} retries",
                 r.max_retries
+            ));
+            (None, None)
+        }
+        None if r.max_retries == u32::MAX && budget_share(c).is_some() => {
+            // Finagle's requeues: no count, a share of the budget's
+            // balance, which grows with the traffic.
+            lines.push(format!(
+                "no count bounds a call's retries, only the budget: at most {} % of its balance at the call's start, rounded up, and the balance grows with the traffic",
+                budget_share(c).unwrap_or_default() * 100.0
             ));
             (None, None)
         }
@@ -317,6 +338,25 @@ mod tests {
         let w = worst_case(&cfg);
         assert_eq!(w.latency, Some(SimDuration::from_secs(27)));
         assert_eq!(w.amplification, Some(5));
+    }
+
+    /// Finagle's requeues have no count, only their share of the budget,
+    /// whose balance grows with the traffic: unbounded, and said so.
+    #[test]
+    fn finagle_requeues_are_bounded_by_the_budget_alone() {
+        let mut cfg = WorldConfig::default();
+        crate::policy::presets::get("finagle")
+            .unwrap()
+            .apply(&mut cfg);
+        let w = worst_case(&cfg);
+        assert_eq!((w.attempts_per_call, w.amplification), (None, None));
+        assert!(
+            w.derivation
+                .iter()
+                .any(|l| l.contains("at most 20 % of its balance")),
+            "{:?}",
+            w.derivation
+        );
     }
 
     /// Hedges a delay apart: the last of 3 starts at 2 × 1 s and runs one

@@ -143,11 +143,15 @@ pub fn get(name: &str) -> Option<Preset> {
             None,
         ),
         "finagle" => (
-            "Finagle: requeue connection failures without backoff, up to 25 per request, \
-             within RetryBudget() (10 s ttl, 10 retries/s, 20 %)",
+            "Finagle: requeue connection failures without backoff within RetryBudget() (10 s ttl, \
+             10 retries/s, 20 %), a request taking at most 20 % of the budget's balance at its start",
+            // `RequeueFilter`: `maxRetries = ceil(0.2 × balance)` after the
+            // request's deposit, and no count besides (the 25 of
+            // `Retries.Effort` bounds a `newClient`'s session acquisition,
+            // not a request).
             ClientConfig {
                 retry: RetryConfig {
-                    max_retries: 25,
+                    max_retries: u32::MAX,
                     backoff: Backoff::fixed(SimDuration::ZERO),
                     retry_on: vec![RetryOn::ConnectFailure],
                     ..RetryConfig::default()
@@ -156,6 +160,7 @@ pub fn get(name: &str) -> Option<Preset> {
                     ttl: secs(10),
                     min_retries_per_sec: 10,
                     percent_can_retry: 0.2,
+                    per_request_share: Some(0.2),
                 }),
                 ..base.clone()
             },
@@ -670,8 +675,14 @@ mod tests {
             Some(BudgetSpec::Finagle {
                 ttl: secs(10),
                 min_retries_per_sec: 10,
-                percent_can_retry: 0.2
+                percent_can_retry: 0.2,
+                per_request_share: Some(0.2),
             })
+        );
+        assert_eq!(
+            c.retry.max_retries,
+            u32::MAX,
+            "no count, the budget's share"
         );
         assert_eq!(
             c.retry.retry_on,

@@ -200,6 +200,39 @@ fn grpc_throttling_never_engages_below_its_fraction() {
 }
 
 #[test]
+fn a_finagle_request_takes_at_most_its_share_of_the_budget() {
+    // Finagle's requeue filter: a request may requeue ceil(0.2 × balance)
+    // times. A budget of 10 retries a second and nothing deposited
+    // (`percent_can_retry` 0, ttl 1 s), one request every 10 s failing
+    // every attempt with a 500, retried at once: 2 retries each (20 % of
+    // 10), where the budget alone allows 10.
+    let mut cfg = WorldConfig::default();
+    cfg.service.pods = 1;
+    cfg.load.rate = 0.1;
+    cfg.load.arrivals = ArrivalProcess::Constant;
+    cfg.upstream.latency = DistSpec::Constant(ms(1));
+    cfg.upstream.errors.http_500 = 1.0;
+    cfg.client.retry.max_retries = u32::MAX;
+    cfg.client.retry.backoff = Backoff::fixed(SimDuration::ZERO);
+    let budget = |share| BudgetSpec::Finagle {
+        ttl: secs(1),
+        min_retries_per_sec: 10,
+        percent_can_retry: 0.0,
+        per_request_share: share,
+    };
+    cfg.client.budget = Some(budget(Some(0.2)));
+    let retries = |cfg: &WorldConfig| {
+        let (_, t) = go(cfg);
+        (t.count(Count::AttemptsRetry), t.count(Count::AttemptsFirst))
+    };
+    let (r, calls) = retries(&cfg);
+    assert_eq!(r, 2 * calls, "{calls} calls");
+    cfg.client.budget = Some(budget(None));
+    let (r, calls) = retries(&cfg);
+    assert_eq!(r, 10 * calls, "{calls} calls");
+}
+
+#[test]
 fn finagle_budget_caps_the_retry_rate() {
     // Every dial refused; 100 requests/s over 8 pods, each pod's budget
     // allows 10 retries/s + 20 % of its 12.5 requests/s: 100 retries/s in

@@ -58,6 +58,13 @@ pub trait RetryBudget {
     fn on_attempt_start(&mut self, _now: SimTime, _retry_cost: u32) {}
     /// An attempt is over, however it ended (cancellations included).
     fn on_attempt_closed(&mut self, _now: SimTime, _retry_cost: u32) {}
+    /// The most retries the call that has just started (its
+    /// [`RetryBudget::on_request`] heard) may take, where the budget sets
+    /// one (Finagle's requeue filter: a share of the balance); `None`
+    /// leaves `max_retries` alone.
+    fn call_cap(&self) -> Option<u32> {
+        None
+    }
     /// Remaining budget as a fraction of its maximum (for metrics).
     fn level(&self) -> f64;
 }
@@ -84,6 +91,13 @@ pub enum BudgetSpec {
         /// Fraction of requests that may be retried (default 0.2).
         #[serde(default = "point_two")]
         percent_can_retry: f64,
+        /// The most retries one request may take, as a share of the
+        /// budget's balance (in retries) when it starts, rounded up:
+        /// Finagle's requeue filter takes 0.2, so no request drains the
+        /// budget alone (default: none, as its retry filter, Tower and
+        /// Linkerd take none).
+        #[serde(default)]
+        per_request_share: Option<f64>,
     },
     /// AWS SDK standard-mode retry quota (v2.0 costs by default; the 2026
     /// revision's are 14 for any transient error, timeouts included, and 5
@@ -227,8 +241,17 @@ impl BudgetSpec {
             BudgetSpec::Finagle {
                 ttl,
                 percent_can_retry,
+                per_request_share,
                 ..
             } => {
+                if let Some(share) = per_request_share
+                    && !(0.0..=1000.0).contains(share)
+                {
+                    return bad(
+                        "finagle.per_request_share",
+                        format!("must be within 0..=1000, found {share}"),
+                    );
+                }
                 if *ttl < SimDuration::from_secs(1) || *ttl > SimDuration::from_secs(60) {
                     return bad(
                         "finagle.ttl",
@@ -322,11 +345,11 @@ impl BudgetSpec {
                 ttl,
                 min_retries_per_sec,
                 percent_can_retry,
-            } => Box::new(FinagleBudget::new(
-                ttl,
-                min_retries_per_sec,
-                percent_can_retry,
-            )),
+                per_request_share,
+            } => Box::new(FinagleBudget {
+                per_request_share,
+                ..FinagleBudget::new(ttl, min_retries_per_sec, percent_can_retry)
+            }),
             BudgetSpec::AwsQuota {
                 capacity,
                 retry_cost,
@@ -433,6 +456,7 @@ pub struct FinagleBudget {
     reserve: i64,
     entries: VecDeque<(SimTime, i64)>,
     balance: i64,
+    per_request_share: Option<f64>,
 }
 
 impl FinagleBudget {
@@ -455,7 +479,13 @@ impl FinagleBudget {
                 .saturating_mul(withdrawal),
             entries: VecDeque::new(),
             balance: 0,
+            per_request_share: None,
         }
+    }
+
+    /// Retries it would allow now (Finagle's `balance`).
+    pub fn balance(&self) -> i64 {
+        (self.balance.saturating_add(self.reserve) / self.withdrawal).max(0)
     }
 
     fn expire(&mut self, now: SimTime) {
@@ -488,6 +518,11 @@ impl RetryBudget for FinagleBudget {
         }
     }
     fn on_result(&mut self, _now: SimTime, _r: AttemptReport) {}
+    fn call_cap(&self) -> Option<u32> {
+        // `Math.ceil(maxRetriesPerReq * retryBudget.balance).toInt`.
+        self.per_request_share
+            .map(|share| (share * self.balance() as f64).ceil() as u32)
+    }
     fn level(&self) -> f64 {
         let full = (self.reserve + 1).max(1) as f64;
         ((self.balance + self.reserve) as f64 / full).clamp(0.0, 1.0)
@@ -773,7 +808,7 @@ mod tests {
         ];
         for (ttl, min, percent) in cases {
             let mut b = FinagleBudget::new(SimDuration::from_secs(ttl), min, percent);
-            let balance = |b: &FinagleBudget| (b.balance + b.reserve) / b.withdrawal;
+            let balance = |b: &FinagleBudget| b.balance();
             let reserve = ttl as i64 * i64::from(min);
             assert_eq!(balance(&b), reserve, "{percent}: the reserve");
             if reserve == 0 {
@@ -798,6 +833,44 @@ mod tests {
         let mut b = FinagleBudget::new(SimDuration::from_secs(60), 0, 2.0);
         (0..10_000).for_each(|_| b.on_request(t(0)));
         assert_eq!((b.balance + b.reserve) / b.withdrawal, 20_000);
+    }
+
+    /// Finagle's `RequeueFilterTest`: a budget of 10 retries a second
+    /// (`RetryBudget(1.second, 10, 0.0)`, so requests deposit nothing),
+    /// requests requeued while under `ceil(share × balance)` at their
+    /// start and the budget allows. Returns each request's requeues.
+    fn requeues(share: f64, fails: &[u32]) -> Vec<u32> {
+        let mut b = FinagleBudget {
+            per_request_share: Some(share),
+            ..FinagleBudget::new(SimDuration::from_secs(1), 10, 0.0)
+        };
+        fails
+            .iter()
+            .map(|&fails| {
+                b.on_request(t(0));
+                let cap = b.call_cap().unwrap();
+                let mut n = 0;
+                while n < fails && n < cap && b.try_retry(t(0), RetryCause::Transient).is_some() {
+                    n += 1;
+                }
+                n
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finagle_requeues_take_at_most_their_share_of_the_balance() {
+        // "respects maxRetriesPerReq": 50 % of 10, 5 requeues.
+        assert_eq!(requeues(0.5, &[u32::MAX]), [5]);
+        // "exhausts budget": 200 % of 10 is 20, but the budget has 10.
+        assert_eq!(requeues(2.0, &[u32::MAX]), [10]);
+        // "tracks requeues_per_request": a success (0), a request failing
+        // once (1, the balance 10 → 9), one failing always: 50 % of 9
+        // rounded up, 5.
+        assert_eq!(requeues(0.5, &[0, 1, u32::MAX]), [0, 1, 5]);
+        // No share, no cap of the budget's own.
+        let b = FinagleBudget::new(SimDuration::from_secs(1), 10, 0.0);
+        assert_eq!(b.call_cap(), None);
     }
 
     #[test]
