@@ -1452,6 +1452,7 @@ impl Client {
             _ => None,
         };
         let mode = r.retry_after.mode;
+        let resets = r.retry_after.resets_backoff;
         let pushback_used = server_says.is_some() && mode != RetryAfterMode::Ignore && !fast;
         let counts = !fast && (!pushback_used || r.retry_after.counts_as_retry);
         if !(retryable || fast) || (counts && c.retries_used >= r.max_retries.min(c.retry_cap)) {
@@ -1535,7 +1536,7 @@ impl Client {
         if counts {
             c.retries_used += 1;
         }
-        if pushback_used && mode == RetryAfterMode::Honor {
+        if pushback_used && mode == RetryAfterMode::Honor && resets {
             // gRPC: after a pushback the backoff starts over from its
             // first step.
             c.backoff_from = c.retries_used;
@@ -1811,6 +1812,10 @@ pub struct RetryAfterConfig {
     /// the AWS SDKs' 2026 standard mode waits `x-amz-retry-after` clamped
     /// to [backoff, backoff + 5 s] (default: no bound).
     pub max_over_backoff: Option<SimDuration>,
+    /// With `honor`, whether the backoff starts over from its first step
+    /// after a wait the server set (default true, gRPC's rule; Polly's
+    /// schedule carries on).
+    pub resets_backoff: bool,
 }
 
 impl Default for RetryAfterConfig {
@@ -1821,6 +1826,7 @@ impl Default for RetryAfterConfig {
             counts_as_retry: true,
             jitter: 0.0,
             max_over_backoff: None,
+            resets_backoff: true,
         }
     }
 }

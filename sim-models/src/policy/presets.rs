@@ -46,12 +46,13 @@ impl Preset {
 }
 
 /// Every preset's name, in the order `stormsim list` shows them.
-pub const NAMES: [&str; 17] = [
+pub const NAMES: [&str; 18] = [
     "grpc-a6",
     "envoy",
     "finagle",
     "resilience4j",
     "polly-v8",
+    "dotnet-standard-resilience",
     "aws-standard",
     "aws-adaptive",
     "aws-standard-2026",
@@ -109,6 +110,7 @@ pub fn get(name: &str) -> Option<Preset> {
                         counts_as_retry: true,
                         jitter: 0.0,
                         max_over_backoff: None,
+                        resets_backoff: true,
                     },
                     ..RetryConfig::default()
                 },
@@ -197,6 +199,43 @@ pub fn get(name: &str) -> Option<Preset> {
                         RetryOn::ConnectFailure,
                         RetryOn::ServerError,
                     ],
+                    ..RetryConfig::default()
+                },
+                breaker: Some(BreakerSpec::Polly(PollyConfig::default())),
+                ..base.clone()
+            },
+            None,
+        ),
+        "dotnet-standard-resilience" => (
+            ".NET's AddStandardResilienceHandler (Microsoft.Extensions.Http.Resilience): 30 s total timeout; \
+             3 retries of transient answers (5xx, 408, 429, failed connects, attempt timeouts), exponential \
+             from 2 s with Polly's jitter, Retry-After honoured; Polly's breaker (10 % over 30 s, minimum 100, \
+             5 s break); 10 s per attempt. Its 1,000-request bulkhead is not modelled",
+            // `HttpStandardResilienceOptions`: bulkhead → total timeout →
+            // retry → breaker → attempt timeout, outermost first; the
+            // retry's `HttpRetryStrategyOptions` (`ExponentialWithJitter`,
+            // `ShouldRetryAfterHeader`, `IsTransient`); the breaker's
+            // Polly defaults.
+            ClientConfig {
+                attempt_timeout: Some(secs(10)),
+                total_deadline: Some(secs(30)),
+                retry: RetryConfig {
+                    max_retries: 3,
+                    backoff: Backoff::exponential(secs(2), 2.0, None, Jitter::PollyV2),
+                    retry_on: vec![
+                        RetryOn::Timeout,
+                        RetryOn::ConnectFailure,
+                        RetryOn::ServerError,
+                        RetryOn::Status(408),
+                        RetryOn::RateLimited,
+                    ],
+                    // Polly keeps its schedule (and its jitter's state)
+                    // across a Retry-After wait.
+                    retry_after: RetryAfterConfig {
+                        mode: RetryAfterMode::Honor,
+                        resets_backoff: false,
+                        ..RetryAfterConfig::default()
+                    },
                     ..RetryConfig::default()
                 },
                 breaker: Some(BreakerSpec::Polly(PollyConfig::default())),
@@ -342,6 +381,7 @@ pub fn get(name: &str) -> Option<Preset> {
                         counts_as_retry: true,
                         jitter: 0.0,
                         max_over_backoff: None,
+                        resets_backoff: true,
                     },
                     ..RetryConfig::default()
                 },
@@ -450,6 +490,7 @@ pub fn get(name: &str) -> Option<Preset> {
                         counts_as_retry: true,
                         jitter: 0.0,
                         max_over_backoff: None,
+                        resets_backoff: true,
                     },
                     fast_retry: Some(crate::config::FastRetry {
                         max: 1,
@@ -482,6 +523,7 @@ pub fn get(name: &str) -> Option<Preset> {
                         counts_as_retry: false,
                         jitter: 0.0,
                         max_over_backoff: None,
+                        resets_backoff: true,
                     },
                     adaptive: Some(crate::policy::adaptive_backoff::AdaptiveBackoffSpec {
                         window: 100,
@@ -756,6 +798,36 @@ mod tests {
             client("aws-adaptive").throttle,
             Some(ThrottleSpec::AwsAdaptive)
         );
+    }
+
+    /// `HttpStandardResilienceOptions`' defaults: 30 s in all, 10 s an
+    /// attempt, `HttpRetryStrategyOptions` (3, 2 s, exponential with
+    /// Polly's jitter, Retry-After, transient answers), Polly's breaker.
+    #[test]
+    fn dotnet_standard_resilience_is_the_handlers_defaults() {
+        let c = client("dotnet-standard-resilience");
+        assert_eq!(c.total_deadline, Some(secs(30)));
+        assert_eq!(c.attempt_timeout, Some(secs(10)));
+        assert_eq!(c.retry.max_retries, 3);
+        assert_eq!(exponential(&c.retry.backoff), (secs(2), 2.0, None));
+        assert_eq!(c.retry.backoff.jitter, Jitter::PollyV2);
+        assert_eq!(c.retry.retry_after.mode, RetryAfterMode::Honor);
+        assert!(c.retry.retry_after.counts_as_retry);
+        assert!(
+            !c.retry.retry_after.resets_backoff,
+            "Polly's schedule carries on"
+        );
+        assert_eq!(c.breaker, Some(BreakerSpec::Polly(PollyConfig::default())));
+        // `IsTransient`: 5xx, 408, 429, HttpRequestException (a failed
+        // connect), TimeoutRejectedException (the attempt timeout); not
+        // other 4xx.
+        use crate::outcome::{AttemptOutcome, Pushback};
+        let retried = |o: AttemptOutcome| c.retry.retry_on.iter().any(|r| r.matches(o));
+        assert!(retried(AttemptOutcome::ServerError(500, Pushback::None)));
+        assert!(retried(AttemptOutcome::RateLimited(0)));
+        assert!(retried(AttemptOutcome::Timeout));
+        assert!(retried(AttemptOutcome::ConnectFailure));
+        assert!(!retried(AttemptOutcome::ClientError(404)));
     }
 
     /// The SDKs' 2026 revision (the reference guide's retry behaviour

@@ -560,6 +560,15 @@ fn a_honoured_pushback_restarts_the_backoff_schedule() {
         delays.quantile(0.66)
     );
     assert_eq!(delays.max(), Some(2_000_000_000));
+    // Polly's rule: the schedule carries on, the third delay its third
+    // step: 100 ms, 2 s, 400 ms, so the median is 400 ms.
+    cfg.client.retry.retry_after.resets_backoff = false;
+    let (_, t) = go(&cfg);
+    let median = t.latency(Latency::RetryDelay).quantile(0.5);
+    assert!(
+        median.is_some_and(|v| (399_000_000..=401_000_000).contains(&v)),
+        "{median:?}"
+    );
 }
 
 #[test]
