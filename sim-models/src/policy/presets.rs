@@ -87,7 +87,7 @@ pub fn get(name: &str) -> Option<Preset> {
     let base = ClientConfig::default();
     let (summary, client, pool) = match name {
         "grpc-a6" => (
-            "gRFC A6 example: 4 attempts, backoff 0.1 s ×2 up to 1 s times U(0.8, 1.2), retry UNAVAILABLE, \
+            "gRFC A6 example: 4 attempts, backoff 0.1 s ×2 up to 1 s times U(0.8, 1.2), retry UNAVAILABLE (503, failed connects), \
              throttling 10 / 0.1, pushback honoured; the call deadline spans attempts, no per-attempt timeout",
             // The gRFC's backoff since its 2024 revision (grpc/proposal
             // #452), as grpc-go and grpc-java draw it: the capped schedule
@@ -103,7 +103,9 @@ pub fn get(name: &str) -> Option<Preset> {
                         Some(secs(1)),
                         Jitter::Proportional(0.2),
                     ),
-                    retry_on: vec![RetryOn::Status(503)],
+                    // UNAVAILABLE: a 503, and what gRPC reports for a
+                    // connection it could not make.
+                    retry_on: vec![RetryOn::Status(503), RetryOn::ConnectFailure],
                     retry_after: RetryAfterConfig {
                         mode: RetryAfterMode::Honor,
                         cap: None,
@@ -169,8 +171,12 @@ pub fn get(name: &str) -> Option<Preset> {
             None,
         ),
         "resilience4j" => (
-            "Resilience4j defaults: Retry 3 attempts 500 ms apart; CircuitBreaker 50 % over the last 100 calls \
-             (minimum 100), 60 s open, 10 half-open calls",
+            "Resilience4j defaults: Retry 3 attempts 500 ms apart on every failure; CircuitBreaker 50 % over \
+             the last 100 calls (minimum 100), 60 s open, 10 half-open calls",
+            // `RetryConfig`'s predicate is `throwable -> true`, and the
+            // clients it wraps (RestTemplate, WebClient, Feign) throw for
+            // every status at or above 400: every failure is retried, 4xx
+            // and 429 with the rest.
             ClientConfig {
                 retry: RetryConfig {
                     max_retries: 2,
@@ -179,6 +185,9 @@ pub fn get(name: &str) -> Option<Preset> {
                         RetryOn::Timeout,
                         RetryOn::ConnectFailure,
                         RetryOn::ServerError,
+                        RetryOn::ClientError,
+                        RetryOn::RateLimited,
+                        RetryOn::PoolTimeout,
                     ],
                     ..RetryConfig::default()
                 },
@@ -695,6 +704,11 @@ mod tests {
         );
         assert_eq!(c.retry.retry_after.mode, RetryAfterMode::Honor, "pushback");
         assert_eq!(c.attempt_timeout, None, "the deadline spans attempts");
+        // retryableStatusCodes [UNAVAILABLE]: a 503 or a failed connect.
+        assert_eq!(
+            c.retry.retry_on,
+            vec![RetryOn::Status(503), RetryOn::ConnectFailure]
+        );
     }
 
     /// POLICIES.md §2: 1 retry, 25 ms base, 10× cap, 15 s route timeout.
@@ -739,6 +753,18 @@ mod tests {
         let c = client("resilience4j");
         assert_eq!(c.retry.max_retries, 2);
         assert_eq!(c.retry.backoff, Backoff::fixed(ms(500)));
+        // Every exception retried: every failure an attempt can end with.
+        use crate::outcome::{AttemptOutcome, Pushback};
+        for o in [
+            AttemptOutcome::Timeout,
+            AttemptOutcome::ConnectFailure,
+            AttemptOutcome::ServerError(503, Pushback::None),
+            AttemptOutcome::ClientError(404),
+            AttemptOutcome::RateLimited(0),
+            AttemptOutcome::PoolTimeout,
+        ] {
+            assert!(c.retry.retry_on.iter().any(|r| r.matches(o)), "{o:?}");
+        }
         assert_eq!(
             c.breaker,
             Some(BreakerSpec::Resilience4j(R4jConfig::default()))
