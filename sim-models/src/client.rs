@@ -653,7 +653,22 @@ impl Client {
             Ok(wait) => wait,
             Err((reason, counter)) => {
                 ctx.sh.rec.count(counter, 1);
-                if live == 0 {
+                let refused = AttemptOutcome::BreakerRefused;
+                if live == 0
+                    && !hedge
+                    && reason == Reason::from(refused)
+                    && self.cfg.retry.retry_on.contains(&RetryOn::BreakerOpen)
+                {
+                    // A refusal the retry policy retries: nothing went
+                    // out, so nothing is charged or heard but the retry.
+                    let closed = Closed {
+                        number,
+                        started: now,
+                        retry_cost: 0,
+                        seen_by_budget: false,
+                    };
+                    self.after_attempt(call, refused, closed, ctx);
+                } else if live == 0 {
                     self.finish_call(call, reason, ctx);
                 }
                 return;
@@ -1545,9 +1560,11 @@ impl Client {
         if fast {
             c.fast_retries_used += 1;
         }
-        if delay.is_zero() {
+        if delay.is_zero() && outcome != AttemptOutcome::BreakerRefused {
             self.start_attempt(call, false, ctx);
         } else {
+            // A refusal's retry goes through the scheduler even after no
+            // delay, so a run of refusals is a run of events, not of calls.
             let attempt = c.attempts;
             c.phase = CallPhase::Backoff;
             c.aux_timer = Some(
@@ -1682,6 +1699,11 @@ pub enum RetryOn {
     RateLimited,
     /// No pool connection within the acquire timeout.
     PoolTimeout,
+    /// The client's own breaker refused the call (`breaker_open`):
+    /// Resilience4j's Retry takes its `CallNotPermittedException` like any
+    /// other. Needs a backoff that waits (a refusal retried at once is
+    /// refused again).
+    BreakerOpen,
     /// One status code.
     Status(u16),
 }
@@ -1695,6 +1717,7 @@ impl RetryOn {
             RetryOn::ClientError => "4xx".into(),
             RetryOn::RateLimited => "429".into(),
             RetryOn::PoolTimeout => "pool_timeout".into(),
+            RetryOn::BreakerOpen => "breaker_open".into(),
             RetryOn::Status(c) => c.to_string(),
         }
     }
@@ -1707,11 +1730,12 @@ impl RetryOn {
             "4xx" | "client_error" => RetryOn::ClientError,
             "429" | "rate_limited" => RetryOn::RateLimited,
             "pool_timeout" => RetryOn::PoolTimeout,
+            "breaker_open" => RetryOn::BreakerOpen,
             code => match code.parse::<u16>() {
                 Ok(c) if (100..600).contains(&c) => RetryOn::Status(c),
                 _ => {
                     return Err(format!(
-                        "unknown retry condition {code:?}; expected timeout, connect_failure, 5xx, 4xx, 429, pool_timeout or a status code"
+                        "unknown retry condition {code:?}; expected timeout, connect_failure, 5xx, 4xx, 429, pool_timeout, breaker_open or a status code"
                     ));
                 }
             },
@@ -1727,6 +1751,7 @@ impl RetryOn {
             (RetryOn::ClientError, AttemptOutcome::ClientError(_)) => true,
             (RetryOn::RateLimited, AttemptOutcome::RateLimited(_)) => true,
             (RetryOn::PoolTimeout, AttemptOutcome::PoolTimeout) => true,
+            (RetryOn::BreakerOpen, AttemptOutcome::BreakerRefused) => true,
             (
                 RetryOn::Status(c),
                 AttemptOutcome::ServerError(code, _) | AttemptOutcome::ClientError(code),
@@ -1752,7 +1777,7 @@ impl<'de> Deserialize<'de> for RetryOn {
         impl serde::de::Visitor<'_> for V {
             type Value = RetryOn;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a retry condition (timeout, connect_failure, 5xx, 4xx, 429, pool_timeout) or a status code")
+                f.write_str("a retry condition (timeout, connect_failure, 5xx, 4xx, 429, pool_timeout, breaker_open) or a status code")
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RetryOn, E> {
                 RetryOn::parse(v).map_err(E::custom)
@@ -2056,6 +2081,12 @@ impl ClientConfig {
         }
         if let Err((f, m)) = r.backoff.validate() {
             p.add(&format!("{at}.retry.backoff.{f}"), m);
+        }
+        if r.retry_on.contains(&RetryOn::BreakerOpen) && r.backoff.max_secs(1) == 0.0 {
+            p.add(
+                &format!("{at}.retry.retry_on"),
+                "breaker_open needs a backoff that waits: a refusal retried at once is refused again",
+            );
         }
         if let Some(b) = &r.throttled_backoff
             && let Err((f, m)) = b.validate()

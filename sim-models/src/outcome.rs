@@ -34,6 +34,10 @@ pub enum AttemptOutcome {
     /// The attempt was cut short by the call itself (another hedge won,
     /// the deadline passed, the pod restarted).
     Cancelled,
+    /// The client's own breaker refused it: nothing went out (a refusal
+    /// a retry may follow, as Resilience4j's Retry takes its
+    /// `CallNotPermittedException`).
+    BreakerRefused,
 }
 
 /// How a request ended, as its user saw it. Every arrival ends in exactly
@@ -145,6 +149,7 @@ impl AttemptOutcome {
             AttemptOutcome::RateLimited(_) => "rate_limited",
             AttemptOutcome::PoolTimeout => "pool_timeout",
             AttemptOutcome::Cancelled => "cancelled",
+            AttemptOutcome::BreakerRefused => "breaker_refused",
         }
     }
 }
@@ -160,6 +165,7 @@ impl From<AttemptOutcome> for Reason {
             AttemptOutcome::RateLimited(_) => Reason::RateLimited,
             AttemptOutcome::PoolTimeout => Reason::PoolTimeout,
             AttemptOutcome::Cancelled => Reason::DeadlineExceeded,
+            AttemptOutcome::BreakerRefused => Reason::BreakerOpen,
         }
     }
 }

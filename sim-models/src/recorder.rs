@@ -278,6 +278,9 @@ impl Count {
             O::RateLimited(_) => Count::EndedRateLimited,
             O::PoolTimeout => Count::EndedPoolTimeout,
             O::Cancelled => Count::EndedCancelled,
+            // Not an attempt: nothing went out. The client counts the
+            // refusal where its breaker makes it and never asks here.
+            O::BreakerRefused => Count::BreakerRejected,
         }
     }
 }
@@ -976,7 +979,7 @@ impl<S: RowSink> Recorder<S> {
         use crate::outcome::AttemptOutcome;
         if let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) {
             match outcome {
-                AttemptOutcome::Cancelled => return,
+                AttemptOutcome::Cancelled | AttemptOutcome::BreakerRefused => return,
                 AttemptOutcome::Timeout => n.timeouts += 1,
                 _ => {}
             }

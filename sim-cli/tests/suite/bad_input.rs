@@ -346,6 +346,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "longer than 0s",
     ),
     (
+        "client:\n  retry:\n    retry_on: [5xx, breaker_open]\n    backoff: { fixed: { delay: 0s } }\n",
+        3,
+        "client.retry.retry_on",
+        "breaker_open needs a backoff that waits",
+    ),
+    (
         "client:\n  retry:\n    throttled_backoff: { linear: { base: 2s, cap: 1s } }\n",
         3,
         "client.retry.throttled_backoff.linear.cap",

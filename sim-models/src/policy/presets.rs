@@ -171,12 +171,14 @@ pub fn get(name: &str) -> Option<Preset> {
             None,
         ),
         "resilience4j" => (
-            "Resilience4j defaults: Retry 3 attempts 500 ms apart on every failure; CircuitBreaker 50 % over \
+            "Resilience4j defaults: Retry 3 attempts 500 ms apart on every failure, the breaker's refusals too; CircuitBreaker 50 % over \
              the last 100 calls (minimum 100), 60 s open, 10 half-open calls",
             // `RetryConfig`'s predicate is `throwable -> true`, and the
             // clients it wraps (RestTemplate, WebClient, Feign) throw for
             // every status at or above 400: every failure is retried, 4xx
-            // and 429 with the rest.
+            // and 429 with the rest, and so is the breaker's own
+            // `CallNotPermittedException` (Retry outside CircuitBreaker,
+            // the Spring Boot order).
             ClientConfig {
                 retry: RetryConfig {
                     max_retries: 2,
@@ -188,6 +190,7 @@ pub fn get(name: &str) -> Option<Preset> {
                         RetryOn::ClientError,
                         RetryOn::RateLimited,
                         RetryOn::PoolTimeout,
+                        RetryOn::BreakerOpen,
                     ],
                     ..RetryConfig::default()
                 },
@@ -762,6 +765,7 @@ mod tests {
             AttemptOutcome::ClientError(404),
             AttemptOutcome::RateLimited(0),
             AttemptOutcome::PoolTimeout,
+            AttemptOutcome::BreakerRefused,
         ] {
             assert!(c.retry.retry_on.iter().any(|r| r.matches(o)), "{o:?}");
         }

@@ -9,6 +9,7 @@ use sim_models::config::{
 };
 use sim_models::outcome::Reason;
 use sim_models::policy::backoff::Backoff;
+use sim_models::policy::breaker::{BreakerSpec, R4jConfig};
 use sim_models::policy::budget::BudgetSpec;
 use sim_models::policy::presets;
 use sim_models::policy::throttle::ThrottleSpec;
@@ -286,6 +287,58 @@ fn the_breaker_opens_serves_fallbacks_and_probes_every_wait() {
 /// its own timer when the wait is over, calls or none. The load stops at
 /// 10 s with the breaker open (since about 0.2 s): with the timer it is
 /// half-open from about 30.2 s to the end; without it, open to the end.
+#[test]
+fn a_refusal_of_the_breaker_is_retried_when_asked() {
+    // Resilience4j's Retry takes the breaker's CallNotPermittedException
+    // like any exception. An upstream failing every call opens the
+    // breaker (50 % of 10, 60 s open); from then on a call is refused,
+    // retried 500 ms later, refused, retried, refused: it fails
+    // `breaker_open` 1 s after it began, three refusals counted, nothing
+    // sent. Not asked, the refusal ends it at once.
+    let mut cfg = WorldConfig::default();
+    cfg.service.pods = 1;
+    cfg.load.rate = 20.0;
+    cfg.upstream.latency = DistSpec::Constant(ms(1));
+    cfg.upstream.errors.http_500 = 1.0;
+    cfg.client.retry.max_retries = 2;
+    cfg.client.retry.backoff = Backoff::fixed(ms(500));
+    cfg.client.retry.retry_on = vec![RetryOn::ServerError, RetryOn::BreakerOpen];
+    cfg.client.breaker = Some(BreakerSpec::Resilience4j(R4jConfig {
+        sliding_window_size: 10,
+        minimum_number_of_calls: 10,
+        ..R4jConfig::default()
+    }));
+    let (_, t) = go(&cfg);
+    let refused = t.outcome(Reason::BreakerOpen);
+    assert!(refused > 1_000, "{refused}");
+    // Three refusals each; a few more from calls still in their second
+    // second at the end, or let through when the breaker half-opens.
+    let per_call = t.count(Count::BreakerRejected) as f64 / refused as f64;
+    assert!(
+        (3.0..3.02).contains(&per_call),
+        "{per_call} refusals a call"
+    );
+    // 1 s of waits, and the request's few milliseconds on its way.
+    let took = t.latency(Latency::EndToEnd);
+    assert!(
+        took.quantile(0.5)
+            .is_some_and(|v| (1_000_000_000..1_010_000_000).contains(&v)),
+        "{:?}",
+        took.quantile(0.5)
+    );
+    cfg.client.retry.retry_on = vec![RetryOn::ServerError];
+    let (_, t) = go(&cfg);
+    assert_eq!(
+        t.count(Count::BreakerRejected),
+        t.outcome(Reason::BreakerOpen)
+    );
+    assert!(
+        t.latency(Latency::EndToEnd)
+            .quantile(0.5)
+            .is_some_and(|v| v < 10_000_000)
+    );
+}
+
 #[test]
 fn an_automatic_breaker_goes_half_open_without_a_call() {
     use sim_models::timeline::{Param, SetAction, TimelineEntry};
