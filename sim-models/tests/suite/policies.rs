@@ -571,13 +571,9 @@ fn budgets_deny_retries_with_their_own_outcome() {
     assert!(share(&t, Reason::BudgetExhausted) > 0.98);
 }
 
-#[test]
-fn a_honoured_pushback_restarts_the_backoff_schedule() {
-    // One request every 10 s; every answer is a 500 unless the rate limit
-    // (one token every 2 s) answers 429 with Retry-After 2 s first:
-    // attempt 1 → 500, retry after 100 ms → 429, retry after exactly 2 s →
-    // 500, and the next backoff starts over at 100 ms (without the reset it
-    // would be the third step, 400 ms).
+/// One request every 10 s, each attempt answered 500 in 1 ms unless the
+/// rate limit (one token every 2 s) answers 429 with `retry_after` first.
+fn limited_500s(retry_after: SimDuration) -> WorldConfig {
     let mut cfg = WorldConfig::default();
     cfg.load.rate = 0.1;
     cfg.load.arrivals = ArrivalProcess::Constant;
@@ -586,8 +582,19 @@ fn a_honoured_pushback_restarts_the_backoff_schedule() {
     cfg.upstream.rate_limit = Some(RateLimitConfig {
         rps: 0.5,
         burst: Some(1),
-        retry_after: secs(2),
+        retry_after,
     });
+    cfg
+}
+
+#[test]
+fn a_honoured_pushback_restarts_the_backoff_schedule() {
+    // One request every 10 s; every answer is a 500 unless the rate limit
+    // (one token every 2 s) answers 429 with Retry-After 2 s first:
+    // attempt 1 → 500, retry after 100 ms → 429, retry after exactly 2 s →
+    // 500, and the next backoff starts over at 100 ms (without the reset it
+    // would be the third step, 400 ms).
+    let mut cfg = limited_500s(secs(2));
     cfg.client.retry.max_retries = 3;
     cfg.client.retry.backoff = Backoff::exponential(
         ms(100),
@@ -633,16 +640,7 @@ fn a_throttle_takes_its_own_backoff_and_the_header_within_its_bound() {
     // 1 s + 500 ms → 429 again (the token is back at 2 s), and the call
     // ends after its 2 retries. So every request waits 100 ms, then
     // exactly 1.5 s: the AWS SDKs' 2026 rule with other numbers.
-    let mut cfg = WorldConfig::default();
-    cfg.load.rate = 0.1;
-    cfg.load.arrivals = ArrivalProcess::Constant;
-    cfg.upstream.latency = DistSpec::Constant(ms(1));
-    cfg.upstream.errors.http_500 = 1.0;
-    cfg.upstream.rate_limit = Some(RateLimitConfig {
-        rps: 0.5,
-        burst: Some(1),
-        retry_after: secs(3),
-    });
+    let mut cfg = limited_500s(secs(3));
     cfg.client.retry.max_retries = 2;
     cfg.client.retry.backoff = Backoff::fixed(ms(100));
     cfg.client.retry.throttled_backoff = Some(Backoff::fixed(secs(1)));

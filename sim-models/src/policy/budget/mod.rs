@@ -662,6 +662,15 @@ mod tests {
         SimTime::ZERO + SimDuration::from_millis(ms)
     }
 
+    /// A success whose retry was charged `retry_cost` (0: a first try).
+    fn success_after(retry_cost: u32) -> AttemptReport {
+        AttemptReport {
+            success: true,
+            qualified_failure: false,
+            retry_cost,
+        }
+    }
+
     fn report(success: bool) -> AttemptReport {
         AttemptReport {
             success,
@@ -897,14 +906,7 @@ mod tests {
             .count();
         assert_eq!(n, 50);
         // A retry that succeeds gets its 10 back; a plain success adds 1.
-        q.on_result(
-            t(0),
-            AttemptReport {
-                success: true,
-                qualified_failure: false,
-                retry_cost: 10,
-            },
-        );
+        q.on_result(t(0), success_after(10));
         assert_eq!(q.try_retry(t(0), RetryCause::Timeout), Some(10));
         assert!(q.try_retry(t(0), RetryCause::Transient).is_none());
         for _ in 0..5 {
@@ -990,14 +992,7 @@ mod tests {
             for (i, (ok, want, quota)) in answers.iter().enumerate() {
                 let attempt = i as u32 + 1;
                 let then = if *ok {
-                    q.on_result(
-                        t(0),
-                        AttemptReport {
-                            success: true,
-                            qualified_failure: false,
-                            retry_cost: cost,
-                        },
-                    );
+                    q.on_result(t(0), success_after(cost));
                     Success
                 } else if attempt == max_attempts {
                     MaxAttempts
@@ -1043,14 +1038,7 @@ mod tests {
         }
         let mut q = aws_2026();
         assert_eq!(q.try_retry(t(0), RetryCause::Throttled), Some(5));
-        q.on_result(
-            t(0),
-            AttemptReport {
-                success: true,
-                qualified_failure: false,
-                retry_cost: 5,
-            },
-        );
+        q.on_result(t(0), success_after(5));
         assert_eq!(q.available, 500);
     }
 
@@ -1068,14 +1056,7 @@ mod tests {
             let mut cost = 0;
             for attempt in 1..=3 {
                 if rng.random::<f64>() >= f {
-                    q.on_result(
-                        t(0),
-                        AttemptReport {
-                            success: true,
-                            qualified_failure: false,
-                            retry_cost: cost,
-                        },
-                    );
+                    q.on_result(t(0), success_after(cost));
                     break;
                 }
                 if attempt == 3 {
