@@ -659,15 +659,7 @@ impl Client {
                     && reason == Reason::from(refused)
                     && self.cfg.retry.retry_on.contains(&RetryOn::BreakerOpen)
                 {
-                    // A refusal the retry policy retries: nothing went
-                    // out, so nothing is charged or heard but the retry.
-                    let closed = Closed {
-                        number,
-                        started: now,
-                        retry_cost: 0,
-                        seen_by_budget: false,
-                    };
-                    self.after_attempt(call, refused, closed, ctx);
+                    self.retry_refusal(call, number, ctx);
                 } else if live == 0 {
                     self.finish_call(call, reason, ctx);
                 }
@@ -731,6 +723,21 @@ impl Client {
             return;
         }
         self.acquire_connection(att, ctx);
+    }
+
+    /// A refusal of the breaker the retry policy retries: nothing went
+    /// out, so nothing is charged or heard but the retry. Kept out of
+    /// line: it is rare, and `start_attempt` is on every attempt's path.
+    #[cold]
+    #[inline(never)]
+    fn retry_refusal<S: RowSink>(&mut self, call: CallRef, number: u32, ctx: &mut Ctx<'_, S>) {
+        let closed = Closed {
+            number,
+            started: ctx.now(),
+            retry_cost: 0,
+            seen_by_budget: false,
+        };
+        self.after_attempt(call, AttemptOutcome::BreakerRefused, closed, ctx);
     }
 
     /// Asks `pod`'s gates, in order, whether an attempt may go: the
