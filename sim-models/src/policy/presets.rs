@@ -10,8 +10,8 @@ use super::breaker::{BreakerSpec, PollyConfig, R4jConfig, WindowType};
 use super::budget::BudgetSpec;
 use super::throttle::ThrottleSpec;
 use crate::config::{
-    ClientConfig, PoolConfig, RetryAfterConfig, RetryAfterMode, RetryConfig, RetryOn, Scope,
-    TimeoutStart, WorldConfig,
+    ClientConfig, HedgingConfig, PoolConfig, RetryAfterConfig, RetryAfterMode, RetryConfig,
+    RetryOn, Scope, TimeoutStart, WorldConfig,
 };
 
 fn ms(v: u64) -> SimDuration {
@@ -46,8 +46,9 @@ impl Preset {
 }
 
 /// Every preset's name, in the order `stormsim list` shows them.
-pub const NAMES: [&str; 18] = [
+pub const NAMES: [&str; 19] = [
     "grpc-a6",
+    "grpc-a6-hedging",
     "envoy",
     "finagle",
     "resilience4j",
@@ -116,6 +117,40 @@ pub fn get(name: &str) -> Option<Preset> {
                     },
                     ..RetryConfig::default()
                 },
+                budget: Some(BudgetSpec::Grpc {
+                    max_tokens: 10,
+                    token_ratio: 0.1,
+                }),
+                ..base.clone()
+            },
+            None,
+        ),
+        "grpc-a6-hedging" => (
+            "gRFC A6's hedging example: 4 attempts 0.5 s apart, UNAVAILABLE, INTERNAL and ABORTED \
+             non-fatal (the next hedge at once), throttling 10 / 0.1 stopping hedges, pushback honoured; \
+             the call deadline spans attempts",
+            ClientConfig {
+                attempt_timeout: None,
+                retry: RetryConfig {
+                    max_retries: 0,
+                    retry_after: RetryAfterConfig {
+                        mode: RetryAfterMode::Honor,
+                        ..RetryAfterConfig::default()
+                    },
+                    ..RetryConfig::default()
+                },
+                hedging: Some(HedgingConfig {
+                    max_attempts: 4,
+                    delay: ms(500),
+                    // UNAVAILABLE (a 503 or a failed connect), INTERNAL
+                    // (500), ABORTED (409).
+                    non_fatal: vec![
+                        RetryOn::Status(503),
+                        RetryOn::ConnectFailure,
+                        RetryOn::Status(500),
+                        RetryOn::Status(409),
+                    ],
+                }),
                 budget: Some(BudgetSpec::Grpc {
                     max_tokens: 10,
                     token_ratio: 0.1,
@@ -711,6 +746,31 @@ mod tests {
         assert_eq!(
             c.retry.retry_on,
             vec![RetryOn::Status(503), RetryOn::ConnectFailure]
+        );
+    }
+
+    /// gRFC A6's hedging example: maxAttempts 4, hedgingDelay 0.5 s,
+    /// nonFatalStatusCodes [UNAVAILABLE, INTERNAL, ABORTED], with the
+    /// throttling example; a call hedges or retries, never both.
+    #[test]
+    fn grpc_a6_hedging_is_the_grfc_example() {
+        let c = client("grpc-a6-hedging");
+        let h = c.hedging.as_ref().expect("hedging");
+        assert_eq!((h.max_attempts, h.delay), (4, ms(500)));
+        use crate::outcome::{AttemptOutcome, Pushback};
+        let non_fatal = |o| h.non_fatal.iter().any(|r| r.matches(o));
+        assert!(non_fatal(AttemptOutcome::ServerError(503, Pushback::None)));
+        assert!(non_fatal(AttemptOutcome::ConnectFailure));
+        assert!(non_fatal(AttemptOutcome::ServerError(500, Pushback::None)));
+        assert!(non_fatal(AttemptOutcome::ClientError(409)));
+        assert!(!non_fatal(AttemptOutcome::ClientError(400)));
+        assert_eq!(c.retry.max_retries, 0);
+        assert_eq!(
+            c.budget,
+            Some(BudgetSpec::Grpc {
+                max_tokens: 10,
+                token_ratio: 0.1
+            })
         );
     }
 
