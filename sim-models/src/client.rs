@@ -2112,6 +2112,15 @@ impl ClientConfig {
             }
             p.positive(&format!("{at}.retry.retry_after.max_over_backoff"), over);
         }
+        if !r.retry_after.resets_backoff && r.retry_after.mode != RetryAfterMode::Honor {
+            p.add(
+                &format!("{at}.retry.retry_after.resets_backoff"),
+                format!(
+                    "says what follows a wait of mode honor only, found mode {}",
+                    r.retry_after.mode.name()
+                ),
+            );
+        }
         if let Some(a) = &r.adaptive
             && let Err((f, m)) = a.validate()
         {

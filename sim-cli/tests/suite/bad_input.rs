@@ -358,6 +358,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "below the base",
     ),
     (
+        "client:\n  retry:\n    retry_after: { mode: at_least, resets_backoff: false }\n",
+        3,
+        "client.retry.retry_after.resets_backoff",
+        "mode honor only, found mode at_least",
+    ),
+    (
         "client:\n  retry:\n    retry_after: { mode: honor, max_over_backoff: 5s }\n",
         3,
         "client.retry.retry_after.max_over_backoff",
