@@ -1067,6 +1067,60 @@ const EDGES: &[(&str, &[&str])] = &[
         &["{ constant: 0s }", "{ constant: 1h }"],
     ),
     ("gateway.deadline", &["1ns", "null"]),
+    (
+        "client.preset",
+        &[
+            "envoy",
+            "finagle",
+            "resilience4j",
+            "grpc-a6-hedging",
+            "aws-adaptive-2026",
+            "dotnet-standard-resilience",
+        ],
+    ),
+    (
+        "client.hedging",
+        &[
+            "{ max_attempts: 2, delay: 0s }",
+            "{ max_attempts: 50, delay: 1ns, non_fatal: [5xx, connect_failure] }",
+            "null",
+        ],
+    ),
+    (
+        "client.retry.throttled_backoff",
+        &[
+            "{ fixed: { delay: 0s } }",
+            "{ exponential: { base: 1ns, multiplier: 1e9, cap: 1000000h, jitter: full } }",
+        ],
+    ),
+    (
+        "client.retry.retry_after",
+        &[
+            "{ mode: at_least, max_over_backoff: 0s }",
+            "{ mode: honor, cap: 1ns, resets_backoff: false }",
+            "{ mode: at_least, cap: 1000000h, jitter: 1 }",
+        ],
+    ),
+    (
+        "client.retry.retry_on",
+        &["[breaker_open, 5xx]", "[timeout]", "[]"],
+    ),
+    (
+        "client.breaker",
+        &[
+            "{ resilience4j: { failure_rate_threshold: 1, minimum_number_of_calls: 1, sliding_window_size: 1 } }",
+            "null",
+        ],
+    ),
+    (
+        "client.budget",
+        &[
+            "{ finagle: { per_request_share: 0 } }",
+            "{ finagle: { per_request_share: 1e9 } }",
+            "{ aws_quota: { capacity: 0, throttled_cost: 0 } }",
+            "{ grpc: { max_tokens: 1, token_ratio: 1e9 } }",
+        ],
+    ),
 ];
 
 /// The bundled single-tier worlds the edges are set on.

@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use sim_core::rng::splitmix64;
+use sim_models::policy::presets;
 use sim_models::recorder::{BucketRow, Discard, NodeKind, NodeRow, RowSink};
 use sim_models::world::{RunFailure, RunOutput, WorldError, run};
 use stormsim::load::{InputLimits, load};
@@ -41,31 +42,59 @@ impl Draw {
 /// budget, a total deadline (never shorter than the timeout: that is
 /// refused), a propagated deadline, a fallback.
 fn client(d: &mut Draw) -> String {
+    if d.chance(0.2) {
+        // A library's policy as it ships, alone or with a field written
+        // over it.
+        let preset = d.pick(&presets::NAMES);
+        let over = d.pick(&[
+            "",
+            ", attempt_timeout: 100ms",
+            ", hedging: null",
+            ", scope: global",
+        ]);
+        return format!("{{ preset: {preset}{over} }}");
+    }
     let timeout = d.pick(&["20ms", "100ms", "1s", "5s"]);
     let mut parts = vec![format!("attempt_timeout: {timeout}")];
     if d.chance(0.4) {
+        let non_fatal = d.pick(&["", ", non_fatal: [503, connect_failure]"]);
         parts.push(format!(
-            "hedging: {{ max_attempts: {}, delay: {} }}",
+            "hedging: {{ max_attempts: {}, delay: {}{non_fatal} }}",
             d.int(2, 3),
             d.pick(&["5ms", "50ms"])
         ));
+        // Pushback heeded by hedges.
+        if d.chance(0.3) {
+            let cap = d.pick(&["", ", cap: 100ms"]);
+            parts.push(format!("retry: {{ retry_after: {{ mode: honor{cap} }} }}"));
+        }
     } else {
         let retry_after = d.pick(&[
             "",
             ", retry_after: { mode: honor, counts_as_retry: false }",
             ", retry_after: { mode: at_least, cap: 2s, jitter: 0.5 }",
+            ", retry_after: { mode: at_least, max_over_backoff: 100ms }",
+            ", retry_after: { mode: honor, resets_backoff: false }",
             ", adaptive: {}",
             ", fast_retry: {}",
             ", idempotent_only: true",
         ]);
+        let backoff = d.pick(&[
+            "{ fixed: { delay: 0s } }",
+            "{ fixed: { delay: 10ms } }",
+            "{ exponential: { base: 10ms, multiplier: 2, cap: 1s, jitter: full } }",
+        ]);
+        let mut more = String::new();
+        if d.chance(0.2) {
+            more.push_str(", throttled_backoff: { fixed: { delay: 50ms } }");
+        }
+        // A breaker's refusal is retried only after a wait.
+        if !backoff.contains("0s") && d.chance(0.2) {
+            more.push_str(", retry_on: [timeout, 5xx, 429, connect_failure, breaker_open]");
+        }
         parts.push(format!(
-            "retry: {{ max_retries: {}, backoff: {} {retry_after} }}",
+            "retry: {{ max_retries: {}, backoff: {backoff}{more} {retry_after} }}",
             d.int(0, 4),
-            d.pick(&[
-                "{ fixed: { delay: 0s } }",
-                "{ fixed: { delay: 10ms } }",
-                "{ exponential: { base: 10ms, multiplier: 2, cap: 1s, jitter: full } }",
-            ])
         ));
     }
     if d.chance(0.3) {
@@ -76,11 +105,13 @@ fn client(d: &mut Draw) -> String {
             "ratio: {}",
             "envoy: {}",
             "finagle: {}",
+            "finagle: { per_request_share: 0.2 }",
             "bucket: {}",
             "grpc: { max_tokens: 10, token_ratio: 0.1 }",
             "retry_breaker: {}",
             "refill_per_call: {}",
             "aws_quota: {}",
+            "aws_quota: { retry_cost: 14, timeout_cost: 14, throttled_cost: 5 }",
         ]);
         parts.push(format!("budget: {{ {budget} }}"));
     }
@@ -328,6 +359,8 @@ fn graph(seed: u64) -> String {
                 "{ retry: { max_retries: 0 } }",
                 "{ attempt_timeout: 50ms, hedging: null }",
                 "{ preset: envoy }",
+                "{ preset: grpc-a6-hedging }",
+                "{ preset: aws-adaptive-2026, attempt_timeout: 100ms }",
             ]);
             let _ = writeln!(
                 out,
