@@ -22,7 +22,7 @@ use crate::upstream::Status;
 /// What an attempt's caller sees when the service it called answers
 /// `reason`: an answer (a degraded one too) is 200; a timeout 504;
 /// refusals for overload (a full worker line, no pod, an open breaker, a
-/// budget or throttle) 503; a restart a reset connection; other failures
+/// budget, throttle or bulkhead) 503; a restart a reset connection; other failures
 /// 500.
 #[inline]
 pub(crate) fn status_of(reason: Reason) -> Status {
@@ -35,6 +35,7 @@ pub(crate) fn status_of(reason: Reason) -> Status {
         | Reason::BreakerOpen
         | Reason::BudgetExhausted
         | Reason::Throttled
+        | Reason::BulkheadFull
         | Reason::RateLimited => Status::Error(503),
         Reason::PodRestarted => Status::Reset,
         Reason::ServerError | Reason::ConnectFailure | Reason::PoolTimeout | Reason::Abandoned => {

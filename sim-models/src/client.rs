@@ -25,6 +25,7 @@ use crate::policy::backoff::Backoff;
 use crate::policy::breaker::BreakerSpec;
 use crate::policy::budget::BudgetSpec;
 use crate::policy::budget::RetryBudget;
+use crate::policy::bulkhead::{Bulkhead, BulkheadSpec};
 use crate::policy::gate::{Gate, build_gates};
 use crate::policy::throttle::ThrottleSpec;
 use crate::world::{compile, stream};
@@ -257,6 +258,7 @@ pub(crate) struct PolicySet {
     pub(crate) budget: Option<Box<dyn RetryBudget>>,
     pub(crate) gates: Vec<Box<dyn Gate>>,
     pub(crate) adaptive: Option<AdaptiveBackoff>,
+    pub(crate) bulkhead: Option<Bulkhead>,
 }
 
 impl PolicySet {
@@ -266,6 +268,7 @@ impl PolicySet {
             budget: c.budget.as_ref().map(|b| b.build()),
             gates: build_gates(c, now),
             adaptive: c.retry.adaptive.as_ref().map(AdaptiveBackoff::new),
+            bulkhead: c.bulkhead.as_ref().map(Bulkhead::new),
         }
     }
 
@@ -346,10 +349,13 @@ pub struct Client {
 }
 
 /// Whether `client`'s policies keep state: a budget, a gate (throttle,
-/// breaker, rate limiter) or adaptive backoff.
+/// breaker, rate limiter), adaptive backoff or a bulkhead.
 fn keeps_policy_state(client: &ClientConfig) -> bool {
     let set = PolicySet::new(client, SimTime::ZERO);
-    set.budget.is_some() || !set.gates.is_empty() || set.adaptive.is_some()
+    set.budget.is_some()
+        || !set.gates.is_empty()
+        || set.adaptive.is_some()
+        || set.bulkhead.is_some()
 }
 
 impl Client {
@@ -456,9 +462,21 @@ impl Client {
             .iter()
             .map(PolicySet::breakers)
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        let was_bulkheaded = self.cfg.bulkhead.is_some();
         self.policies = policy_sets(&client, pods, now);
         self.stateful = keeps_policy_state(&client);
         self.cfg = client;
+        // The fresh bulkheads gave no place to this edge's calls in
+        // progress: they end without giving one back.
+        if was_bulkheaded {
+            for call in ctx.sh.reqs.all_calls() {
+                if let Some(c) = ctx.sh.reqs.call_mut(call)
+                    && c.edge == self.index
+                {
+                    c.holds_place = false;
+                }
+            }
+        }
         // The fresh budgets never saw this edge's attempts in progress
         // start (a budget on concurrency would count them out twice).
         for att in ctx.sh.reqs.all_attempts() {
@@ -494,6 +512,9 @@ impl Client {
     /// The worker starts a call: arms the total deadline, tells the
     /// budget, starts the first attempt (and schedules hedges).
     pub(crate) fn begin_call<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
+        if self.cfg.bulkhead.is_some() && !self.enter_bulkhead(call, ctx) {
+            return;
+        }
         let now = ctx.now();
         let c = stale!(ctx.sh.reqs.call_mut(call));
         let pod = c.pod;
@@ -532,6 +553,34 @@ impl Client {
         }
         self.start_attempt(call, false, ctx);
         self.schedule_hedge(call, ctx);
+    }
+
+    /// Takes a place in the bulkhead of `call`'s client (its pod's, or the
+    /// service's with `scope: global`) before anything else of the call:
+    /// the outermost layer, as in .NET's standard handler. Without one the
+    /// call fails `bulkhead_full` at once, nothing sent and no budget
+    /// told. Out of line: only a client with a bulkhead calls it.
+    #[inline(never)]
+    fn enter_bulkhead<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) -> bool {
+        let now = ctx.now();
+        let pod = match ctx.sh.reqs.call(call) {
+            Some(c) => c.pod,
+            None => return false, // the call ended while starting
+        };
+        let entered = self
+            .policy(pod, now)
+            .and_then(|set| set.bulkhead.as_mut())
+            .is_none_or(Bulkhead::try_enter);
+        if entered {
+            if let Some(c) = ctx.sh.reqs.call_mut(call) {
+                c.holds_place = true;
+            }
+            return true;
+        }
+        ctx.sh.rec.node_call_started(self.index);
+        ctx.sh.rec.count(Count::BulkheadRejected, 1);
+        self.finish_call(call, Reason::BulkheadFull, ctx);
+        false
     }
 
     /// Schedules the next hedge of `call`, if hedging and attempts are
@@ -1672,8 +1721,59 @@ impl Client {
         {
             ctx.sched.cancel(t);
         }
+        if c.holds_place {
+            let pod = c.pod;
+            self.leave_bulkhead(pod, ctx.now());
+        }
         ctx.sh.reqs.remove_call(call);
         ctx.sh.rec.node_call_ended(self.index, reason, cut);
+    }
+}
+
+impl Client {
+    /// Each bulkhead's places taken against the calls that hold one: a
+    /// place not given back would refuse calls for the rest of the run.
+    pub(crate) fn check_bulkheads(&self, reqs: &Requests) -> Result<(), String> {
+        if self.cfg.bulkhead.is_none() {
+            return Ok(());
+        }
+        let mut held = vec![0u32; self.policies.len()];
+        for call in reqs.all_calls() {
+            if let Some(c) = reqs.call(call)
+                && c.edge == self.index
+                && c.holds_place
+            {
+                let set = match self.cfg.scope {
+                    Scope::Global => 0,
+                    Scope::Pod => c.pod as usize,
+                };
+                match held.get_mut(set) {
+                    Some(n) => *n += 1,
+                    None => {
+                        return Err(format!(
+                            "a call holds a place in pod {set}'s bulkhead, which was never made"
+                        ));
+                    }
+                }
+            }
+        }
+        for (set, (policies, held)) in self.policies.iter().zip(held).enumerate() {
+            let taken = policies.bulkhead.as_ref().map_or(0, Bulkhead::in_use);
+            if taken != held {
+                return Err(format!(
+                    "bulkhead {set}: {taken} places taken, {held} calls holding one"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A call that held a place in `pod`'s bulkhead ended.
+    #[inline(never)]
+    fn leave_bulkhead(&mut self, pod: u32, now: SimTime) {
+        if let Some(b) = self.policy(pod, now).and_then(|set| set.bulkhead.as_mut()) {
+            b.leave();
+        }
     }
 }
 
@@ -2010,6 +2110,9 @@ pub struct ClientConfig {
     pub budget: Option<BudgetSpec>,
     /// A circuit breaker (default: none).
     pub breaker: Option<BreakerSpec>,
+    /// A bound on this client's calls in progress at once, the call past
+    /// it failing `bulkhead_full` (default: none).
+    pub bulkhead: Option<BulkheadSpec>,
     /// Serve a fallback (degraded answer) when the breaker refuses a call
     /// (default false: the call fails `breaker_open`).
     pub fallback: bool,
@@ -2040,6 +2143,7 @@ impl Default for ClientConfig {
             retry: RetryConfig::default(),
             budget: None,
             breaker: None,
+            bulkhead: None,
             fallback: false,
             throttle: None,
             scope: Scope::Pod,
@@ -2143,6 +2247,11 @@ impl ClientConfig {
             && let Err((f, m)) = b.validate()
         {
             p.add(&format!("{at}.breaker.{f}"), m);
+        }
+        if let Some(b) = &self.bulkhead
+            && let Err((f, m)) = b.validate()
+        {
+            p.add(&format!("{at}.bulkhead.{f}"), m);
         }
         if let Some(t) = &self.throttle
             && let Err((f, m)) = t.validate()

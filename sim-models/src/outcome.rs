@@ -70,6 +70,8 @@ pub enum Reason {
     BudgetExhausted,
     /// Client-side adaptive throttling rejected the attempt locally.
     Throttled,
+    /// The client's bulkhead had no place for the call.
+    BulkheadFull,
     /// The pod serving it restarted or was killed.
     PodRestarted,
     /// No pod was in rotation.
@@ -82,7 +84,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in column order.
-    pub const ALL: [Reason; 16] = [
+    pub const ALL: [Reason; 17] = [
         Reason::Success,
         Reason::Fallback,
         Reason::AttemptTimeout,
@@ -95,6 +97,7 @@ impl Reason {
         Reason::BreakerOpen,
         Reason::BudgetExhausted,
         Reason::Throttled,
+        Reason::BulkheadFull,
         Reason::PodRestarted,
         Reason::Unavailable,
         Reason::PodOverloaded,
@@ -118,6 +121,7 @@ impl Reason {
             Reason::BreakerOpen => "breaker_open",
             Reason::BudgetExhausted => "budget_exhausted",
             Reason::Throttled => "throttled",
+            Reason::BulkheadFull => "bulkhead_full",
             Reason::PodRestarted => "pod_restarted",
             Reason::Unavailable => "unavailable",
             Reason::PodOverloaded => "pod_overloaded",

@@ -230,6 +230,8 @@ counters! {
     BudgetDenied = "budget_denied",
     /// Attempts the client-side throttle rejected locally.
     ThrottleRejected = "throttle_rejected",
+    /// Calls the client's bulkhead had no place for.
+    BulkheadRejected = "bulkhead_rejected",
     /// Attempts that waited for the client's own rate limiter.
     RateLimiterWaits = "rate_limiter_waits",
     /// Retries whose delay came from Retry-After or pushback.

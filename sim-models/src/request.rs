@@ -266,6 +266,9 @@ pub struct Call {
     /// No more hedges for this call: the budget refused one, or a server
     /// said not to retry (gRPC freezes hedging so).
     pub hedging_frozen: bool,
+    /// It holds a place in its client's bulkhead, to give back when it
+    /// ends (not one taken from a bulkhead a deploy has since replaced).
+    pub holds_place: bool,
     /// Attempts in progress (hedging runs up to five at once, like gRPC).
     pub live: [Option<AttRef>; MAX_LIVE],
     /// Retry-delay or next-hedge timer.
@@ -422,6 +425,7 @@ impl Requests {
             backoff_from: 0,
             pending_retry_cost: 0,
             hedging_frozen: false,
+            holds_place: false,
             live: [None; MAX_LIVE],
             aux_timer: None,
             backoff: BackoffState::default(),
@@ -546,6 +550,11 @@ impl Requests {
     /// References to every live attempt, in slot order.
     pub fn all_attempts(&self) -> Vec<AttRef> {
         self.atts.refs()
+    }
+
+    /// Every call held, in slot order.
+    pub fn all_calls(&self) -> Vec<CallRef> {
+        self.calls.refs()
     }
 
     /// Requests created so far.

@@ -555,6 +555,11 @@ impl<S: RowSink> World<S> {
                 }
             }
         }
+        for client in &self.parts.clients {
+            client.check_bulkheads(reqs).map_err(|m| {
+                format!("client of {}: {m}", topo.edges[client.index as usize].name)
+            })?;
+        }
         for (d, dep) in self.parts.dependencies.iter().enumerate() {
             dep.upstream
                 .check_queue()

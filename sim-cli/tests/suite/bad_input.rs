@@ -1113,6 +1113,15 @@ const EDGES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "client.bulkhead",
+        &[
+            "{ max_concurrent: 1 }",
+            "{ max_concurrent: 0 }",
+            "{ max_concurrent: 4294967295 }",
+            "null",
+        ],
+    ),
+    (
         "client.budget",
         &[
             "{ finagle: { per_request_share: 0 } }",

@@ -129,6 +129,10 @@ fn client(d: &mut Draw) -> String {
     if d.chance(0.2) {
         parts.push("fallback: true".into());
     }
+    if d.chance(0.15) {
+        let places = d.pick(&["1", "5", "50"]);
+        parts.push(format!("bulkhead: {{ max_concurrent: {places} }}"));
+    }
     if d.chance(0.25) {
         let throttle = d.pick(&["{ sre: {} }", "aws_adaptive"]);
         parts.push(format!("throttle: {throttle}"));
@@ -361,6 +365,8 @@ fn graph(seed: u64) -> String {
                 "{ preset: envoy }",
                 "{ preset: grpc-a6-hedging }",
                 "{ preset: aws-adaptive-2026, attempt_timeout: 100ms }",
+                "{ bulkhead: { max_concurrent: 2 } }",
+                "{ preset: dotnet-standard-resilience, bulkhead: { max_concurrent: 3 } }",
             ]);
             let _ = writeln!(
                 out,

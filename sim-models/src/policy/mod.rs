@@ -8,6 +8,7 @@
 //! | `backoff` | fixed, linear, exponential schedules; none, full, equal, decorrelated, proportional, additive and Polly-v2 jitter |
 //! | `budget` | `RetryBudget`: gRPC A6 throttling, Finagle, AWS retry quota, SRE ratio, token bucket |
 //! | `breaker` | `CircuitBreaker`: Resilience4j, Polly v8 |
+//! | `bulkhead` | a bound on the calls in progress at once (.NET's standard handler, Hystrix) |
 //! | `throttle` | client-side adaptive throttling: Google SRE, AWS adaptive (CUBIC) |
 //! | `presets` | named policies with the libraries' real defaults |
 //! | `analysis` | static worst-case latency and amplification |
@@ -21,6 +22,7 @@ pub mod analysis;
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod bulkhead;
 pub mod gate;
 pub mod presets;
 pub mod throttle;

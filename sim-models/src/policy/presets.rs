@@ -8,6 +8,7 @@ use sim_core::time::SimDuration;
 use super::backoff::{Backoff, BackoffKind, Jitter};
 use super::breaker::{BreakerSpec, PollyConfig, R4jConfig, WindowType};
 use super::budget::BudgetSpec;
+use super::bulkhead::BulkheadSpec;
 use super::throttle::ThrottleSpec;
 use crate::config::{
     ClientConfig, HedgingConfig, PoolConfig, RetryAfterConfig, RetryAfterMode, RetryConfig,
@@ -254,16 +255,21 @@ pub fn get(name: &str) -> Option<Preset> {
             None,
         ),
         "dotnet-standard-resilience" => (
-            ".NET's AddStandardResilienceHandler (Microsoft.Extensions.Http.Resilience): 30 s total timeout; \
-             3 retries of transient answers (5xx, 408, 429, failed connects, attempt timeouts), exponential \
-             from 2 s with Polly's jitter, Retry-After honoured; Polly's breaker (10 % over 30 s, minimum 100, \
-             5 s break); 10 s per attempt. Its 1,000-request bulkhead is not modelled",
+            ".NET's AddStandardResilienceHandler (Microsoft.Extensions.Http.Resilience): 1,000 calls at once \
+             (no queue); 30 s total timeout; 3 retries of transient answers (5xx, 408, 429, failed connects, \
+             attempt timeouts), exponential from 2 s with Polly's jitter, Retry-After honoured; Polly's breaker \
+             (10 % over 30 s, minimum 100, 5 s break); 10 s per attempt",
             // `HttpStandardResilienceOptions`: bulkhead → total timeout →
             // retry → breaker → attempt timeout, outermost first; the
             // retry's `HttpRetryStrategyOptions` (`ExponentialWithJitter`,
             // `ShouldRetryAfterHeader`, `IsTransient`); the breaker's
-            // Polly defaults.
+            // Polly defaults. The bulkhead is Polly's concurrency limiter
+            // at its defaults (`RateLimiterConstants`: 1,000 permits, a
+            // queue of 0), one per pipeline, so per pod.
             ClientConfig {
+                bulkhead: Some(BulkheadSpec {
+                    max_concurrent: 1_000,
+                }),
                 attempt_timeout: Some(secs(10)),
                 total_deadline: Some(secs(30)),
                 retry: RetryConfig {
@@ -890,12 +896,20 @@ mod tests {
         );
     }
 
-    /// `HttpStandardResilienceOptions`' defaults: 30 s in all, 10 s an
-    /// attempt, `HttpRetryStrategyOptions` (3, 2 s, exponential with
-    /// Polly's jitter, Retry-After, transient answers), Polly's breaker.
+    /// `HttpStandardResilienceOptions`' defaults: Polly's concurrency
+    /// limiter (1,000, no queue), 30 s in all, 10 s an attempt,
+    /// `HttpRetryStrategyOptions` (3, 2 s, exponential with Polly's
+    /// jitter, Retry-After, transient answers), Polly's breaker.
     #[test]
     fn dotnet_standard_resilience_is_the_handlers_defaults() {
         let c = client("dotnet-standard-resilience");
+        assert_eq!(
+            c.bulkhead,
+            Some(BulkheadSpec {
+                max_concurrent: 1_000
+            })
+        );
+        assert_eq!(c.scope, Scope::Pod, "a limiter per pipeline");
         assert_eq!(c.total_deadline, Some(secs(30)));
         assert_eq!(c.attempt_timeout, Some(secs(10)));
         assert_eq!(c.retry.max_retries, 3);

@@ -13,6 +13,7 @@ use sim_models::config::{ArrivalProcess, LoadLaw, RetryOn, Shedding, WorldConfig
 use sim_models::kpi::{RecoveryConfig, kpi_rows, kpis};
 use sim_models::outcome::Reason;
 use sim_models::policy::backoff::Backoff;
+use sim_models::policy::bulkhead::BulkheadSpec;
 use sim_models::recorder::{BucketRow, Count, Latency};
 use sim_models::timeline::{At, Param, PulseAction, TimelineEntry};
 use sim_models::world::run;
@@ -88,6 +89,102 @@ fn acquire_timeout_zero_rejects_as_erlang_b() {
         (m - theory).abs() < 0.04 * theory,
         "rejected {m:.4} ± {se:.4}, Erlang B {theory:.4}"
     );
+}
+
+/// A bulkhead of `c` places before calls of exponential length, no
+/// retries: Erlang's loss system M/M/c/c, a share B(c, λ/μ) of calls
+/// turned away. The pool is large enough never to be the limit.
+#[test]
+fn a_bulkhead_turns_calls_away_as_erlang_b() {
+    let (c, lambda, mu) = (10, 8.0, 1.0);
+    let fractions: Vec<f64> = (1..=8)
+        .map(|seed| {
+            let mut cfg = pool_as_mmc(1_000, lambda, mu, 20_000, seed);
+            cfg.client.bulkhead = Some(BulkheadSpec { max_concurrent: c });
+            let t = run(&cfg, Vec::new()).unwrap().totals;
+            assert_eq!(
+                t.count(Count::BulkheadRejected),
+                t.outcome(Reason::BulkheadFull)
+            );
+            assert_eq!(t.outcome(Reason::PoolTimeout), 0);
+            t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64
+        })
+        .collect();
+    let (m, se) = mean_and_se(&fractions);
+    let theory = erlang_b(c, lambda / mu); // 0.1217
+    assert!(se < 0.02 * theory, "standard error {se} too large");
+    assert!(
+        (m - theory).abs() < 0.04 * theory,
+        "turned away {m:.4} ± {se:.4}, Erlang B {theory:.4}"
+    );
+}
+
+/// A call holds its place through its retry and the backoff before it.
+/// Half the attempts fail (500), one retry 1 s after: a call lasts
+/// 0.5 s + ½ × (1 s + 0.5 s) = 1.25 s on average, with no exponential
+/// shape. Erlang's loss formula holds for any holding time of that mean
+/// (M/G/c/c is insensitive), so 6.4 calls/s into 10 places are turned
+/// away as 8 erlangs are, B(10, 8) = 0.1217. A bulkhead that let a call
+/// go during its backoff would hold a place 0.75 s and turn away
+/// B(10, 4.8) = 0.0034 of them.
+#[test]
+fn a_bulkhead_holds_a_place_through_retries_and_backoff() {
+    let (c, lambda, mean_call) = (10, 6.4, 1.25);
+    let fractions: Vec<f64> = (1..=8)
+        .map(|seed| {
+            let mut cfg = pool_as_mmc(1_000, lambda, 2.0, 20_000, seed);
+            cfg.upstream.errors.http_500 = 0.5;
+            cfg.client.retry.max_retries = 1;
+            cfg.client.retry.backoff = Backoff::fixed(secs(1));
+            cfg.client.retry.retry_on = vec![RetryOn::ServerError];
+            cfg.client.bulkhead = Some(BulkheadSpec { max_concurrent: c });
+            let t = run(&cfg, Vec::new()).unwrap().totals;
+            t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64
+        })
+        .collect();
+    let (m, se) = mean_and_se(&fractions);
+    let theory = erlang_b(c, lambda * mean_call); // 0.1217
+    assert!(se < 0.02 * theory, "standard error {se} too large");
+    assert!(
+        (m - theory).abs() < 0.04 * theory,
+        "turned away {m:.4} ± {se:.4}, Erlang B {theory:.4}"
+    );
+}
+
+/// A bulkhead's scope: two pods behind a random balancer (each sees a
+/// Poisson half of the calls), 5 places each, turn away B(5, 4) =
+/// 0.1991 of the calls; the same 10 places shared by the service
+/// (`scope: global`) turn away B(10, 8) = 0.1217.
+#[test]
+fn a_bulkhead_per_pod_turns_away_more_than_the_same_places_shared() {
+    use sim_models::config::{BalancerKind, Scope};
+    for (scope, places, theory) in [
+        (Scope::Pod, 5, erlang_b(5, 4.0)),
+        (Scope::Global, 10, erlang_b(10, 8.0)),
+    ] {
+        let fractions: Vec<f64> = (1..=8)
+            .map(|seed| {
+                let mut cfg = pool_as_mmc(1_000, 8.0, 1.0, 20_000, seed);
+                cfg.service.pods = 2;
+                cfg.service.balancer = BalancerKind::Random;
+                cfg.client.scope = scope;
+                cfg.client.bulkhead = Some(BulkheadSpec {
+                    max_concurrent: places,
+                });
+                let t = run(&cfg, Vec::new()).unwrap().totals;
+                t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64
+            })
+            .collect();
+        let (m, se) = mean_and_se(&fractions);
+        assert!(
+            se < 0.02 * theory,
+            "{scope:?}: standard error {se} too large"
+        );
+        assert!(
+            (m - theory).abs() < 0.04 * theory,
+            "{scope:?}: turned away {m:.4} ± {se:.4}, Erlang B {theory:.4}"
+        );
+    }
 }
 
 #[test]
