@@ -512,9 +512,6 @@ impl Client {
     /// The worker starts a call: arms the total deadline, tells the
     /// budget, starts the first attempt (and schedules hedges).
     pub(crate) fn begin_call<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
-        if self.cfg.bulkhead.is_some() && !self.enter_bulkhead(call, ctx) {
-            return;
-        }
         let now = ctx.now();
         let c = stale!(ctx.sh.reqs.call_mut(call));
         let pod = c.pod;
@@ -540,15 +537,19 @@ impl Client {
                 .ok();
         }
         ctx.sh.rec.node_call_started(self.index);
-        if let Some(b) = self
-            .policy(pod, ctx.now())
-            .and_then(|set| set.budget.as_mut())
-        {
-            b.on_request(now);
-            if let Some(cap) = b.call_cap()
-                && let Some(c) = ctx.sh.reqs.call_mut(call)
-            {
-                c.retry_cap = cap;
+        // Asked only of a client whose policies keep state, so that one
+        // without pays one test per call.
+        if self.stateful {
+            if self.cfg.bulkhead.is_some() && !self.enter_bulkhead(call, ctx) {
+                return;
+            }
+            if let Some(b) = self.policy(pod, now).and_then(|set| set.budget.as_mut()) {
+                b.on_request(now);
+                if let Some(cap) = b.call_cap()
+                    && let Some(c) = ctx.sh.reqs.call_mut(call)
+                {
+                    c.retry_cap = cap;
+                }
             }
         }
         self.start_attempt(call, false, ctx);
@@ -556,10 +557,11 @@ impl Client {
     }
 
     /// Takes a place in the bulkhead of `call`'s client (its pod's, or the
-    /// service's with `scope: global`) before anything else of the call:
-    /// the outermost layer, as in .NET's standard handler. Without one the
-    /// call fails `bulkhead_full` at once, nothing sent and no budget
-    /// told. Out of line: only a client with a bulkhead calls it.
+    /// service's with `scope: global`) before any other policy sees the
+    /// call: the outermost layer, as in .NET's standard handler. Without
+    /// one the call fails `bulkhead_full` at once (its deadline, just
+    /// armed, cancelled), nothing sent and no budget told. Out of line:
+    /// only a client with a bulkhead calls it.
     #[inline(never)]
     fn enter_bulkhead<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) -> bool {
         let now = ctx.now();
@@ -577,7 +579,6 @@ impl Client {
             }
             return true;
         }
-        ctx.sh.rec.node_call_started(self.index);
         ctx.sh.rec.count(Count::BulkheadRejected, 1);
         self.finish_call(call, Reason::BulkheadFull, ctx);
         false
