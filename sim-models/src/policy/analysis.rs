@@ -314,6 +314,16 @@ fn call_worst_case(c: &ClientConfig, pool: &PoolConfig, callee: Option<SimDurati
         }
         (l, _) => l,
     };
+    if let Some(b) = &c.bulkhead {
+        let over = match c.scope {
+            crate::config::Scope::Pod => "on each pod",
+            crate::config::Scope::Global => "over the calling service",
+        };
+        lines.push(format!(
+            "bulkhead: at most {} calls in progress {over}, the next failing at once",
+            b.max_concurrent
+        ));
+    }
     WorstCase {
         latency,
         attempts_per_call: attempts,
@@ -327,6 +337,30 @@ mod tests {
     use super::*;
     use crate::config::GatewayRetry;
     use crate::policy::backoff::{Backoff, Jitter};
+
+    #[test]
+    fn a_bulkhead_is_told_with_its_scope_and_bounds_nothing_per_call() {
+        use crate::policy::bulkhead::BulkheadSpec;
+        let mut cfg = WorldConfig::default();
+        let plain = worst_case(&cfg);
+        cfg.client.bulkhead = Some(BulkheadSpec { max_concurrent: 20 });
+        let w = worst_case(&cfg);
+        assert_eq!(
+            (w.latency, w.amplification),
+            (plain.latency, plain.amplification)
+        );
+        assert!(
+            w.derivation.iter().any(|l| l
+                == "bulkhead: at most 20 calls in progress on each pod, the next failing at once")
+        );
+        cfg.client.scope = crate::config::Scope::Global;
+        let w = worst_case(&cfg);
+        assert!(
+            w.derivation
+                .iter()
+                .any(|l| l.contains("over the calling service"))
+        );
+    }
 
     #[test]
     fn seed_004_worst_case_is_27_seconds() {
