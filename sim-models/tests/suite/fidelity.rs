@@ -44,6 +44,17 @@ fn pool_as_mmc(c: u32, lambda: f64, mu: f64, duration: u64, seed: u64) -> WorldC
     cfg
 }
 
+/// Replications' mean within 4 % of `theory`, and their standard error
+/// within 2 % of it, so that the bound means something.
+fn assert_within_4_percent(xs: &[f64], theory: f64, what: &str) {
+    let (m, se) = mean_and_se(xs);
+    assert!(se < 0.02 * theory, "{what}: standard error {se} too large");
+    assert!(
+        (m - theory).abs() < 0.04 * theory,
+        "{what} {m:.4} ± {se:.4}, against {theory:.4}"
+    );
+}
+
 fn mean_and_se(xs: &[f64]) -> (f64, f64) {
     let n = xs.len() as f64;
     let m = xs.iter().sum::<f64>() / n;
@@ -62,13 +73,8 @@ fn pool_wait_matches_erlang_c() {
             out.totals.latency(Latency::PoolWait).mean().unwrap() / 1e9
         })
         .collect();
-    let (m, se) = mean_and_se(&waits);
     let theory = mmc_mean_wait(c, lambda, mu); // 0.2046 s
-    assert!(se < 0.02 * theory, "standard error {se} too large");
-    assert!(
-        (m - theory).abs() < 0.04 * theory,
-        "mean pool wait {m:.4} s ± {se:.4}, Erlang C {theory:.4} s"
-    );
+    assert_within_4_percent(&waits, theory, "mean pool wait");
 }
 
 #[test]
@@ -82,13 +88,8 @@ fn acquire_timeout_zero_rejects_as_erlang_b() {
             t.outcome(Reason::PoolTimeout) as f64 / t.finished() as f64
         })
         .collect();
-    let (m, se) = mean_and_se(&fractions);
     let theory = erlang_b(c, lambda / mu); // 0.1217
-    assert!(se < 0.02 * theory, "standard error {se} too large");
-    assert!(
-        (m - theory).abs() < 0.04 * theory,
-        "rejected {m:.4} ± {se:.4}, Erlang B {theory:.4}"
-    );
+    assert_within_4_percent(&fractions, theory, "rejected");
 }
 
 /// A bulkhead of `c` places before calls of exponential length, no
@@ -110,13 +111,8 @@ fn a_bulkhead_turns_calls_away_as_erlang_b() {
             t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64
         })
         .collect();
-    let (m, se) = mean_and_se(&fractions);
     let theory = erlang_b(c, lambda / mu); // 0.1217
-    assert!(se < 0.02 * theory, "standard error {se} too large");
-    assert!(
-        (m - theory).abs() < 0.04 * theory,
-        "turned away {m:.4} ± {se:.4}, Erlang B {theory:.4}"
-    );
+    assert_within_4_percent(&fractions, theory, "turned away");
 }
 
 /// A call holds its place through its retry and the backoff before it.
@@ -142,13 +138,8 @@ fn a_bulkhead_holds_a_place_through_retries_and_backoff() {
             t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64
         })
         .collect();
-    let (m, se) = mean_and_se(&fractions);
     let theory = erlang_b(c, lambda * mean_call); // 0.1217
-    assert!(se < 0.02 * theory, "standard error {se} too large");
-    assert!(
-        (m - theory).abs() < 0.04 * theory,
-        "turned away {m:.4} ± {se:.4}, Erlang B {theory:.4}"
-    );
+    assert_within_4_percent(&fractions, theory, "turned away");
 }
 
 /// A bulkhead's scope: two pods behind a random balancer (each sees a
@@ -175,15 +166,7 @@ fn a_bulkhead_per_pod_turns_away_more_than_the_same_places_shared() {
                 t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64
             })
             .collect();
-        let (m, se) = mean_and_se(&fractions);
-        assert!(
-            se < 0.02 * theory,
-            "{scope:?}: standard error {se} too large"
-        );
-        assert!(
-            (m - theory).abs() < 0.04 * theory,
-            "{scope:?}: turned away {m:.4} ± {se:.4}, Erlang B {theory:.4}"
-        );
+        assert_within_4_percent(&fractions, theory, &format!("{scope:?}: turned away"));
     }
 }
 
@@ -250,13 +233,8 @@ fn an_upstream_connection_limit_refuses_dials_as_erlang_b() {
                 t.outcome(Reason::ConnectFailure) as f64 / t.finished() as f64
             })
             .collect();
-        let (m, se) = mean_and_se(&fractions);
         let theory = erlang_b(c, offered);
-        assert!(se < 0.02 * theory, "standard error {se} too large");
-        assert!(
-            (m - theory).abs() < 0.04 * theory,
-            "{setup} s handshake: refused {m:.4} ± {se:.4}, Erlang B {theory:.4}"
-        );
+        assert_within_4_percent(&fractions, theory, &format!("{setup} s handshake: refused"));
     }
     // A limit of zero is refused, naming the field.
     let mut bad = WorldConfig::default();
