@@ -964,3 +964,46 @@ fn the_admission_threshold_keeps_throughput_up_where_late_shedding_collapses() {
     );
     assert!(guarded > 190.0, "with it, goodput is back: {guarded}/s");
 }
+
+/// A deploy gives the client a fresh bulkhead while the calls the former
+/// one let in are still running: they end without giving it a place back
+/// (given back, each would free a place nobody took, and the fresh one
+/// would let in more than its 50). Calls of exactly 1 s, evenly spaced at
+/// 100/s: half find the 50 places taken, before the deploy and again once
+/// the calls let in before it have ended.
+#[test]
+fn a_deployed_bulkhead_starts_empty_and_stays_within_its_places() {
+    use sim_models::policy::bulkhead::BulkheadSpec;
+    use sim_models::timeline::{Deploy, TimelineEntry};
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(120);
+    cfg.clock.bucket = secs(10);
+    cfg.load.rate = 100.0;
+    cfg.load.arrivals = ArrivalProcess::Constant;
+    cfg.service.pods = 1;
+    cfg.service.pool.max_connections = 10_000;
+    cfg.upstream.capacity = 10_000;
+    cfg.upstream.latency = DistSpec::Constant(secs(1));
+    cfg.client.bulkhead = Some(BulkheadSpec { max_concurrent: 50 });
+    cfg.timeline.push(TimelineEntry {
+        deploy: Some(Deploy {
+            call: None,
+            client: Some(cfg.client.clone()),
+            dependency: None,
+            upstream: None,
+        }),
+        ..TimelineEntry::at_offset(ms(60_500))
+    });
+    let (rows, t) = go(&cfg);
+    let refused =
+        |r: &BucketRow| r.count(Count::BulkheadRejected) as f64 / r.count(Count::Offered) as f64;
+    for (i, r) in rows.iter().enumerate() {
+        let share = refused(r);
+        let expected = if i == 6 { 0.45 } else { 0.5 };
+        assert!(
+            (share - expected).abs() < 0.02,
+            "bucket {i}: {share} of the calls refused"
+        );
+    }
+    assert!(t.count(Count::BulkheadRejected) > 0);
+}
