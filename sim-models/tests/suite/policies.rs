@@ -713,6 +713,21 @@ fn envoys_budget_holds_retries_in_progress_to_its_share_of_active_requests() {
     assert!(t.count(Count::BudgetDenied) > 0);
 }
 
+/// The client as configured, deployed again `at` into the run: its
+/// policies start fresh there.
+fn redeploy_client(cfg: &mut WorldConfig, at: SimDuration) {
+    use sim_models::timeline::{Deploy, TimelineEntry};
+    cfg.timeline.push(TimelineEntry {
+        deploy: Some(Deploy {
+            call: None,
+            client: Some(cfg.client.clone()),
+            dependency: None,
+            upstream: None,
+        }),
+        ..TimelineEntry::at_offset(at)
+    });
+}
+
 /// A deploy gives the client a fresh budget while about 125 attempts the
 /// former one counted are in progress: the fresh one is told of the
 /// attempts it saw start only (once each closing one was counted out of
@@ -722,19 +737,10 @@ fn envoys_budget_holds_retries_in_progress_to_its_share_of_active_requests() {
 /// share again at once, amplification 1.25 after the deploy as before.
 #[test]
 fn a_deployed_concurrency_budget_counts_only_the_attempts_it_saw_start() {
-    use sim_models::timeline::{Deploy, TimelineEntry};
     let mut cfg = slow_failures();
     cfg.clock.bucket = secs(10);
     cfg.client.budget = Some(envoys_example());
-    cfg.timeline.push(TimelineEntry {
-        deploy: Some(Deploy {
-            call: None,
-            client: Some(cfg.client.clone()),
-            dependency: None,
-            upstream: None,
-        }),
-        ..TimelineEntry::at_offset(secs(60))
-    });
+    redeploy_client(&mut cfg, secs(60));
     let (rows, _) = go(&cfg);
     let amplification = |buckets: std::ops::Range<usize>| {
         let of = |c: Count| {
@@ -974,7 +980,6 @@ fn the_admission_threshold_keeps_throughput_up_where_late_shedding_collapses() {
 #[test]
 fn a_deployed_bulkhead_starts_empty_and_stays_within_its_places() {
     use sim_models::policy::bulkhead::BulkheadSpec;
-    use sim_models::timeline::{Deploy, TimelineEntry};
     let mut cfg = WorldConfig::default();
     cfg.clock.duration = secs(120);
     cfg.clock.bucket = secs(10);
@@ -985,15 +990,7 @@ fn a_deployed_bulkhead_starts_empty_and_stays_within_its_places() {
     cfg.upstream.capacity = 10_000;
     cfg.upstream.latency = DistSpec::Constant(secs(1));
     cfg.client.bulkhead = Some(BulkheadSpec { max_concurrent: 50 });
-    cfg.timeline.push(TimelineEntry {
-        deploy: Some(Deploy {
-            call: None,
-            client: Some(cfg.client.clone()),
-            dependency: None,
-            upstream: None,
-        }),
-        ..TimelineEntry::at_offset(ms(60_500))
-    });
+    redeploy_client(&mut cfg, ms(60_500));
     let (rows, t) = go(&cfg);
     let refused =
         |r: &BucketRow| r.count(Count::BulkheadRejected) as f64 / r.count(Count::Offered) as f64;
