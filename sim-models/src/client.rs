@@ -694,6 +694,7 @@ impl Client {
             && !min_budget.is_zero()
             && now.saturating_add(min_budget) >= d
         {
+            self.drop_pending_retry(call, ctx);
             if live == 0 {
                 self.finish_call(call, Reason::DeadlineExceeded, ctx);
             }
@@ -702,6 +703,7 @@ impl Client {
         let wait = match self.ask_gates(pod, ctx) {
             Ok(wait) => wait,
             Err((reason, counter)) => {
+                self.drop_pending_retry(call, ctx);
                 ctx.sh.rec.count(counter, 1);
                 let refused = AttemptOutcome::BreakerRefused;
                 if live == 0
@@ -1726,6 +1728,9 @@ impl Client {
             let pod = c.pod;
             self.leave_bulkhead(pod, ctx.now());
         }
+        if self.stateful {
+            self.drop_pending_retry(call, ctx);
+        }
         ctx.sh.reqs.remove_call(call);
         ctx.sh.rec.node_call_ended(self.index, reason, cut);
     }
@@ -1767,6 +1772,22 @@ impl Client {
             }
         }
         Ok(())
+    }
+
+    /// The retry `call`'s budget allowed and that will not start now (its
+    /// call ends in the backoff, or a gate refused it) gives back what it
+    /// holds: a budget on concurrency counts a retry from its approval.
+    fn drop_pending_retry<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
+        let now = ctx.now();
+        let c = stale!(ctx.sh.reqs.call_mut(call));
+        let cost = std::mem::take(&mut c.pending_retry_cost);
+        if cost == 0 {
+            return;
+        }
+        let pod = c.pod;
+        if let Some(b) = self.policy(pod, now).and_then(|set| set.budget.as_mut()) {
+            b.on_retry_dropped(now, cost);
+        }
     }
 
     /// A call that held a place in `pod`'s bulkhead ended.

@@ -2154,13 +2154,14 @@ fn random_token_budgets_spend_and_refill_as_their_markov_chain() {
             n,
             p,
             latency,
+            backoff: SimDuration::from_nanos(1),
         };
         run.off("the token chain", &what, attempts, failed, denied)
     });
 }
 
 /// A budget's draw: 4 seeds of 10 minutes of calls at `lambda` from one
-/// pod, each retried at once up to `n` times under `budget`, to a
+/// pod, each retried after `backoff` up to `n` times under `budget`, to a
 /// dependency answering after `latency` with a 500 with probability `p`.
 struct Budgeted {
     d: u64,
@@ -2169,6 +2170,7 @@ struct Budgeted {
     n: u32,
     p: f64,
     latency: DistSpec,
+    backoff: SimDuration,
 }
 
 impl Budgeted {
@@ -2182,7 +2184,7 @@ impl Budgeted {
         failed: f64,
         denied: f64,
     ) -> Vec<String> {
-        let mut client = retrying_every_failure(self.n, Backoff::fixed(SimDuration::from_nanos(1)));
+        let mut client = retrying_every_failure(self.n, Backoff::fixed(self.backoff));
         client.budget = Some(self.budget.clone());
         let (mut tries, mut fails, mut denials) = (vec![], vec![], vec![]);
         for seed in 1..=4 {
@@ -2224,34 +2226,35 @@ impl Budgeted {
 
 /// Envoy's retry budget as Erlang's loss system, on parameters drawn
 /// from a seed: a retry may start only while fewer than
-/// `min_retry_concurrency` = k retries (1 to 6) are in progress
-/// (`budget_percent` 0, so the floor is the limit), in front of a
-/// dependency with no limit whose answers take exponential times of mean
-/// m and fail with probability p (0.2 to 0.8), each call retried at once
-/// up to n times (1 to 4). The first attempts' answers leave an M/M/∞
-/// station as a Poisson stream, so the failed ones ask for retries as
-/// Poisson at λp; a call let through holds its place from its first
-/// retry to its last (each retry that fails frees its place and takes it
-/// again at once), H = m·(1 + p + … + pⁿ⁻¹) on average; a call refused
-/// fails there. That is the M/G/k/k queue, and Erlang's loss formula
-/// holds whatever the law of H: a share B(k, λp·E[H]) of the asks is
-/// refused. The share of calls denied is p·B, attempts per call
-/// 1 + p(1 − B)·E[H]/m, the share failed p·B + p(1 − B)·pⁿ.
+/// `min_retry_concurrency` = k retries (1 to 6) hold the budget
+/// (`budget_percent` 0, so the floor is the limit: Envoy's `max_retries`
+/// circuit breaker), in front of a dependency with no limit whose answers
+/// take exponential times of mean m and fail with probability p (0.2 to
+/// 0.8), each call retried after a fixed backoff w (0, m/2 or 2m) up to n
+/// times (1 to 4). The first attempts' answers leave an M/M/∞ station as
+/// a Poisson stream, so the failed ones ask for retries as Poisson at λp;
+/// a call let through holds its place from the decision to make its
+/// first retry to its last answer, backoffs included, as Envoy's
+/// `retries` resource is held (each retry that fails frees its place and
+/// takes it again at once), H = (w + m)·(1 + p + … + pⁿ⁻¹) on average; a
+/// call refused fails there. That is the M/G/k/k queue, and Erlang's loss
+/// formula holds whatever the law of H: a share B(k, λp·E[H]) of the asks
+/// is refused. The share of calls denied is p·B, attempts per call
+/// 1 + p(1 − B)·(1 + p + … + pⁿ⁻¹), the share failed p·B + p(1 − B)·pⁿ.
 ///
 /// Each draw runs 4 seeds of 10 minutes at an offered load λp·E[H] of
 /// 0.3k to 1.5k; each check allows 4.5 standard errors from the minute
 /// buckets past the first as batch means, the shares only where they are
-/// not rare. Over 300 draws (`STORMSIM_ENVOY_DRAWS`; 8 here) the errors
-/// over their standard errors had means of −0.01 (attempts, 300
-/// checked), −0.13 (denied, 269) and −0.15 (failed, 296), standard
-/// deviations 0.96, 1.10 and 1.08, none beyond ±3.6; 200 draws all heavy
-/// (n ≥ 2, load ≥ k) gave −0.08, −0.09 and −0.16, standard deviations
-/// 0.91, 1.07 and 1.04. The slight lean was run apart: seven draws on 48
-/// to 240 seeds came within 0.01 % to 0.7 % of the formula, on both
-/// sides, none beyond 2.1 standard errors. Allowing k + 1 retries at once
-/// fails 23 of the suite's 24 checks; a retry holding its place for one
-/// answer's time (m) rather than the chain's, 21; a share refused 5 %
-/// higher, 14 (1 % higher fails none: the check's reach).
+/// not rare. 300 draws (`STORMSIM_ENVOY_DRAWS`; 8 here) pass. Before the
+/// backoff was drawn (w = 0 throughout), 300 draws gave errors over their
+/// standard errors of mean −0.01 (attempts), −0.13 (denied) and −0.15
+/// (failed), standard deviations 0.96, 1.10 and 1.08, none beyond ±3.6.
+/// A retry counted only from its attempt's start (not through its
+/// backoff) fails 58 checks in 20 of 40 draws, none of them one without a
+/// backoff; allowing k + 1 retries at once fails 23 of the suite's 24
+/// checks; a retry holding its place for one answer's time (m) rather
+/// than the chain's, 21; a share refused 5 % higher, 14 (1 % higher fails
+/// none: the check's reach).
 #[test]
 fn random_envoy_budgets_refuse_retries_as_erlang_loss() {
     use sim_core::theory::erlang_b;
@@ -2263,19 +2266,23 @@ fn random_envoy_budgets_refuse_retries_as_erlang_loss() {
         let p: f64 = [0.2, 0.35, 0.5, 0.65, 0.8][draw(5) as usize];
         let n = 1 + draw(4) as u32;
         let load = f64::from(k) * [0.3, 0.6, 1.0, 1.5][draw(4) as usize];
-        let held = m * (0..n).map(|i| p.powi(i as i32)).sum::<f64>();
+        // Drawn last, so the draws before keep their values.
+        let w = m * [0.0, 0.5, 2.0][draw(3) as usize];
+        let chain = (0..n).map(|i| p.powi(i as i32)).sum::<f64>();
+        let held = (w + m) * chain;
         let lambda = load / (p * held);
         let b = erlang_b(k, load);
         let denied = p * b;
-        let attempts = 1.0 + p * (1.0 - b) * held / m;
+        let attempts = 1.0 + p * (1.0 - b) * chain;
         let failed = p * b + p * (1.0 - b) * p.powi(n as i32);
 
         let budget = BudgetSpec::Envoy {
             budget_percent: 0.0,
             min_retry_concurrency: k,
         };
-        let what =
-            format!("draw {d} ({k} retries at once, m {m} s, p {p}, {n} retries, load {load:.2})");
+        let what = format!(
+            "draw {d} ({k} retries at once, m {m} s, backoff {w} s, p {p}, {n} retries, load {load:.2})"
+        );
         let latency = exp(SimDuration::from_secs_f64(m));
         let run = Budgeted {
             d,
@@ -2284,6 +2291,7 @@ fn random_envoy_budgets_refuse_retries_as_erlang_loss() {
             n,
             p,
             latency,
+            backoff: SimDuration::from_secs_f64(w).max(SimDuration::from_nanos(1)),
         };
         run.off("Erlang's loss formula", &what, attempts, failed, denied)
     });

@@ -4,6 +4,7 @@
 //! every call ([`RetryBudget::on_request`]), every attempt's start and
 //! close ([`RetryBudget::on_attempt_start`],
 //! [`RetryBudget::on_attempt_closed`]: budgets on concurrency), every
+//! allowed retry that never starts ([`RetryBudget::on_retry_dropped`]), every
 //! attempt result ([`RetryBudget::on_result`]), and decides every retry
 //! ([`RetryBudget::try_retry`]). A new budget is one file (`envoy.rs` is
 //! an example) plus its variant in [`BudgetSpec`]. Integer tokens where the library uses them
@@ -58,6 +59,10 @@ pub trait RetryBudget {
     fn on_attempt_start(&mut self, _now: SimTime, _retry_cost: u32) {}
     /// An attempt is over, however it ended (cancellations included).
     fn on_attempt_closed(&mut self, _now: SimTime, _retry_cost: u32) {}
+    /// A retry this budget allowed (charged `retry_cost`) will not start:
+    /// its call ended in its backoff, or a gate refused it. Budgets that
+    /// hold a retry from its approval (Envoy's) let it go here.
+    fn on_retry_dropped(&mut self, _now: SimTime, _retry_cost: u32) {}
     /// The most retries the call that has just started (its
     /// [`RetryBudget::on_request`] heard) may take, where the budget sets
     /// one (Finagle's requeue filter: a share of the balance); `None`
