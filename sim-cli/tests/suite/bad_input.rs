@@ -1071,6 +1071,7 @@ const EDGES: &[(&str, &[&str])] = &[
         "client.preset",
         &[
             "envoy",
+            "istio",
             "finagle",
             "resilience4j",
             "grpc-a6-hedging",

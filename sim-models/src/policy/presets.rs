@@ -47,10 +47,11 @@ impl Preset {
 }
 
 /// Every preset's name, in the order `stormsim list` shows them.
-pub const NAMES: [&str; 19] = [
+pub const NAMES: [&str; 20] = [
     "grpc-a6",
     "grpc-a6-hedging",
     "envoy",
+    "istio",
     "finagle",
     "resilience4j",
     "polly-v8",
@@ -162,7 +163,8 @@ pub fn get(name: &str) -> Option<Preset> {
         ),
         "envoy" => (
             "Envoy router with retry_on 5xx: 1 retry, fully jittered backoff in whole ms below 25 ms × 2^(n−1) capped at 250 ms, \
-             a 15 s route timeout that includes retries",
+             a 15 s route timeout that includes retries, at most 3 retries in progress per Envoy (the cluster's default \
+             max_retries circuit breaker)",
             ClientConfig {
                 attempt_timeout: None,
                 total_deadline: Some(secs(15)),
@@ -176,6 +178,47 @@ pub fn get(name: &str) -> Option<Preset> {
                         jitter: Jitter::Full,
                     },
                     retry_on: vec![RetryOn::ServerError, RetryOn::ConnectFailure],
+                    ..RetryConfig::default()
+                },
+                // Every cluster's default circuit breakers: `max_retries`
+                // 3 retries in progress at once, each held from the
+                // decision to retry (its backoff included) to its answer;
+                // the one past it is not made (`upstream_rq_retry_overflow`)
+                // and the failure goes back. That is the concurrency budget
+                // at 0 % with a floor of 3. (Envoy's 1,024 connections,
+                // pending and active requests are the pool's to set.)
+                budget: Some(BudgetSpec::Envoy {
+                    budget_percent: 0.0,
+                    min_retry_concurrency: 3,
+                }),
+                ..base.clone()
+            },
+            None,
+        ),
+        "istio" => (
+            "Istio's default route retries (Envoy underneath): 2 retries on a failed connect, a refused stream or a 503, \
+             Envoy's jittered backoff (25 ms base, 250 ms cap), no route or per-try timeout, and circuit breakers \
+             raised to 2^32 − 1 (no bound on retries in progress)",
+            // Istio's `retry.DefaultPolicy()`: `num_retries: 2`, `retry_on:
+            // connect-failure,refused-stream,unavailable,cancelled,
+            // retriable-status-codes` with 503, another host for each retry
+            // (`previous_hosts`; the balancer here may pick the same pod
+            // again). HTTP routes have no timeout unless one is set, and
+            // `getDefaultCircuitBreakerThresholds` lifts Envoy's
+            // `max_retries` of 3 to `MaxUint32` (pod churn tripped it).
+            ClientConfig {
+                attempt_timeout: None,
+                total_deadline: None,
+                retry: RetryConfig {
+                    max_retries: 2,
+                    backoff: Backoff {
+                        kind: BackoffKind::Envoy {
+                            base: ms(25),
+                            max: ms(250),
+                        },
+                        jitter: Jitter::Full,
+                    },
+                    retry_on: vec![RetryOn::ConnectFailure, RetryOn::Status(503)],
                     ..RetryConfig::default()
                 },
                 ..base.clone()
@@ -703,7 +746,8 @@ mod tests {
         assert!(get("grpc").is_none());
         assert_eq!(closest("grpc-a5"), Some("grpc-a6"));
         assert_eq!(closest("polly"), Some("polly-v8"));
-        assert_eq!(closest("istio"), None);
+        assert_eq!(closest("istio-1.2"), Some("istio"));
+        assert_eq!(closest("linkerd"), None);
         assert_eq!(closest("resilience4"), Some("resilience4j"));
     }
     fn client(name: &str) -> ClientConfig {
@@ -780,7 +824,8 @@ mod tests {
         );
     }
 
-    /// POLICIES.md §2: 1 retry, 25 ms base, 10× cap, 15 s route timeout.
+    /// POLICIES.md §2: 1 retry, 25 ms base, 10× cap, 15 s route timeout,
+    /// the cluster's `max_retries` circuit breaker of 3.
     #[test]
     fn envoy_is_envoys_router_default() {
         let c = client("envoy");
@@ -789,6 +834,35 @@ mod tests {
         assert!(
             matches!(c.retry.backoff.kind, BackoffKind::Envoy { base, max } if base == ms(25) && max == ms(250))
         );
+        assert_eq!(
+            c.budget,
+            Some(BudgetSpec::Envoy {
+                budget_percent: 0.0,
+                min_retry_concurrency: 3
+            })
+        );
+        assert_eq!(c.scope, Scope::Pod, "one Envoy per pod");
+    }
+
+    /// Istio's default retry policy: 2 retries on a failed connect or a
+    /// 503 (not on other 5xx, nor on a timeout, there being none), no
+    /// timeouts, Envoy's backoff, and no bound on retries in progress.
+    #[test]
+    fn istio_is_istios_default_route() {
+        let c = client("istio");
+        assert_eq!(c.retry.max_retries, 2);
+        assert_eq!(c.attempt_timeout, None);
+        assert_eq!(c.total_deadline, None);
+        assert_eq!(c.budget, None);
+        assert!(
+            matches!(c.retry.backoff.kind, BackoffKind::Envoy { base, max } if base == ms(25) && max == ms(250))
+        );
+        use crate::outcome::{AttemptOutcome, Pushback};
+        let retried = |o: AttemptOutcome| c.retry.retry_on.iter().any(|r| r.matches(o));
+        assert!(retried(AttemptOutcome::ServerError(503, Pushback::None)));
+        assert!(retried(AttemptOutcome::ConnectFailure));
+        assert!(!retried(AttemptOutcome::ServerError(500, Pushback::None)));
+        assert!(!retried(AttemptOutcome::Timeout));
     }
 
     /// POLICIES.md: Finagle's RetryBudget() defaults.
