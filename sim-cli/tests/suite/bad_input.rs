@@ -215,7 +215,7 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "did you mean \"grpc-a6\"",
     ),
     (
-        "client:\n  preset: istio\n",
+        "client:\n  preset: linkerd\n",
         2,
         "client.preset",
         "expected one of grpc-a6",
