@@ -88,6 +88,13 @@ crate::part_events! {
             /// The attempt.
             att: AttRef,
         },
+        /// An attempt the pool's full line turned away fails.
+        PoolLineFull {
+            /// The edge.
+            edge: u32,
+            /// The attempt.
+            att: AttRef,
+        },
         /// The earliest deadline in the client's timeout line is due: the
         /// attempts whose per-attempt timeout passed time out.
         TimeoutsDue {
@@ -148,6 +155,7 @@ impl ClientEvent {
             | ClientEvent::ConnectionEstablished { edge, .. }
             | ClientEvent::ConnectionFailed { edge, .. }
             | ClientEvent::PoolWaitTimedOut { edge, .. }
+            | ClientEvent::PoolLineFull { edge, .. }
             | ClientEvent::TimeoutsDue { edge }
             | ClientEvent::RateLimiterWaited { edge, .. }
             | ClientEvent::RetryDelayElapsed { edge, .. }
@@ -403,6 +411,7 @@ impl Client {
                 pod, epoch, att, ..
             } => self.on_connection_established(pod, epoch, att, ctx),
             ClientEvent::PoolWaitTimedOut { att, .. } => self.on_pool_wait_timed_out(att, ctx),
+            ClientEvent::PoolLineFull { att, .. } => self.on_pool_line_full(att, ctx),
             ClientEvent::RateLimiterWaited { att, .. } => self.on_rate_limiter_waited(att, ctx),
             ClientEvent::RetryDelayElapsed { call, attempt, .. } => {
                 self.on_retry_delay_elapsed(call, attempt, ctx)
@@ -910,6 +919,7 @@ impl Client {
                 set_phase(&mut ctx.sh.reqs, att, AttemptPhase::Connecting);
                 self.dial(pod, att, ctx);
             }
+            Acquire::LineFull => self.turn_away(att, ctx),
             Acquire::Wait => {
                 set_phase(&mut ctx.sh.reqs, att, AttemptPhase::WaitingPool);
                 let p = ctx.sh.links.pod(self.from, pod);
@@ -1234,6 +1244,32 @@ impl Client {
         a.timeout_at = None;
         self.release_attempt(att, ctx);
         self.end_attempt(att, AttemptOutcome::Timeout, ctx);
+    }
+
+    /// `att` found the pool's line full: it fails `pool_timeout` at the
+    /// next step (through the scheduler, as every leg does), having
+    /// waited for nothing. Rare, and kept out of the acquire's line.
+    #[cold]
+    #[inline(never)]
+    fn turn_away<S: RowSink>(&mut self, att: AttRef, ctx: &mut Ctx<'_, S>) {
+        ctx.sh.rec.count(Count::PoolOverflow, 1);
+        let edge = self.index;
+        let timer = ctx.sched.schedule_in(
+            SimDuration::ZERO,
+            ClientEvent::PoolLineFull { edge, att }.into(),
+        );
+        let a = stale!(ctx.sh.reqs.att_mut(att));
+        a.phase = AttemptPhase::TurnedAway;
+        a.aux_timer = Some(timer);
+    }
+
+    fn on_pool_line_full<S: RowSink>(&mut self, att: AttRef, ctx: &mut Ctx<'_, S>) {
+        let a = stale!(ctx.sh.reqs.att_mut(att));
+        if a.phase != AttemptPhase::TurnedAway {
+            return;
+        }
+        a.aux_timer = None;
+        self.end_attempt(att, AttemptOutcome::PoolTimeout, ctx);
     }
 
     fn on_pool_wait_timed_out<S: RowSink>(&mut self, att: AttRef, ctx: &mut Ctx<'_, S>) {

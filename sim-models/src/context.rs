@@ -296,6 +296,7 @@ impl PodLinks {
                 Pool::new(p.max_connections, p.idle_timeout)
                     .with_max_idle(p.max_idle)
                     .with_streams(p.streams_per_connection)
+                    .with_max_pending(p.max_pending)
             })
             .collect();
         let connect = stream_name("pod/connect", &node.suffix);

@@ -26,6 +26,8 @@ pub enum Acquire {
     Dial,
     /// The pool is full: wait in line.
     Wait,
+    /// The pool is full and so is its line (`max_pending`): fail.
+    LineFull,
 }
 
 /// An attempt waiting for a connection.
@@ -61,6 +63,8 @@ pub struct Pool {
     idle_expires: SimTime,
     /// Attempts waiting for a connection (stale entries are skipped).
     waiters: WaitLine<Waiter>,
+    /// Most attempts in line at once (`None`: no bound).
+    max_pending: Option<u32>,
     /// Idle connections closed by the idle timeout, total.
     pub closed_idle: u64,
     /// Multiplexed: streams each connection carries (`None`: one call per
@@ -84,6 +88,7 @@ impl Pool {
             idle: VecDeque::new(),
             idle_expires: SimTime::MAX,
             waiters: WaitLine::new(),
+            max_pending: None,
             closed_idle: 0,
             streams: None,
             connections: 0,
@@ -120,6 +125,13 @@ impl Pool {
     /// streams do not fit a `u32`).
     fn stream_capacity(&self) -> u64 {
         u64::from(self.connections) * u64::from(self.streams.unwrap_or(1))
+    }
+
+    /// At most `k` attempts wait in line at once; the next is turned away
+    /// ([`Acquire::LineFull`]).
+    pub fn with_max_pending(mut self, k: Option<u32>) -> Self {
+        self.max_pending = k;
+        self
     }
 
     /// At most `n` idle connections are kept; one returned past that is
@@ -210,6 +222,11 @@ impl Pool {
         } else if self.total() < self.max {
             self.dialling += 1;
             Acquire::Dial
+        } else if self
+            .max_pending
+            .is_some_and(|k| self.waiters.len() >= k as usize)
+        {
+            Acquire::LineFull
         } else {
             Acquire::Wait
         }
@@ -362,7 +379,8 @@ impl Pool {
         let closed_idle = self.closed_idle;
         *self = Pool::new(self.max, self.idle_timeout)
             .with_max_idle(self.max_idle)
-            .with_streams(self.streams);
+            .with_streams(self.streams)
+            .with_max_pending(self.max_pending);
         self.closed_idle = closed_idle;
     }
 
@@ -381,6 +399,14 @@ impl Pool {
 
     /// Checks the pool's bound; `Err` describes the violation.
     pub fn check(&self) -> Result<(), String> {
+        if let Some(k) = self.max_pending
+            && self.waiters.len() > k as usize
+        {
+            return Err(format!(
+                "pool's line holds {} attempts over its max_pending {k}",
+                self.waiters.len()
+            ));
+        }
         if let Some(k) = self.streams
             && u64::from(self.in_use) > self.stream_capacity()
         {
@@ -420,6 +446,13 @@ pub struct PoolConfig {
     /// `pool_timeout`; omitted means it waits until its own timeout or
     /// deadline, like Go's `MaxConnsPerHost` (default: none).
     pub acquire_timeout: Option<SimDuration>,
+    /// Most attempts waiting for a connection at once: the one that finds
+    /// this many in line fails at once with `pool_timeout`, counted
+    /// `pool_overflow` (Envoy's `max_pending_requests`, 1,024 unless set,
+    /// and Istio's `http1MaxPendingRequests`: a local 503 and
+    /// `upstream_rq_pending_overflow`). `0` lets no attempt wait, as
+    /// `acquire_timeout: 0s` does (default: no limit).
+    pub max_pending: Option<u32>,
     /// Time to set up a new connection, TCP and TLS (default `constant: 5ms`).
     pub connect_time: DistSpec,
     /// An idle connection older than this is closed instead of reused
@@ -447,6 +480,7 @@ impl Default for PoolConfig {
             max_connections: 50,
             streams_per_connection: None,
             acquire_timeout: None,
+            max_pending: None,
             connect_time: DistSpec::Constant(millis(5)),
             idle_timeout: Some(secs(90)),
             max_idle: None,

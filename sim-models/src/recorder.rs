@@ -232,6 +232,8 @@ counters! {
     ThrottleRejected = "throttle_rejected",
     /// Calls the client's bulkhead had no place for.
     BulkheadRejected = "bulkhead_rejected",
+    /// Attempts turned away by a full pool line (`pool.max_pending`).
+    PoolOverflow = "pool_overflow",
     /// Attempts that waited for the client's own rate limiter.
     RateLimiterWaits = "rate_limiter_waits",
     /// Retries whose delay came from Retry-After or pushback.

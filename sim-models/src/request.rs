@@ -139,6 +139,9 @@ pub enum AttemptPhase {
     RateLimited,
     /// Waiting in the pool's line for a connection.
     WaitingPool,
+    /// Turned away by a full line (`pool.max_pending`): it fails at the
+    /// next step, an event of no delay, holding nothing meanwhile.
+    TurnedAway,
     /// A new connection is being dialled for it.
     Connecting,
     /// Sent; the connection is held until the answer or a timeout.

@@ -1063,6 +1063,10 @@ const EDGES: &[(&str, &[&str])] = &[
     ("service.pods", &["1", "1000"]),
     ("service.pool.max_connections", &["1", "1000000"]),
     (
+        "service.pool.max_pending",
+        &["0", "1", "4294967295", "null"],
+    ),
+    (
         "service.pool.connect_time",
         &["{ constant: 0s }", "{ constant: 1h }"],
     ),

@@ -169,7 +169,12 @@ fn call(d: &mut Draw, i: usize, services: usize, deps: usize, indent: &str, out:
     }
     if d.chance(0.3) {
         let max = d.pick(&["1", "5", "50"]);
-        let wait = d.pick(&["", ", acquire_timeout: 50ms"]);
+        let wait = d.pick(&[
+            "",
+            ", acquire_timeout: 50ms",
+            ", max_pending: 0",
+            ", max_pending: 3, acquire_timeout: 50ms",
+        ]);
         let more = d.pick(&[
             "",
             ", max_idle: 2, idle_timeout: 1s",

@@ -27,7 +27,7 @@
 //! wrong theory the test fails.
 
 use sim_core::dist::DistSpec;
-use sim_core::theory::{erlang_c, mmc_mean_wait};
+use sim_core::theory::{erlang_c, mmc_mean_wait, mmck};
 use sim_core::time::SimDuration;
 use sim_models::config::{CallSpec, ClientConfig, PoolConfig, ServiceConfig, UpstreamConfig};
 use sim_models::policy::backoff::Backoff;
@@ -152,22 +152,6 @@ fn random_open_networks_of_exponential_services_match_jackson() {
     fn name(i: usize) -> String {
         char::from(b'a' + i as u8).to_string()
     }
-}
-
-/// The M/M/c/K queue's state probabilities p_0 … p_K at offered load
-/// `a`: the birth–death chain's, p_n ∝ aⁿ/n! up to c and aⁿ/(c!·c^(n−c))
-/// beyond.
-fn mmck(c: u32, k: u32, a: f64) -> Vec<f64> {
-    let weights: Vec<f64> = (0..=k)
-        .scan(1.0, |w, n| {
-            if n > 0 {
-                *w *= a / f64::from(n.min(c));
-            }
-            Some(*w)
-        })
-        .collect();
-    let total: f64 = weights.iter().sum();
-    weights.iter().map(|w| w / total).collect()
 }
 
 /// The share of health probes that fail on a pod whose line is the

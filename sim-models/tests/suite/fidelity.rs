@@ -7,7 +7,7 @@
 //! something.
 
 use sim_core::dist::DistSpec;
-use sim_core::theory::{erlang_b, mmc_mean_wait};
+use sim_core::theory::{erlang_b, mmc_mean_wait, mmck};
 use sim_core::time::SimDuration;
 use sim_models::config::{ArrivalProcess, LoadLaw, RetryOn, Shedding, WorldConfig};
 use sim_models::kpi::{RecoveryConfig, kpi_rows, kpis};
@@ -90,6 +90,38 @@ fn acquire_timeout_zero_rejects_as_erlang_b() {
         .collect();
     let theory = erlang_b(c, lambda / mu); // 0.1217
     assert_within_4_percent(&fractions, theory, "rejected");
+}
+
+/// A pool of 10 connections whose line holds at most 5 attempts
+/// (`max_pending`, Envoy's `max_pending_requests`), offered 12 calls/s of
+/// 1 s: the M/M/c/K queue with c = 10 and K = 15, past its capacity. An
+/// attempt finding the line full is turned away (`pool_timeout` at once,
+/// counted `pool_overflow`) with probability p_K = 0.2033; one let in
+/// waits Wq = Lq / (λ(1 − p_K)) = 0.2563 s on average (Little). Without
+/// the bound the line grows without limit (ρ = 1.2).
+#[test]
+fn a_bounded_pool_line_turns_attempts_away_as_mmck() {
+    let (c, waiting, lambda, mu) = (10, 5, 12.0, 1.0);
+    let k = c + waiting;
+    let p = mmck(c, k, lambda / mu);
+    let full = p[k as usize];
+    let lq: f64 = (c + 1..=k).map(|n| f64::from(n - c) * p[n as usize]).sum();
+    let wq = lq / (lambda * (1.0 - full));
+    let (mut shares, mut waits) = (vec![], vec![]);
+    for seed in 1..=8 {
+        let mut cfg = pool_as_mmc(c, lambda, mu, 20_000, seed);
+        cfg.service.pool.max_pending = Some(waiting);
+        let t = run(&cfg, Vec::new()).unwrap().totals;
+        assert_eq!(
+            t.count(Count::PoolOverflow),
+            t.outcome(Reason::PoolTimeout),
+            "every pool failure is an overflow"
+        );
+        shares.push(t.outcome(Reason::PoolTimeout) as f64 / t.finished() as f64);
+        waits.push(t.latency(Latency::PoolWait).mean().unwrap() / 1e9);
+    }
+    assert_within_4_percent(&shares, full, "turned away");
+    assert_within_4_percent(&waits, wq, "mean pool wait of those let in");
 }
 
 /// A bulkhead of `c` places before calls of exponential length, no
