@@ -855,7 +855,7 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
                 .and_then(|c| c.get("preset"))
                 .and_then(Value::as_str)
         {
-            let dropped = drop_inherited_client(&mut merged, name);
+            let dropped = drop_inherited_client(&mut merged, name, &v);
             if !dropped.is_empty() {
                 replaced.push((
                     "client.preset".to_string(),
@@ -958,9 +958,10 @@ pub fn load(path: &Path, limits: &InputLimits) -> Result<Experiment, InputErrors
 }
 
 /// Removes the client fields (and, when the preset owns one, the pool)
-/// `merged` holds before a file that names preset `name` is merged over
-/// it; returns their paths, for the warning.
-fn drop_inherited_client(merged: &mut Value, name: &str) -> Vec<String> {
+/// `merged` holds before the file `own` that names preset `name` is
+/// merged over it; returns the paths of those the file does not write
+/// itself (the ones it loses), for the warning.
+fn drop_inherited_client(merged: &mut Value, name: &str, own: &Value) -> Vec<String> {
     fn leaves(v: &Value, prefix: &str, out: &mut Vec<String>) {
         match v {
             Value::Mapping(m) if !m.is_empty() && kind_of(m).is_none() => {
@@ -986,6 +987,21 @@ fn drop_inherited_client(merged: &mut Value, name: &str) -> Vec<String> {
     {
         leaves(&pool, "service.pool", &mut dropped);
     }
+    let mut written = Vec::new();
+    if let Some(client) = own.get("client") {
+        leaves(client, "client", &mut written);
+    }
+    if let Some(pool) = own.get("service").and_then(|s| s.get("pool")) {
+        leaves(pool, "service.pool", &mut written);
+    }
+    // A field the file writes, or whose whole section it writes, is kept.
+    dropped.retain(|p| {
+        !written.iter().any(|w| {
+            p == w
+                || p.strip_prefix(w.as_str())
+                    .is_some_and(|r| r.starts_with('.'))
+        })
+    });
     dropped
 }
 
@@ -1991,6 +2007,13 @@ mod tests {
             "extends: base.yaml\nclient:\n  preset: grpc-a6\n  total_deadline: 20s\n",
         )
         .unwrap();
+        // A child writing an inherited field itself keeps it: not named.
+        let keeps = dir.join("keeps.yaml");
+        std::fs::write(
+            &keeps,
+            "extends: base.yaml\nclient:\n  preset: grpc-a6\n  attempt_timeout: 3s\n",
+        )
+        .unwrap();
         let exp = load(&child, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
         let preset = presets::get("grpc-a6").unwrap().client;
         // The preset's fields over the inherited ones, the child's own on top.
@@ -2007,6 +2030,10 @@ mod tests {
                 && w[0].contains("client.attempt_timeout, client.retry.max_retries"),
             "{w:?}"
         );
+        let exp = load(&keeps, &InputLimits::default()).unwrap_or_else(|e| panic!("{e}"));
+        let w: Vec<String> = exp.warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains(": client.retry.max_retries ("), "{w:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
