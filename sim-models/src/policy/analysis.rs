@@ -314,15 +314,32 @@ fn call_worst_case(c: &ClientConfig, pool: &PoolConfig, callee: Option<SimDurati
         }
         (l, _) => l,
     };
+    let over = match c.scope {
+        crate::config::Scope::Pod => "on each pod",
+        crate::config::Scope::Global => "over the calling service",
+    };
     if let Some(b) = &c.bulkhead {
-        let over = match c.scope {
-            crate::config::Scope::Pod => "on each pod",
-            crate::config::Scope::Global => "over the calling service",
-        };
         lines.push(format!(
             "bulkhead: at most {} calls in progress {over}, the next failing at once",
             b.max_concurrent
         ));
+    }
+    // A concurrency budget bounds no one call but every call's retries
+    // together: said here, as the bulkhead is.
+    if let Some(BudgetSpec::Envoy {
+        budget_percent,
+        min_retry_concurrency: n,
+    }) = &c.budget
+    {
+        lines.push(if *budget_percent == 0.0 {
+            format!(
+                "retry budget: at most {n} retries in progress {over} (Envoy's max_retries), each from its decision to its answer; the next not made"
+            )
+        } else {
+            format!(
+                "retry budget: at most max({n}, {budget_percent} % of the attempts in progress) retries in progress {over}, each from its decision to its answer; the next not made"
+            )
+        });
     }
     WorstCase {
         latency,
@@ -337,6 +354,22 @@ mod tests {
     use super::*;
     use crate::config::GatewayRetry;
     use crate::policy::backoff::{Backoff, Jitter};
+
+    #[test]
+    fn envoys_concurrency_budget_is_told_as_its_circuit_breaker() {
+        let mut cfg = WorldConfig::default();
+        crate::policy::presets::get("envoy")
+            .expect("envoy")
+            .apply(&mut cfg);
+        let w = worst_case(&cfg);
+        assert!(
+            w.derivation.iter().any(|l| l
+                == "retry budget: at most 3 retries in progress on each pod (Envoy's max_retries), each from its decision to its answer; the next not made"),
+            "{:?}",
+            w.derivation
+        );
+        assert_eq!(w.attempts_per_call, Some(2), "it bounds no one call");
+    }
 
     #[test]
     fn a_bulkhead_is_told_with_its_scope_and_bounds_nothing_per_call() {
