@@ -143,6 +143,22 @@ crate::part_events! {
             /// The answer.
             status: Status,
         },
+        /// A call that waited for a place in its client's bulkhead was
+        /// given one: it goes on at the next step.
+        BulkheadPlaceGiven {
+            /// The edge.
+            edge: u32,
+            /// The call.
+            call: CallRef,
+        },
+        /// A call waited for a place in its client's bulkhead as long as
+        /// `max_wait` allows: it fails `bulkhead_full`.
+        BulkheadWaitOver {
+            /// The edge.
+            edge: u32,
+            /// The call.
+            call: CallRef,
+        },
     }
 }
 
@@ -161,7 +177,9 @@ impl ClientEvent {
             | ClientEvent::RetryDelayElapsed { edge, .. }
             | ClientEvent::HedgeDue { edge, .. }
             | ClientEvent::BreakerWaitOver { edge, .. }
-            | ClientEvent::ResponseReachedPod { edge, .. } => edge,
+            | ClientEvent::ResponseReachedPod { edge, .. }
+            | ClientEvent::BulkheadPlaceGiven { edge, .. }
+            | ClientEvent::BulkheadWaitOver { edge, .. } => edge,
         }
     }
 }
@@ -418,6 +436,8 @@ impl Client {
             }
             ClientEvent::HedgeDue { call, number, .. } => self.on_hedge_due(call, number, ctx),
             ClientEvent::BreakerWaitOver { pod, .. } => self.on_breaker_wait_over(pod, ctx),
+            ClientEvent::BulkheadPlaceGiven { call, .. } => self.on_place_given(call, ctx),
+            ClientEvent::BulkheadWaitOver { call, .. } => self.on_place_wait_over(call, ctx),
             ClientEvent::TimeoutsDue { .. }
             | ClientEvent::ConnectionFailed { .. }
             | ClientEvent::ResponseReachedPod { .. } => {
@@ -472,6 +492,11 @@ impl Client {
             .map(PolicySet::breakers)
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         let was_bulkheaded = self.cfg.bulkhead.is_some();
+        let waiting = if was_bulkheaded {
+            self.drain_bulkhead_lines(ctx)
+        } else {
+            Vec::new()
+        };
         self.policies = policy_sets(&client, pods, now);
         self.stateful = keeps_policy_state(&client);
         self.cfg = client;
@@ -485,6 +510,12 @@ impl Client {
                     c.holds_place = false;
                 }
             }
+        }
+        // The calls that waited for a place in the former bulkheads come
+        // to the new ones in the order they came to the old (their wait
+        // starting again), as calls starting now would.
+        for call in waiting {
+            self.rejoin_bulkhead(call, ctx);
         }
         // The fresh budgets never saw this edge's attempts in progress
         // start (a budget on concurrency would count them out twice).
@@ -548,17 +579,25 @@ impl Client {
         ctx.sh.rec.node_call_started(self.index);
         // Asked only of a client whose policies keep state, so that one
         // without pays one test per call.
-        if self.stateful {
-            if self.cfg.bulkhead.is_some() && !self.enter_bulkhead(call, ctx) {
-                return;
-            }
-            if let Some(b) = self.policy(pod, now).and_then(|set| set.budget.as_mut()) {
-                b.on_request(now);
-                if let Some(cap) = b.call_cap()
-                    && let Some(c) = ctx.sh.reqs.call_mut(call)
-                {
-                    c.retry_cap = cap;
-                }
+        if self.stateful && self.cfg.bulkhead.is_some() && !self.enter_bulkhead(call, ctx) {
+            return; // waiting for a place, or refused one
+        }
+        self.go_on(call, pod, ctx);
+    }
+
+    /// `call`, on `pod`, past its bulkhead if any: the budget hears of
+    /// it, its first attempt starts and its first hedge is set.
+    #[inline(always)]
+    fn go_on<S: RowSink>(&mut self, call: CallRef, pod: u32, ctx: &mut Ctx<'_, S>) {
+        let now = ctx.now();
+        if self.stateful
+            && let Some(b) = self.policy(pod, now).and_then(|set| set.budget.as_mut())
+        {
+            b.on_request(now);
+            if let Some(cap) = b.call_cap()
+                && let Some(c) = ctx.sh.reqs.call_mut(call)
+            {
+                c.retry_cap = cap;
             }
         }
         self.start_attempt(call, false, ctx);
@@ -568,9 +607,10 @@ impl Client {
     /// Takes a place in the bulkhead of `call`'s client (its pod's, or the
     /// service's with `scope: global`) before any other policy sees the
     /// call: the outermost layer, as in .NET's standard handler. Without
-    /// one the call fails `bulkhead_full` at once (its deadline, just
-    /// armed, cancelled), nothing sent and no budget told. Out of line:
-    /// only a client with a bulkhead calls it.
+    /// one the call waits in the bulkhead's line, if it keeps one with
+    /// room, or fails `bulkhead_full` at once (its deadline, just armed,
+    /// cancelled), nothing sent and no budget told. True when the call
+    /// goes on now. Out of line: only a client with a bulkhead calls it.
     #[inline(never)]
     fn enter_bulkhead<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) -> bool {
         let now = ctx.now();
@@ -578,19 +618,67 @@ impl Client {
             Some(c) => c.pod,
             None => return false, // the call ended while starting
         };
-        let entered = self
-            .policy(pod, now)
-            .and_then(|set| set.bulkhead.as_mut())
-            .is_none_or(Bulkhead::try_enter);
-        if entered {
+        let reqs = &ctx.sh.reqs;
+        let Some(b) = self.policy(pod, now).and_then(|set| set.bulkhead.as_mut()) else {
+            return true; // no bulkhead: nothing to enter
+        };
+        if b.try_enter() {
             if let Some(c) = ctx.sh.reqs.call_mut(call) {
                 c.holds_place = true;
             }
             return true;
         }
+        if b.wait(call, |w: &CallRef| waits_for_place(reqs, *w)) {
+            self.wait_for_place(call, ctx);
+            return false;
+        }
         ctx.sh.rec.count(Count::BulkheadRejected, 1);
         self.finish_call(call, Reason::BulkheadFull, ctx);
         false
+    }
+
+    /// `call`, just put in its bulkhead's line, waits: at most `max_wait`
+    /// when the bulkhead sets one.
+    fn wait_for_place<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
+        let now = ctx.now();
+        let max_wait = self.cfg.bulkhead.and_then(|b| b.max_wait);
+        let c = stale!(ctx.sh.reqs.call_mut(call));
+        c.phase = CallPhase::WaitingPlace;
+        if let Some(w) = max_wait {
+            c.aux_timer = Some(
+                ctx.sched.schedule_in(
+                    w,
+                    ClientEvent::BulkheadWaitOver {
+                        edge: self.index,
+                        call,
+                    }
+                    .into(),
+                ),
+            );
+        }
+        ctx.sh.rec.level_add(Level::BulkheadWaiting, now, 1);
+    }
+
+    /// A call waiting for a place was given one: it goes on.
+    fn on_place_given<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
+        let c = stale!(ctx.sh.reqs.call(call));
+        if c.phase != CallPhase::Calling || c.attempts != 0 {
+            return; // stale: it ended, and its reference was used again
+        }
+        let pod = c.pod;
+        self.go_on(call, pod, ctx);
+    }
+
+    /// A call waited for a place as long as it may: it fails
+    /// `bulkhead_full`, counted as refused.
+    fn on_place_wait_over<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
+        let c = stale!(ctx.sh.reqs.call_mut(call));
+        if c.phase != CallPhase::WaitingPlace {
+            return; // stale: it was given a place, or ended
+        }
+        c.aux_timer = None;
+        ctx.sh.rec.count(Count::BulkheadRejected, 1);
+        self.finish_call(call, Reason::BulkheadFull, ctx);
     }
 
     /// Schedules the next hedge of `call`, if hedging and attempts are
@@ -1760,9 +1848,8 @@ impl Client {
         {
             ctx.sched.cancel(t);
         }
-        if c.holds_place {
-            let pod = c.pod;
-            self.leave_bulkhead(pod, ctx.now());
+        if c.holds_place || c.phase == CallPhase::WaitingPlace {
+            self.leave_bulkhead(call, ctx);
         }
         if self.stateful {
             self.drop_pending_retry(call, ctx);
@@ -1773,39 +1860,72 @@ impl Client {
 }
 
 impl Client {
-    /// Each bulkhead's places taken against the calls that hold one: a
-    /// place not given back would refuse calls for the rest of the run.
+    /// Each bulkhead's places taken against the calls that hold one, and
+    /// its line against the calls waiting: a place not given back would
+    /// refuse calls for the rest of the run, a call lost from its line
+    /// would wait for ever. A place free while calls wait is a wake-up
+    /// missed.
     pub(crate) fn check_bulkheads(&self, reqs: &Requests) -> Result<(), String> {
         if self.cfg.bulkhead.is_none() {
             return Ok(());
         }
         let mut held = vec![0u32; self.policies.len()];
+        let mut waiting = vec![0usize; self.policies.len()];
         for call in reqs.all_calls() {
-            if let Some(c) = reqs.call(call)
-                && c.edge == self.index
-                && c.holds_place
-            {
-                let set = match self.cfg.scope {
-                    Scope::Global => 0,
-                    Scope::Pod => c.pod as usize,
-                };
-                match held.get_mut(set) {
-                    Some(n) => *n += 1,
-                    None => {
-                        return Err(format!(
-                            "a call holds a place in pod {set}'s bulkhead, which was never made"
-                        ));
-                    }
-                }
+            let Some(c) = reqs.call(call).filter(|c| c.edge == self.index) else {
+                continue;
+            };
+            let waits = c.phase == CallPhase::WaitingPlace;
+            if !c.holds_place && !waits {
+                continue;
+            }
+            if c.holds_place && waits {
+                return Err("a call both holds a place in its bulkhead and waits for one".into());
+            }
+            let set = match self.cfg.scope {
+                Scope::Global => 0,
+                Scope::Pod => c.pod as usize,
+            };
+            let (Some(h), Some(w)) = (held.get_mut(set), waiting.get_mut(set)) else {
+                return Err(format!(
+                    "a call is in pod {set}'s bulkhead, which was never made"
+                ));
+            };
+            if waits {
+                *w += 1;
+            } else {
+                *h += 1;
             }
         }
-        for (set, (policies, held)) in self.policies.iter().zip(held).enumerate() {
-            let taken = policies.bulkhead.as_ref().map_or(0, Bulkhead::in_use);
+        let sets = self.policies.iter().zip(held).zip(waiting);
+        for (set, ((policies, held), waiting)) in sets.enumerate() {
+            let Some(b) = policies.bulkhead.as_ref() else {
+                if held + waiting as u32 > 0 {
+                    return Err(format!(
+                        "bulkhead {set} is missing, {held} calls holding a place"
+                    ));
+                }
+                continue;
+            };
+            let taken = b.in_use();
             if taken != held {
                 return Err(format!(
                     "bulkhead {set}: {taken} places taken, {held} calls holding one"
                 ));
             }
+            if b.waiting() != waiting {
+                return Err(format!(
+                    "bulkhead {set}: {} calls in line, {waiting} calls waiting",
+                    b.waiting()
+                ));
+            }
+            if waiting > 0 && !b.is_full() {
+                return Err(format!(
+                    "bulkhead {set}: {waiting} calls wait while a place is free"
+                ));
+            }
+            b.check_line(|w: &CallRef| waits_for_place(reqs, *w))
+                .map_err(|e| format!("bulkhead {set}: {e}"))?;
         }
         Ok(())
     }
@@ -1826,13 +1946,114 @@ impl Client {
         }
     }
 
-    /// A call that held a place in `pod`'s bulkhead ended.
+    /// `call`, ending, leaves its bulkhead: its place, given to the first
+    /// call still waiting (which goes on at the next step), or its place
+    /// in line.
     #[inline(never)]
-    fn leave_bulkhead(&mut self, pod: u32, now: SimTime) {
-        if let Some(b) = self.policy(pod, now).and_then(|set| set.bulkhead.as_mut()) {
-            b.leave();
+    fn leave_bulkhead<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
+        let now = ctx.now();
+        let c = stale!(ctx.sh.reqs.call(call));
+        let (pod, held) = (c.pod, c.holds_place);
+        let reqs = &ctx.sh.reqs;
+        let Some(b) = self.policy(pod, now).and_then(|set| set.bulkhead.as_mut()) else {
+            return;
+        };
+        if !held {
+            b.waiter_left();
+            ctx.sh.rec.level_add(Level::BulkheadWaiting, now, -1);
+            return;
         }
+        b.leave();
+        let Some(next) = b.admit_next(|w: &CallRef| waits_for_place(reqs, *w)) else {
+            return;
+        };
+        self.give_place(next, ctx);
     }
+
+    /// `call`, out of its bulkhead's line, holds a place: it goes on at
+    /// the next step (an event of no delay, as every leg), its wait's
+    /// timer cancelled.
+    fn give_place<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
+        let now = ctx.now();
+        let c = stale!(ctx.sh.reqs.call_mut(call));
+        c.phase = CallPhase::Calling;
+        c.holds_place = true;
+        if let Some(t) = c.aux_timer.take() {
+            ctx.sched.cancel(t);
+        }
+        ctx.sh.rec.level_add(Level::BulkheadWaiting, now, -1);
+        ctx.sched.schedule_now(
+            ClientEvent::BulkheadPlaceGiven {
+                edge: self.index,
+                call,
+            }
+            .into(),
+        );
+    }
+
+    /// Takes every call waiting in this client's bulkheads out of line,
+    /// first come first, pod by pod: a deploy is replacing them.
+    fn drain_bulkhead_lines<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) -> Vec<CallRef> {
+        let reqs = &ctx.sh.reqs;
+        let mut calls = Vec::new();
+        for set in &mut self.policies {
+            if let Some(b) = set.bulkhead.as_mut() {
+                calls.extend(b.drain(|w: &CallRef| waits_for_place(reqs, *w)));
+            }
+        }
+        calls
+    }
+
+    /// `call` waited in a bulkhead a deploy replaced: it takes a place in
+    /// the new one, or waits in its line (its wait starting again), or is
+    /// refused; with no bulkhead now it goes on.
+    fn rejoin_bulkhead<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
+        let now = ctx.now();
+        let c = stale!(ctx.sh.reqs.call_mut(call));
+        let pod = c.pod;
+        c.phase = CallPhase::Calling;
+        if let Some(t) = c.aux_timer.take() {
+            ctx.sched.cancel(t);
+        }
+        ctx.sh.rec.level_add(Level::BulkheadWaiting, now, -1);
+        let reqs = &ctx.sh.reqs;
+        let bulkhead = if self.stateful {
+            self.policy(pod, now).and_then(|set| set.bulkhead.as_mut())
+        } else {
+            None
+        };
+        let Some(b) = bulkhead else {
+            return self.schedule_go_on(call, ctx);
+        };
+        if b.try_enter() {
+            stale!(ctx.sh.reqs.call_mut(call)).holds_place = true;
+            return self.schedule_go_on(call, ctx);
+        }
+        if b.wait(call, |w: &CallRef| waits_for_place(reqs, *w)) {
+            return self.wait_for_place(call, ctx);
+        }
+        // Refused, as a call starting now would be.
+        ctx.sh.rec.count(Count::BulkheadRejected, 1);
+        self.finish_call(call, Reason::BulkheadFull, ctx);
+    }
+
+    /// `call`, given a place (or needing none), goes on at the next step.
+    fn schedule_go_on<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
+        ctx.sched.schedule_now(
+            ClientEvent::BulkheadPlaceGiven {
+                edge: self.index,
+                call,
+            }
+            .into(),
+        );
+    }
+}
+
+/// Whether `call` still waits in a bulkhead's line.
+#[inline]
+fn waits_for_place(reqs: &Requests, call: CallRef) -> bool {
+    reqs.call(call)
+        .is_some_and(|c| c.phase == CallPhase::WaitingPlace)
 }
 
 /// Sets `att`'s phase, if it lives.

@@ -112,11 +112,13 @@ pub enum Level {
     BreakersOpen,
     /// Circuit breakers half-open.
     BreakersHalfOpen,
+    /// Calls waiting for a place in their client's bulkhead.
+    BulkheadWaiting,
 }
 
 impl Level {
     /// Every level, in column order.
-    pub const ALL: [Level; 13] = [
+    pub const ALL: [Level; 14] = [
         Level::PoolInUse,
         Level::PoolWaiters,
         Level::PoolLeaked,
@@ -130,6 +132,7 @@ impl Level {
         Level::PodsUnready,
         Level::BreakersOpen,
         Level::BreakersHalfOpen,
+        Level::BulkheadWaiting,
     ];
     /// Number of levels.
     pub const COUNT: usize = Level::ALL.len();
@@ -149,6 +152,7 @@ impl Level {
             Level::PodsUnready => "pods_unready",
             Level::BreakersOpen => "breakers_open",
             Level::BreakersHalfOpen => "breakers_half_open",
+            Level::BulkheadWaiting => "bulkhead_waiting",
         }
     }
 }
@@ -1320,7 +1324,7 @@ mod tests {
         check(&Reason::ALL, |c| c as usize, Reason::name);
         // The last variant of each enum is in its list.
         assert_eq!(Count::EndedCancelled as usize, Count::COUNT - 1);
-        assert_eq!(Level::BreakersHalfOpen as usize, Level::COUNT - 1);
+        assert_eq!(Level::BulkheadWaiting as usize, Level::COUNT - 1);
         assert_eq!(Latency::RetryDelay as usize, Latency::COUNT - 1);
         assert_eq!(Reason::Abandoned as usize, Reason::COUNT - 1);
     }

@@ -130,6 +130,9 @@ pub enum CallPhase {
     Calling,
     /// Waiting out the delay before the next attempt.
     Backoff,
+    /// Waiting in its client's bulkhead's line for a place, before any
+    /// attempt.
+    WaitingPlace,
 }
 
 /// Where an attempt stands.
@@ -271,6 +274,7 @@ pub struct Call {
     pub hedging_frozen: bool,
     /// It holds a place in its client's bulkhead, to give back when it
     /// ends (not one taken from a bulkhead a deploy has since replaced).
+    /// A call waiting for one is `CallPhase::WaitingPlace`.
     pub holds_place: bool,
     /// Attempts in progress (hedging runs up to five at once, like gRPC).
     pub live: [Option<AttRef>; MAX_LIVE],

@@ -467,6 +467,20 @@ impl<S: RowSink> World<S> {
                 rec.level_value(Level::PoolWaiters)
             )));
         }
+        let in_line: usize = self
+            .parts
+            .clients
+            .iter()
+            .flat_map(|c| c.policies.iter())
+            .filter_map(|set| set.bulkhead.as_ref())
+            .map(|b| b.waiting())
+            .sum();
+        if i64::try_from(in_line).ok() != Some(rec.level_value(Level::BulkheadWaiting)) {
+            return Err(unbalanced(format!(
+                "{in_line} calls in bulkheads' lines, the level says {}",
+                rec.level_value(Level::BulkheadWaiting)
+            )));
+        }
         // From what the recorder saw, not from a counter kept beside it:
         // every attempt that started has ended or is still in progress.
         let started = rec.attempts_started_so_far();

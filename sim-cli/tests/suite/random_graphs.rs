@@ -131,7 +131,15 @@ fn client(d: &mut Draw) -> String {
     }
     if d.chance(0.15) {
         let places = d.pick(&["1", "5", "50"]);
-        parts.push(format!("bulkhead: {{ max_concurrent: {places} }}"));
+        let line = d.pick(&[
+            "",
+            ", max_queue: 3",
+            ", max_wait: 20ms",
+            ", max_queue: 2, max_wait: 100ms",
+            ", max_queue: 100000",
+            ", max_wait: 0s",
+        ]);
+        parts.push(format!("bulkhead: {{ max_concurrent: {places}{line} }}"));
     }
     if d.chance(0.25) {
         let throttle = d.pick(&["{ sre: {} }", "aws_adaptive"]);
@@ -371,6 +379,8 @@ fn graph(seed: u64) -> String {
                 "{ preset: grpc-a6-hedging }",
                 "{ preset: aws-adaptive-2026, attempt_timeout: 100ms }",
                 "{ bulkhead: { max_concurrent: 2 } }",
+                "{ bulkhead: { max_concurrent: 2, max_wait: 50ms } }",
+                "{ bulkhead: { max_concurrent: 1, max_queue: 5 } }",
                 "{ preset: dotnet-standard-resilience, bulkhead: { max_concurrent: 3 } }",
             ]);
             let _ = writeln!(

@@ -303,6 +303,23 @@ fn call_worst_case(c: &ClientConfig, pool: &PoolConfig, callee: Option<SimDurati
             (Some(attempts), total)
         }
     };
+    // A call waiting for a bulkhead's place waits before its first
+    // attempt, its total deadline already running.
+    let latency = match c.bulkhead.filter(|b| b.line_bound() > 0) {
+        None => latency,
+        Some(b) => match b.max_wait {
+            Some(w) => {
+                lines.push(format!("waiting for a place in the bulkhead: at most {w}"));
+                latency.map(|l| l.saturating_add(w))
+            }
+            None => {
+                lines.push(
+                    "waiting for a place in the bulkhead: as long as the places stay taken".into(),
+                );
+                None
+            }
+        },
+    };
     let latency = match (latency, c.total_deadline) {
         (Some(l), Some(d)) if d < l => {
             lines.push(format!("bounded by the total deadline {d}"));
@@ -319,8 +336,20 @@ fn call_worst_case(c: &ClientConfig, pool: &PoolConfig, callee: Option<SimDurati
         crate::config::Scope::Global => "over the calling service",
     };
     if let Some(b) = &c.bulkhead {
+        let next = match (b.line_bound(), b.max_wait) {
+            (0, _) => "the next failing at once".to_string(),
+            (u32::MAX, Some(w)) => format!("the next waiting for one at most {w}, then failing"),
+            (n, Some(w)) => {
+                format!(
+                    "the next waiting for one in a line of {n}, at most {w}; past the line failing at once"
+                )
+            }
+            (n, None) => {
+                format!("the next waiting for one in a line of {n}; past it failing at once")
+            }
+        };
         lines.push(format!(
-            "bulkhead: at most {} calls in progress {over}, the next failing at once",
+            "bulkhead: at most {} calls in progress {over}, {next}",
             b.max_concurrent
         ));
     }
@@ -376,7 +405,7 @@ mod tests {
         use crate::policy::bulkhead::BulkheadSpec;
         let mut cfg = WorldConfig::default();
         let plain = worst_case(&cfg);
-        cfg.client.bulkhead = Some(BulkheadSpec { max_concurrent: 20 });
+        cfg.client.bulkhead = Some(BulkheadSpec::places(20));
         let w = worst_case(&cfg);
         assert_eq!(
             (w.latency, w.amplification),
@@ -393,6 +422,47 @@ mod tests {
                 .iter()
                 .any(|l| l.contains("over the calling service"))
         );
+    }
+
+    /// A bulkhead's line holds a call before its first attempt: a wait
+    /// bound adds to the worst latency, a line without one leaves it to
+    /// the total deadline.
+    #[test]
+    fn a_bulkhead_line_adds_its_wait_to_the_worst_latency() {
+        use crate::policy::bulkhead::BulkheadSpec;
+        let mut cfg = WorldConfig::default();
+        cfg.client.attempt_timeout = Some(SimDuration::from_secs(1));
+        let plain = worst_case(&cfg).latency.expect("bounded");
+        cfg.client.bulkhead = Some(BulkheadSpec {
+            max_wait: Some(SimDuration::from_millis(250)),
+            ..BulkheadSpec::places(8)
+        });
+        let w = worst_case(&cfg);
+        assert_eq!(w.latency, Some(plain + SimDuration::from_millis(250)));
+        assert!(w.derivation.iter().any(|l| l
+            == "bulkhead: at most 8 calls in progress on each pod, the next waiting for one at most 250ms, then failing"), "{:?}", w.derivation);
+        cfg.client.bulkhead = Some(BulkheadSpec {
+            max_queue: Some(100),
+            ..BulkheadSpec::places(8)
+        });
+        assert_eq!(
+            worst_case(&cfg).latency,
+            None,
+            "a line without a wait bound"
+        );
+        cfg.client.total_deadline = Some(SimDuration::from_secs(2));
+        let w = worst_case(&cfg);
+        assert_eq!(w.latency, Some(SimDuration::from_secs(2)));
+        assert!(w.derivation.iter().any(|l| l
+            == "bulkhead: at most 8 calls in progress on each pod, the next waiting for one in a line of 100; past it failing at once"), "{:?}", w.derivation);
+        // A wait of zero is no line.
+        cfg.client.bulkhead = Some(BulkheadSpec {
+            max_queue: Some(100),
+            max_wait: Some(SimDuration::ZERO),
+            ..BulkheadSpec::places(8)
+        });
+        cfg.client.total_deadline = None;
+        assert_eq!(worst_case(&cfg).latency, Some(plain));
     }
 
     #[test]

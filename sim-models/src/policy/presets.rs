@@ -310,9 +310,7 @@ pub fn get(name: &str) -> Option<Preset> {
             // at its defaults (`RateLimiterConstants`: 1,000 permits, a
             // queue of 0), one per pipeline, so per pod.
             ClientConfig {
-                bulkhead: Some(BulkheadSpec {
-                    max_concurrent: 1_000,
-                }),
+                bulkhead: Some(BulkheadSpec::places(1_000)),
                 attempt_timeout: Some(secs(10)),
                 total_deadline: Some(secs(30)),
                 retry: RetryConfig {
@@ -977,12 +975,7 @@ mod tests {
     #[test]
     fn dotnet_standard_resilience_is_the_handlers_defaults() {
         let c = client("dotnet-standard-resilience");
-        assert_eq!(
-            c.bulkhead,
-            Some(BulkheadSpec {
-                max_concurrent: 1_000
-            })
-        );
+        assert_eq!(c.bulkhead, Some(BulkheadSpec::places(1_000)));
         assert_eq!(c.scope, Scope::Pod, "a limiter per pipeline");
         assert_eq!(c.total_deadline, Some(secs(30)));
         assert_eq!(c.attempt_timeout, Some(secs(10)));

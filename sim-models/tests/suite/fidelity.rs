@@ -7,14 +7,14 @@
 //! something.
 
 use sim_core::dist::DistSpec;
-use sim_core::theory::{erlang_b, mmc_mean_wait, mmck};
+use sim_core::theory::{erlang_b, mm1_patience_abandonment, mmc_mean_wait, mmck};
 use sim_core::time::SimDuration;
 use sim_models::config::{ArrivalProcess, LoadLaw, RetryOn, Shedding, WorldConfig};
 use sim_models::kpi::{RecoveryConfig, kpi_rows, kpis};
 use sim_models::outcome::Reason;
 use sim_models::policy::backoff::Backoff;
 use sim_models::policy::bulkhead::BulkheadSpec;
-use sim_models::recorder::{BucketRow, Count, Latency};
+use sim_models::recorder::{BucketRow, Count, Latency, Level};
 use sim_models::timeline::{At, Param, PulseAction, TimelineEntry};
 use sim_models::world::run;
 
@@ -133,7 +133,7 @@ fn a_bulkhead_turns_calls_away_as_erlang_b() {
     let fractions: Vec<f64> = (1..=8)
         .map(|seed| {
             let mut cfg = pool_as_mmc(1_000, lambda, mu, 20_000, seed);
-            cfg.client.bulkhead = Some(BulkheadSpec { max_concurrent: c });
+            cfg.client.bulkhead = Some(BulkheadSpec::places(c));
             let t = run(&cfg, Vec::new()).unwrap().totals;
             assert_eq!(
                 t.count(Count::BulkheadRejected),
@@ -165,7 +165,7 @@ fn a_bulkhead_holds_a_place_through_retries_and_backoff() {
             cfg.client.retry.max_retries = 1;
             cfg.client.retry.backoff = Backoff::fixed(secs(1));
             cfg.client.retry.retry_on = vec![RetryOn::ServerError];
-            cfg.client.bulkhead = Some(BulkheadSpec { max_concurrent: c });
+            cfg.client.bulkhead = Some(BulkheadSpec::places(c));
             let t = run(&cfg, Vec::new()).unwrap().totals;
             t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64
         })
@@ -191,14 +191,81 @@ fn a_bulkhead_per_pod_turns_away_more_than_the_same_places_shared() {
                 cfg.service.pods = 2;
                 cfg.service.balancer = BalancerKind::Random;
                 cfg.client.scope = scope;
-                cfg.client.bulkhead = Some(BulkheadSpec {
-                    max_concurrent: places,
-                });
+                cfg.client.bulkhead = Some(BulkheadSpec::places(places));
                 let t = run(&cfg, Vec::new()).unwrap().totals;
                 t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64
             })
             .collect();
         assert_within_4_percent(&fractions, theory, &format!("{scope:?}: turned away"));
+    }
+}
+
+/// A bulkhead of 10 places whose line holds 5 calls (`max_queue`,
+/// Polly's `maxQueuingActions`), offered 12 calls/s of 1 s, no retries:
+/// the M/M/c/K queue with c = 10 and K = 15. A call finding the line
+/// full fails `bulkhead_full` with probability p_K = 0.2033; the line
+/// holds Lq = Σ (n − c)·p_n = 1.8367 calls on average (the level
+/// `bulkhead_waiting`, time-averaged over the run).
+#[test]
+fn a_bulkhead_line_waits_as_mmck() {
+    let (c, waiting, lambda, mu) = (10, 5, 12.0, 1.0);
+    let k = c + waiting;
+    let p = mmck(c, k, lambda / mu);
+    let lq: f64 = (c + 1..=k).map(|n| f64::from(n - c) * p[n as usize]).sum();
+    let (mut shares, mut lines) = (vec![], vec![]);
+    for seed in 1..=8 {
+        let mut cfg = pool_as_mmc(1_000, lambda, mu, 20_000, seed);
+        cfg.client.bulkhead = Some(BulkheadSpec {
+            max_queue: Some(waiting),
+            ..BulkheadSpec::places(c)
+        });
+        let out = run(&cfg, Vec::new()).unwrap();
+        let t = out.totals;
+        assert_eq!(
+            t.count(Count::BulkheadRejected),
+            t.outcome(Reason::BulkheadFull)
+        );
+        // Buckets of one length: the run's mean is the buckets' mean.
+        let line: Vec<_> = out
+            .sink
+            .iter()
+            .map(|r| r.level(Level::BulkheadWaiting))
+            .collect();
+        assert!(line.iter().all(|l| l.max <= i64::from(waiting)));
+        shares.push(t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64);
+        lines.push(line.iter().map(|l| l.mean).sum::<f64>() / line.len() as f64);
+    }
+    assert_within_4_percent(&shares, p[k as usize], "turned away");
+    assert_within_4_percent(&lines, lq, "calls in line");
+}
+
+/// One place, each call waiting at most `max_wait` for it
+/// (Resilience4j's `maxWaitDuration`; the line unbounded), calls of
+/// exponential length, no retries: the M/M/1 queue with deterministic
+/// patience. Past capacity (ρ = 1.2, 0.5 s) 0.4485 of the calls give up,
+/// below it (ρ = 0.8, 2 s) 0.1878 (`theory::mm1_patience_abandonment`).
+/// A line that dropped calls at the front or timed waits from the wrong
+/// instant would move both.
+#[test]
+fn a_bulkhead_wait_bound_gives_up_as_mm1_with_patience() {
+    for (lambda, wait) in [(1.2, 0.5), (0.8, 2.0)] {
+        let theory = mm1_patience_abandonment(lambda, 1.0, wait);
+        let shares: Vec<f64> = (1..=8)
+            .map(|seed| {
+                let mut cfg = pool_as_mmc(1_000, lambda, 1.0, 40_000, seed);
+                cfg.client.bulkhead = Some(BulkheadSpec {
+                    max_wait: Some(SimDuration::from_secs_f64(wait)),
+                    ..BulkheadSpec::places(1)
+                });
+                let t = run(&cfg, Vec::new()).unwrap().totals;
+                assert_eq!(
+                    t.count(Count::BulkheadRejected),
+                    t.outcome(Reason::BulkheadFull)
+                );
+                t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64
+            })
+            .collect();
+        assert_within_4_percent(&shares, theory, &format!("ρ = {lambda}: gave up"));
     }
 }
 

@@ -11,6 +11,7 @@ use sim_models::outcome::Reason;
 use sim_models::policy::backoff::Backoff;
 use sim_models::policy::breaker::{BreakerSpec, R4jConfig};
 use sim_models::policy::budget::BudgetSpec;
+use sim_models::policy::bulkhead::BulkheadSpec;
 use sim_models::policy::presets;
 use sim_models::policy::throttle::ThrottleSpec;
 use sim_models::recorder::{BucketRow, Count, Latency, Level};
@@ -1032,7 +1033,6 @@ fn the_admission_threshold_keeps_throughput_up_where_late_shedding_collapses() {
 /// the calls let in before it have ended.
 #[test]
 fn a_deployed_bulkhead_starts_empty_and_stays_within_its_places() {
-    use sim_models::policy::bulkhead::BulkheadSpec;
     let mut cfg = WorldConfig::default();
     cfg.clock.duration = secs(120);
     cfg.clock.bucket = secs(10);
@@ -1042,7 +1042,7 @@ fn a_deployed_bulkhead_starts_empty_and_stays_within_its_places() {
     cfg.service.pool.max_connections = 10_000;
     cfg.upstream.capacity = 10_000;
     cfg.upstream.latency = DistSpec::Constant(secs(1));
-    cfg.client.bulkhead = Some(BulkheadSpec { max_concurrent: 50 });
+    cfg.client.bulkhead = Some(BulkheadSpec::places(50));
     redeploy_client(&mut cfg, ms(60_500));
     let (rows, t) = go(&cfg);
     let refused =
@@ -1056,4 +1056,123 @@ fn a_deployed_bulkhead_starts_empty_and_stays_within_its_places() {
         );
     }
     assert!(t.count(Count::BulkheadRejected) > 0);
+}
+
+/// Calls of exactly 1 s, evenly spaced at 100/s, each with a total
+/// deadline of 1.5 s, into a bulkhead of 50 places: twice what it can
+/// take. A bulkhead whose line is bounded only by the calls' deadline
+/// (Polly's queue) settles where every call waits 1 s and then times out
+/// half-way through its attempt (admitted at 100/s, each holding its
+/// place 0.5 s): nothing succeeds. A wait bound under the deadline's
+/// slack (Resilience4j's `maxWaitDuration`, 0.4 s) refuses half and
+/// serves the other half in time.
+fn bulkhead_at_twice_its_capacity(spec: BulkheadSpec) -> Vec<BucketRow> {
+    let mut cfg = bulkhead_world(spec);
+    cfg.client.total_deadline = Some(ms(1_500));
+    go(&cfg).0
+}
+
+#[test]
+fn a_bulkhead_line_longer_than_the_deadline_serves_only_calls_that_time_out() {
+    let rows = bulkhead_at_twice_its_capacity(BulkheadSpec {
+        max_queue: Some(10_000),
+        ..BulkheadSpec::places(50)
+    });
+    for (i, r) in rows.iter().enumerate().skip(1) {
+        let done = r.finished() as f64;
+        let ok = r.outcome(Reason::Success) as f64 / done;
+        let late = r.outcome(Reason::DeadlineExceeded) as f64 / done;
+        assert!(ok < 0.01, "bucket {i}: {ok} succeeded");
+        assert!(late > 0.99, "bucket {i}: {late} timed out");
+        assert_eq!(r.count(Count::BulkheadRejected), 0, "the line has room");
+        let line = r.level(Level::BulkheadWaiting);
+        assert!(
+            (95..=105).contains(&line.max),
+            "bucket {i}: about a second of calls in line, {}",
+            line.max
+        );
+    }
+}
+
+#[test]
+fn a_bulkhead_wait_bound_under_the_deadline_serves_what_it_can_take() {
+    let rows = bulkhead_at_twice_its_capacity(BulkheadSpec {
+        max_wait: Some(ms(400)),
+        ..BulkheadSpec::places(50)
+    });
+    for (i, r) in rows.iter().enumerate().skip(1) {
+        let done = r.finished() as f64;
+        let ok = r.outcome(Reason::Success) as f64 / done;
+        let refused = r.outcome(Reason::BulkheadFull) as f64 / done;
+        assert!((ok - 0.5).abs() < 0.02, "bucket {i}: {ok} succeeded");
+        assert!(
+            (refused - 0.5).abs() < 0.02,
+            "bucket {i}: {refused} refused"
+        );
+        assert_eq!(r.outcome(Reason::DeadlineExceeded), 0);
+        assert!(r.level(Level::BulkheadWaiting).max <= 41, "0.4 s of calls");
+    }
+}
+
+/// A deploy replaces the bulkhead while 40 calls wait in its line: they
+/// come to the fresh one first, in order, and take its places (the calls
+/// let in by the former one run on without one); for a second the client
+/// lets in twice its places, so that bucket refuses about 50 fewer calls.
+/// A deploy with no bulkhead lets them go on: the bucket refuses only
+/// the 2 whose wait ran out before it (in this evenly spaced world a
+/// second's refusals bunch in its second half); a deploy that dropped
+/// the line would refuse 40 more. Every call is accounted for (the
+/// audit, and the per-event checks of the lines and the level, run here).
+#[test]
+fn a_deploy_hands_the_calls_in_line_to_the_new_bulkhead() {
+    use sim_models::timeline::{Deploy, TimelineEntry};
+    let start = BulkheadSpec {
+        max_wait: Some(ms(400)),
+        ..BulkheadSpec::places(50)
+    };
+    let refused = |deployed: Option<BulkheadSpec>| -> Vec<u64> {
+        let mut cfg = bulkhead_world(start);
+        let mut client = cfg.client.clone();
+        client.bulkhead = deployed;
+        cfg.timeline.push(TimelineEntry {
+            deploy: Some(Deploy {
+                call: None,
+                client: Some(client),
+                dependency: None,
+                upstream: None,
+            }),
+            ..TimelineEntry::at_offset(ms(60_505))
+        });
+        let (rows, t) = go(&cfg);
+        assert_eq!(t.outcome(Reason::DeadlineExceeded), 0);
+        rows.iter()
+            .map(|r| r.outcome(Reason::BulkheadFull))
+            .collect()
+    };
+    let fresh = refused(Some(start));
+    assert!(
+        (480..=520).contains(&fresh[5]) && (480..=520).contains(&fresh[7]),
+        "{fresh:?}"
+    );
+    assert!((430..=470).contains(&fresh[6]), "{fresh:?}");
+    let none = refused(None);
+    assert!(none[6] <= 10, "{none:?}");
+    assert!(none[7..].iter().all(|n| *n == 0), "{none:?}");
+}
+
+/// Calls of exactly 1 s, evenly spaced at 100/s, into `spec`: twice
+/// what 50 places take.
+fn bulkhead_world(spec: BulkheadSpec) -> WorldConfig {
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(120);
+    cfg.clock.bucket = secs(10);
+    cfg.load.rate = 100.0;
+    cfg.load.arrivals = ArrivalProcess::Constant;
+    cfg.service.pods = 1;
+    cfg.service.pool.max_connections = 10_000;
+    cfg.upstream.capacity = 10_000;
+    cfg.upstream.latency = DistSpec::Constant(secs(1));
+    cfg.client.attempt_timeout = None;
+    cfg.client.bulkhead = Some(spec);
+    cfg
 }
