@@ -68,6 +68,7 @@ const TIMESERIES_READ: &[&str] = &[
     "breakers_open_max",
     "breakers_half_open_mean",
     "breakers_half_open_max",
+    "bulkhead_waiting_max",
     "e2e_p50_s",
     "e2e_p99_s",
     "first_attempt_p50_s",
@@ -161,6 +162,18 @@ pub(crate) fn optional_floats(df: &DataFrame, name: &str) -> Result<Vec<Option<f
         .map_err(pe)?;
     let ca = c.f64().map_err(pe)?;
     Ok((0..ca.len()).map(|i| ca.get(i)).collect())
+}
+
+/// The title of the chart of calls in bulkheads' lines.
+const BULKHEAD_TITLE: &str = "Calls waiting for a place in a bulkhead (all pods)";
+
+/// Whether any call waited in a bulkhead's line: its chart is drawn only
+/// then (and a dataset from before the column has none).
+fn waited_for_bulkheads(ts: &DataFrame) -> Result<bool, String> {
+    if ts.column("bulkhead_waiting_max").is_err() {
+        return Ok(false);
+    }
+    Ok(floats(ts, "bulkhead_waiting_max")?.iter().any(|v| *v > 0.0))
 }
 
 /// A column as floats (nulls as NaN).
@@ -968,6 +981,16 @@ fn run_sections(
             ),
         )?;
     }
+    if waited_for_bulkheads(ts)? {
+        chart(
+            "bulkhead.svg",
+            lines(
+                BULKHEAD_TITLE,
+                "calls",
+                &[("bulkhead_waiting_max", "waiting")],
+            ),
+        )?;
+    }
     chart(
         "pods.svg",
         lines(
@@ -1357,7 +1380,7 @@ fn overlay_section(
     let ts_runs = strings(ts, "run_id")?;
     let x = floats(ts, "t_s")?;
     let mut charts_out = Vec::new();
-    for (file, col, title, unit) in [
+    let mut curves = vec![
         (
             "compare_attempts.svg",
             "attempts",
@@ -1377,7 +1400,16 @@ fn overlay_section(
             "Attempts waiting for a connection",
             "attempts",
         ),
-    ] {
+    ];
+    if waited_for_bulkheads(ts)? {
+        curves.push((
+            "compare_bulkhead.svg",
+            "bulkhead_waiting_max",
+            BULKHEAD_TITLE,
+            "calls",
+        ));
+    }
+    for (file, col, title, unit) in curves {
         let y = floats(ts, col)?;
         let mut by_run: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
         for i in 0..x.len() {

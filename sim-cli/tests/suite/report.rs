@@ -125,6 +125,44 @@ fn a_run_with_breakers_draws_their_state_as_a_band() {
     );
 }
 
+/// A bulkhead's line is drawn where calls waited in it: the sweep's
+/// runs compared, the line of 100 and the wait of 200 ms beside the
+/// bulkhead that refuses at once; a run whose bulkhead keeps no line has
+/// no such chart (it would be a flat line at zero).
+#[test]
+fn a_bulkhead_line_is_drawn_where_calls_waited() {
+    let out = dataset(
+        "bulkhead-line",
+        "sweep",
+        "experiments/policies/bulkhead-line.yaml",
+    );
+    let path = out.join("charts").join("compare_bulkhead.svg");
+    check_svg(&path, &["bulkhead", "calls"]);
+    let svg = std::fs::read_to_string(&path).unwrap();
+    assert!(svg.contains("line of 100") && svg.contains("wait 200 ms"));
+    let plain = dataset("bulkhead", "run", "experiments/policies/bulkhead.yaml");
+    assert!(plain.join("charts").join("pods.svg").exists());
+    assert!(!plain.join("charts").join("bulkhead.svg").exists());
+    // One run of a bulkhead with a line gets its own chart.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bulkhead-line-one.yaml");
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/policies/base.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "extends: {}\nname: one line\nclient:\n  total_deadline: 2s\n  bulkhead: {{ max_concurrent: 8, max_wait: 200ms }}\n",
+            base.display()
+        ),
+    )
+    .unwrap();
+    let one = dataset("bulkhead-line-one", "run", file.to_str().unwrap());
+    check_svg(
+        &one.join("charts").join("bulkhead.svg"),
+        &["bulkhead", "calls"],
+    );
+}
+
 #[test]
 fn a_sweep_report_has_a_heatmap_a_vulnerable_map_and_a_ranking() {
     let out = dataset(
