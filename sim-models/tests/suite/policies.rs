@@ -1084,16 +1084,7 @@ fn the_admission_threshold_keeps_throughput_up_where_late_shedding_collapses() {
 /// the calls let in before it have ended.
 #[test]
 fn a_deployed_bulkhead_starts_empty_and_stays_within_its_places() {
-    let mut cfg = WorldConfig::default();
-    cfg.clock.duration = secs(120);
-    cfg.clock.bucket = secs(10);
-    cfg.load.rate = 100.0;
-    cfg.load.arrivals = ArrivalProcess::Constant;
-    cfg.service.pods = 1;
-    cfg.service.pool.max_connections = 10_000;
-    cfg.upstream.capacity = 10_000;
-    cfg.upstream.latency = DistSpec::Constant(secs(1));
-    cfg.client.bulkhead = Some(BulkheadSpec::places(50));
+    let mut cfg = bulkhead_world(BulkheadSpec::places(50));
     redeploy_client(&mut cfg, ms(60_500));
     let (rows, t) = go(&cfg);
     let refused =
