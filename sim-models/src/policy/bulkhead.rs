@@ -18,7 +18,7 @@
 //! Without retries, a bulkhead of `c` places before a call of exponential
 //! length is Erlang's loss system M/M/c/c: a share `B(c, λ/μ)` of calls is
 //! turned away; with a line of `k` it is the M/M/c/(c + k) queue, and with
-//! one place and a wait bound the M/M/1 queue with deterministic patience
+//! a wait bound the M/M/c queue with deterministic patience
 //! (`sim-models/tests/suite/fidelity.rs` checks all three).
 
 use serde::{Deserialize, Serialize};

@@ -27,7 +27,7 @@
 //! wrong theory the test fails.
 
 use sim_core::dist::DistSpec;
-use sim_core::theory::{erlang_c, mmc_mean_wait, mmck};
+use sim_core::theory::{erlang_c, mmc_mean_wait, mmc_patience, mmck};
 use sim_core::time::SimDuration;
 use sim_models::config::{CallSpec, ClientConfig, PoolConfig, ServiceConfig, UpstreamConfig};
 use sim_models::policy::backoff::Backoff;
@@ -1695,17 +1695,9 @@ fn random_service_laws_queue_as_pollaczek_khinchine() {
 /// drawn from a seed: Poisson calls at half to one and a half times what
 /// c connections (1 to 6) can carry, each holding one for an exponential
 /// time of mean 1/μ, and a line whose waiters fail `pool_timeout` after τ
-/// (0.5 to 5 mean holds). The line is first come first served, so a call
-/// knows on arrival whether it will be served: when V, the time until a
-/// connection frees for it (of those to be served), is below τ. With n < c
-/// connections in use V is 0, and n follows Erlang's p_n ∝ aⁿ/n!; with
-/// all c in use V falls at rate one and grows, at each arrival finding it
-/// below τ, by the time to the next of c holds ending, Exp(cμ): density
-/// λp_(c−1)e^(−βx) below τ and λp_(c−1)e^(−βτ)e^(−cμ(x−τ)) above,
-/// β = cμ − λ, all summing to one (Baccelli and Hebuterne's M/M/c+D). A call gives up
-/// with probability P(V ≥ τ) (PASTA), connections are in use
-/// λ(1 − P(V ≥ τ))/μ on average, and the line holds λ·E[min(V, τ)]
-/// (Little).
+/// (0.5 to 5 mean holds): the share giving up, connections in use and
+/// calls in line of Baccelli and Hebuterne's M/M/c+D
+/// (`sim_core::theory::mmc_patience` derives them).
 ///
 /// Each draw runs 4 seeds of 10 minutes; each check allows 4.5 standard
 /// errors from the minute buckets past the first as batch means, the
@@ -1731,30 +1723,9 @@ fn random_impatient_pool_lines_give_up_as_mmc_plus_d() {
         let tau = hold * [0.5, 1.0, 2.0, 5.0][draw(4) as usize];
         let c = 1 + draw(6) as u32;
         let mu = 1.0 / hold;
-        let all = f64::from(c) * mu;
-        let lambda = load * all;
-        let beta = all - lambda;
-        let below = (-beta * tau).exp();
-        // Erlang's weights aⁿ/n! for n < c, then the density's mass.
-        let weights: Vec<f64> = (0..c)
-            .scan(1.0, |w, n| {
-                if n > 0 {
-                    *w *= lambda / mu / f64::from(n);
-                }
-                Some(*w)
-            })
-            .collect();
-        let last = weights[c as usize - 1];
-        let mass = lambda * last * ((1.0 - below) / beta + below / all);
-        let scale = 1.0 / (weights.iter().sum::<f64>() + mass);
-        let p_last = last * scale;
-        let gives_up = lambda * p_last * below / all;
-        let in_use = lambda * (1.0 - gives_up) / mu;
-        // ∫₀^τ x·λp_(c−1)e^(−βx) dx + τ·P(V ≥ τ).
-        let in_line =
-            lambda * p_last * (1.0 / (beta * beta) - below * (tau / beta + 1.0 / (beta * beta)))
-                + tau * gives_up;
-        let waiting = lambda * in_line;
+        let lambda = load * f64::from(c) * mu;
+        let theory = mmc_patience(c, lambda, mu, tau);
+        let (gives_up, in_use, waiting) = (theory.gives_up, theory.busy, theory.waiting);
 
         let (mut shares, mut busy, mut line) = (vec![], vec![], vec![]);
         let mut unexplained = 0;
@@ -1810,7 +1781,7 @@ fn random_impatient_pool_lines_give_up_as_mmc_plus_d() {
                     "connection in use",
                     &busy,
                     in_use,
-                    Some(60.0 * lambda * p_last),
+                    Some(60.0 * lambda * theory.one_free),
                 ),
                 ("calls in line", &line, waiting, None),
             ],

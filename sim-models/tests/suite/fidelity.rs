@@ -7,7 +7,7 @@
 //! something.
 
 use sim_core::dist::DistSpec;
-use sim_core::theory::{erlang_b, mm1_patience_abandonment, mmc_mean_wait, mmck};
+use sim_core::theory::{erlang_b, mmc_mean_wait, mmc_patience, mmck};
 use sim_core::time::SimDuration;
 use sim_models::config::{ArrivalProcess, LoadLaw, RetryOn, Shedding, WorldConfig};
 use sim_models::kpi::{RecoveryConfig, kpi_rows, kpis};
@@ -239,33 +239,42 @@ fn a_bulkhead_line_waits_as_mmck() {
     assert_within_4_percent(&lines, lq, "calls in line");
 }
 
-/// One place, each call waiting at most `max_wait` for it
-/// (Resilience4j's `maxWaitDuration`; the line unbounded), calls of
-/// exponential length, no retries: the M/M/1 queue with deterministic
-/// patience. Past capacity (ρ = 1.2, 0.5 s) 0.4485 of the calls give up,
-/// below it (ρ = 0.8, 2 s) 0.1878 (`theory::mm1_patience_abandonment`).
-/// A line that dropped calls at the front or timed waits from the wrong
-/// instant would move both.
+/// Places each call waits at most `max_wait` for (Resilience4j's
+/// `maxWaitDuration`; the line unbounded), calls of exponential length,
+/// no retries: the M/M/c queue with deterministic patience
+/// (`theory::mmc_patience`). One place below capacity (ρ = 0.8, 2 s):
+/// 0.1878 of the calls give up, 0.645 wait on average (the level
+/// `bulkhead_waiting`); four past it (ρ = 1.2, 0.5 s): 0.2680 and 1.208.
+/// Waits timed 10 % long fail it (0.1753 give up in the first world).
 #[test]
-fn a_bulkhead_wait_bound_gives_up_as_mm1_with_patience() {
-    for (lambda, wait) in [(1.2, 0.5), (0.8, 2.0)] {
-        let theory = mm1_patience_abandonment(lambda, 1.0, wait);
-        let shares: Vec<f64> = (1..=8)
-            .map(|seed| {
-                let mut cfg = pool_as_mmc(1_000, lambda, 1.0, 40_000, seed);
-                cfg.client.bulkhead = Some(BulkheadSpec {
-                    max_wait: Some(SimDuration::from_secs_f64(wait)),
-                    ..BulkheadSpec::places(1)
-                });
-                let t = run(&cfg, Vec::new()).unwrap().totals;
-                assert_eq!(
-                    t.count(Count::BulkheadRejected),
-                    t.outcome(Reason::BulkheadFull)
-                );
-                t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64
-            })
-            .collect();
-        assert_within_4_percent(&shares, theory, &format!("ρ = {lambda}: gave up"));
+fn a_bulkhead_wait_bound_gives_up_as_mmc_with_patience() {
+    for (c, lambda, wait) in [(1, 0.8, 2.0), (4, 4.8, 0.5)] {
+        let theory = mmc_patience(c, lambda, 1.0, wait);
+        let (mut shares, mut lines) = (vec![], vec![]);
+        for seed in 1..=8 {
+            let mut cfg = pool_as_mmc(1_000, lambda, 1.0, 40_000, seed);
+            cfg.clock.bucket = secs(1_000);
+            cfg.client.bulkhead = Some(BulkheadSpec {
+                max_wait: Some(SimDuration::from_secs_f64(wait)),
+                ..BulkheadSpec::places(c)
+            });
+            let out = run(&cfg, Vec::new()).unwrap();
+            let t = out.totals;
+            assert_eq!(
+                t.count(Count::BulkheadRejected),
+                t.outcome(Reason::BulkheadFull)
+            );
+            shares.push(t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64);
+            let line: f64 = out
+                .sink
+                .iter()
+                .map(|r| r.level(Level::BulkheadWaiting).mean)
+                .sum();
+            lines.push(line / out.sink.len() as f64);
+        }
+        let what = format!("c = {c}, λ = {lambda}");
+        assert_within_4_percent(&shares, theory.gives_up, &format!("{what}: gave up"));
+        assert_within_4_percent(&lines, theory.waiting, &format!("{what}: calls in line"));
     }
 }
 
