@@ -200,6 +200,27 @@ fn a_bulkhead_per_pod_turns_away_more_than_the_same_places_shared() {
     }
 }
 
+/// Runs `cfg`: the share of calls its bulkhead refused (every refusal
+/// counted), the calls in its line on average and at most.
+fn bulkhead_line_run(cfg: &WorldConfig) -> (f64, f64, i64) {
+    let out = run(cfg, Vec::new()).unwrap();
+    let t = out.totals;
+    assert_eq!(
+        t.count(Count::BulkheadRejected),
+        t.outcome(Reason::BulkheadFull)
+    );
+    let line: Vec<_> = out
+        .sink
+        .iter()
+        .map(|r| r.level(Level::BulkheadWaiting))
+        .collect();
+    // Buckets of one length: the run's mean is the buckets' mean.
+    let mean = line.iter().map(|l| l.mean).sum::<f64>() / line.len() as f64;
+    let longest = line.iter().map(|l| l.max).max().unwrap_or(0);
+    let share = t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64;
+    (share, mean, longest)
+}
+
 /// A bulkhead of 10 places whose line holds 5 calls (`max_queue`,
 /// Polly's `maxQueuingActions`), offered 12 calls/s of 1 s, no retries:
 /// the M/M/c/K queue with c = 10 and K = 15. A call finding the line
@@ -219,21 +240,10 @@ fn a_bulkhead_line_waits_as_mmck() {
             max_queue: Some(waiting),
             ..BulkheadSpec::places(c)
         });
-        let out = run(&cfg, Vec::new()).unwrap();
-        let t = out.totals;
-        assert_eq!(
-            t.count(Count::BulkheadRejected),
-            t.outcome(Reason::BulkheadFull)
-        );
-        // Buckets of one length: the run's mean is the buckets' mean.
-        let line: Vec<_> = out
-            .sink
-            .iter()
-            .map(|r| r.level(Level::BulkheadWaiting))
-            .collect();
-        assert!(line.iter().all(|l| l.max <= i64::from(waiting)));
-        shares.push(t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64);
-        lines.push(line.iter().map(|l| l.mean).sum::<f64>() / line.len() as f64);
+        let (share, line, longest) = bulkhead_line_run(&cfg);
+        assert!(longest <= i64::from(waiting), "a line of {longest}");
+        shares.push(share);
+        lines.push(line);
     }
     assert_within_4_percent(&shares, p[k as usize], "turned away");
     assert_within_4_percent(&lines, lq, "calls in line");
@@ -258,19 +268,9 @@ fn a_bulkhead_wait_bound_gives_up_as_mmc_with_patience() {
                 max_wait: Some(SimDuration::from_secs_f64(wait)),
                 ..BulkheadSpec::places(c)
             });
-            let out = run(&cfg, Vec::new()).unwrap();
-            let t = out.totals;
-            assert_eq!(
-                t.count(Count::BulkheadRejected),
-                t.outcome(Reason::BulkheadFull)
-            );
-            shares.push(t.outcome(Reason::BulkheadFull) as f64 / t.finished() as f64);
-            let line: f64 = out
-                .sink
-                .iter()
-                .map(|r| r.level(Level::BulkheadWaiting).mean)
-                .sum();
-            lines.push(line / out.sink.len() as f64);
+            let (share, line, _) = bulkhead_line_run(&cfg);
+            shares.push(share);
+            lines.push(line);
         }
         let what = format!("c = {c}, λ = {lambda}");
         assert_within_4_percent(&shares, theory.gives_up, &format!("{what}: gave up"));
