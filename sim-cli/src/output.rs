@@ -592,6 +592,7 @@ pub fn nodes_frame(
     for (name, level) in [
         ("busy", (|r| &r.busy) as fn(&NodeRow) -> &GaugeBucket),
         ("waiting", |r| &r.waiting),
+        ("bulkhead_waiting", |r| &r.bulkhead_waiting),
     ] {
         cols.push(Column::new(
             format!("{name}_mean").as_str().into(),

@@ -656,7 +656,7 @@ impl Client {
                 ),
             );
         }
-        ctx.sh.rec.level_add(Level::BulkheadWaiting, now, 1);
+        ctx.sh.rec.bulkhead_waiting(self.index, now, 1);
     }
 
     /// A call waiting for a place was given one: it goes on.
@@ -1960,7 +1960,7 @@ impl Client {
         };
         if !held {
             b.waiter_left();
-            ctx.sh.rec.level_add(Level::BulkheadWaiting, now, -1);
+            ctx.sh.rec.bulkhead_waiting(self.index, now, -1);
             return;
         }
         b.leave();
@@ -1981,7 +1981,7 @@ impl Client {
         if let Some(t) = c.aux_timer.take() {
             ctx.sched.cancel(t);
         }
-        ctx.sh.rec.level_add(Level::BulkheadWaiting, now, -1);
+        ctx.sh.rec.bulkhead_waiting(self.index, now, -1);
         ctx.sched.schedule_now(
             ClientEvent::BulkheadPlaceGiven {
                 edge: self.index,
@@ -2015,7 +2015,7 @@ impl Client {
         if let Some(t) = c.aux_timer.take() {
             ctx.sched.cancel(t);
         }
-        ctx.sh.rec.level_add(Level::BulkheadWaiting, now, -1);
+        ctx.sh.rec.bulkhead_waiting(self.index, now, -1);
         let reqs = &ctx.sh.reqs;
         let bulkhead = if self.stateful {
             self.policy(pod, now).and_then(|set| set.bulkhead.as_mut())

@@ -693,6 +693,9 @@ pub struct NodeRow {
     /// Edge: attempts waiting for a pool connection. Dependency: requests
     /// queued for a slot. Service: 0.
     pub waiting: GaugeBucket,
+    /// Edge: calls waiting for a place in its client's bulkhead. Others:
+    /// 0.
+    pub bulkhead_waiting: GaugeBucket,
 }
 
 /// One node's open bucket.
@@ -710,6 +713,7 @@ struct NodeOpen {
     latency: Histogram,
     busy: Gauge,
     waiting: Gauge,
+    bulkhead_waiting: Gauge,
 }
 
 impl NodeOpen {
@@ -727,6 +731,7 @@ impl NodeOpen {
             latency: Histogram::new(),
             busy: Gauge::new(),
             waiting: Gauge::new(),
+            bulkhead_waiting: Gauge::new(),
         }
     }
 
@@ -755,6 +760,7 @@ impl NodeOpen {
             latency: LatencySummary::of(&self.latency),
             busy: self.busy.close(end),
             waiting: self.waiting.close(end),
+            bulkhead_waiting: self.bulkhead_waiting.close(end),
         };
         self.latency.clear();
         if let Some((latency, busy, waiting)) = mirrored {
@@ -1072,6 +1078,16 @@ impl<S: RowSink> Recorder<S> {
                 self.groups[g].wait.record(d.as_nanos());
             }
             None => self.latency(Latency::PoolWait, d),
+        }
+    }
+
+    /// Calls waiting in `edge`'s bulkhead lines changed by `delta`: the
+    /// world's level and the edge's own (recorded twice in a world of one
+    /// edge: only a bulkhead with a line pays for it).
+    pub fn bulkhead_waiting(&mut self, edge: u32, now: SimTime, delta: i64) {
+        self.level_add(Level::BulkheadWaiting, now, delta);
+        if let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) {
+            n.bulkhead_waiting.add(now, delta);
         }
     }
 

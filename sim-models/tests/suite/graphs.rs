@@ -808,3 +808,63 @@ fn one_call_rows_equal_with_pod_groups(groups: u32) {
     assert!(group.clone().any(|g| g.waiters.max > 0 && g.wait.count > 0));
     assert!(group.clone().all(|g| g.in_use.max > 0));
 }
+
+/// Each edge keeps its own count of calls waiting in its bulkheads'
+/// lines, and the world's level is their sum. Service `a` calls `db1`
+/// with a bulkhead of 2 places and a line bounded by a 50 ms wait, then
+/// `db2` with one of 2 places that keeps no line, at 20 calls/s of 100 ms
+/// each (2 places hold 20 calls/s at most: both are full often).
+#[test]
+fn each_edge_counts_the_calls_in_its_bulkheads_line() {
+    use sim_models::outcome::Reason;
+    use sim_models::policy::bulkhead::BulkheadSpec;
+    use sim_models::recorder::{Level, NodeKind};
+    let mut cfg = ten_minutes_into_a(3, 20.0);
+    cfg.clock.duration = secs(120);
+    cfg.clock.bucket = secs(10);
+    let bulkhead = |spec| ClientConfig {
+        attempt_timeout: None,
+        bulkhead: Some(spec),
+        ..Default::default()
+    };
+    let waits = BulkheadSpec {
+        max_wait: Some(ms(50)),
+        ..BulkheadSpec::places(2)
+    };
+    cfg.services.insert(
+        "a".into(),
+        service(
+            1,
+            vec![
+                call("db1", bulkhead(waits)),
+                call("db2", bulkhead(BulkheadSpec::places(2))),
+            ],
+        ),
+    );
+    for db in ["db1", "db2"] {
+        let mut up = failing(0.0);
+        up.latency = exp(ms(100));
+        cfg.dependencies.insert(db.into(), up);
+    }
+    let (nodes, totals) = go(&cfg);
+    assert!(totals.outcome(Reason::BulkheadFull) > 0);
+    let line =
+        |name: &str| -> Vec<f64> { nodes.of(name).map(|r| r.bulkhead_waiting.mean).collect() };
+    let (db1, db2) = (line("a->db1"), line("a->db2"));
+    assert!(
+        db1.iter().all(|m| *m > 0.0),
+        "calls waited at a->db1: {db1:?}"
+    );
+    assert!(db2.iter().all(|m| *m == 0.0), "none at a->db2: {db2:?}");
+    for (b, row) in nodes.buckets.iter().enumerate() {
+        let world = row.level(Level::BulkheadWaiting);
+        assert!((world.mean - db1[b]).abs() < 1e-9, "bucket {b}");
+    }
+    assert!(
+        nodes
+            .rows
+            .iter()
+            .filter(|r| r.kind != NodeKind::Edge)
+            .all(|r| r.bulkhead_waiting.max == 0)
+    );
+}
