@@ -1982,13 +1982,7 @@ impl Client {
             ctx.sched.cancel(t);
         }
         ctx.sh.rec.bulkhead_waiting(self.index, now, -1);
-        ctx.sched.schedule_now(
-            ClientEvent::BulkheadPlaceGiven {
-                edge: self.index,
-                call,
-            }
-            .into(),
-        );
+        self.schedule_go_on(call, ctx);
     }
 
     /// Takes every call waiting in this client's bulkheads out of line,
