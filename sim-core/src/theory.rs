@@ -75,6 +75,7 @@ pub struct Impatient {
 /// averages); servers are busy λ(1 − P(V ≥ τ))/μ on average and the line
 /// holds λ·E[min(V, τ)] (Little). Any load, cμ ≤ λ included.
 pub fn mmc_patience(c: u32, lambda: f64, mu: f64, patience: f64) -> Impatient {
+    let c = c.max(1); // at least one server
     let all = f64::from(c) * mu;
     let beta = all - lambda;
     let tau = patience;
@@ -95,18 +96,11 @@ pub fn mmc_patience(c: u32, lambda: f64, mu: f64, patience: f64) -> Impatient {
             tau * tau * (1.0 - below * (1.0 + y)) / (y * y),
         )
     };
-    // Erlang's weights aⁿ/n! for n < c, then the density's mass.
-    let weights: Vec<f64> = (0..c.max(1))
-        .scan(1.0, |w, n| {
-            if n > 0 {
-                *w *= lambda / mu / f64::from(n);
-            }
-            Some(*w)
-        })
-        .collect();
-    let last = weights[weights.len() - 1];
+    // Erlang's p_n ∝ aⁿ/n! for n < c (the M/M/c/K chain below c), then
+    // the density's mass, in the same scale.
+    let last = mmck(c, c - 1, lambda / mu)[c as usize - 1];
     let mass = lambda * last * (mass_below + below / all);
-    let one_free = last / (weights.iter().sum::<f64>() + mass);
+    let one_free = last / (1.0 + mass);
     let gives_up = lambda * one_free * below / all;
     let mean_wait = lambda * one_free * first_moment + tau * gives_up;
     Impatient {

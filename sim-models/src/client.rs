@@ -1900,9 +1900,9 @@ impl Client {
         let sets = self.policies.iter().zip(held).zip(waiting);
         for (set, ((policies, held), waiting)) in sets.enumerate() {
             let Some(b) = policies.bulkhead.as_ref() else {
-                if held + waiting as u32 > 0 {
+                if held > 0 || waiting > 0 {
                     return Err(format!(
-                        "bulkhead {set} is missing, {held} calls holding a place"
+                        "bulkhead {set} is missing, {held} calls holding a place and {waiting} waiting"
                     ));
                 }
                 continue;
