@@ -593,6 +593,7 @@ pub fn nodes_frame(
         ("busy", (|r| &r.busy) as fn(&NodeRow) -> &GaugeBucket),
         ("waiting", |r| &r.waiting),
         ("bulkhead_waiting", |r| &r.bulkhead_waiting),
+        ("ejected", |r| &r.ejected),
     ] {
         cols.push(Column::new(
             format!("{name}_mean").as_str().into(),

@@ -44,10 +44,21 @@ pub(crate) fn status_of(reason: Reason) -> Status {
     }
 }
 
+/// Whether an answer with `reason` counts against its pod: a 5xx or a
+/// reset.
+fn fails(reason: Reason) -> bool {
+    match status_of(reason) {
+        Status::Ok | Status::TooManyRequests(_) => false,
+        Status::Error(code) => code >= 500,
+        Status::Rejected(_) | Status::Reset => true,
+    }
+}
+
 /// A request the service let go of ([`Service::release`]): what the rest
 /// of its end needs once the requests its pod moved on to have started.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Released {
+    pub(crate) req: ReqRef,
     pub(crate) pod: u32,
     pub(crate) caller: Caller,
     pub(crate) user_done: bool,
@@ -184,6 +195,7 @@ impl Service {
         q.service_done = true;
         let (pod, epoch, had_worker, had_core) = (q.pod, q.pod_epoch, q.has_worker, q.has_core);
         let released = Released {
+            req,
             pod,
             caller: q.caller,
             user_done: q.user_done,
@@ -223,6 +235,9 @@ impl Service {
     ) {
         let now = ctx.now();
         self.lb.outstanding_changed(r.pod, -1);
+        if self.outlier.is_some() {
+            self.judge_answer(r, reason, ctx);
+        }
         if self.index == ctx.env.topo.entry && r.caller == Caller::User {
             ctx.sh.rec.level_add(Level::ServiceInFlight, now, -1);
         }
@@ -232,6 +247,43 @@ impl Service {
             r.reached.map(|at| now.saturating_since(at)),
             now,
         );
+    }
+
+    /// The outlier detector judges the answer a pod gave, as the caller
+    /// waiting for it sees it: a 5xx or a reset fails (a gateway that
+    /// gave up first saw a 504). An attempt no longer waiting for this
+    /// request was judged when it timed out, or not at all when its call
+    /// cut it short (Envoy records nothing for a hedge it cancelled).
+    #[cold]
+    fn judge_answer<S: RowSink>(&mut self, r: &Released, reason: Reason, ctx: &mut Ctx<'_, S>) {
+        let failed = match r.caller {
+            Caller::User => r.user_done || fails(reason),
+            Caller::Attempt { att, .. } => {
+                let waited = ctx.sh.reqs.att(att).is_some_and(|a| a.child == Some(r.req));
+                if !waited {
+                    return;
+                }
+                fails(reason)
+            }
+        };
+        self.judge(r.pod, failed, ctx);
+    }
+
+    /// A caller's attempt waiting for `req` timed out: its pod is judged
+    /// to have failed it (Envoy's `LocalOriginTimeout`, a 504), unless the
+    /// request already left it.
+    pub(crate) fn caller_timed_out<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) {
+        if self.outlier.is_none() {
+            return;
+        }
+        let Some(q) = ctx.sh.reqs.get(req) else {
+            return;
+        };
+        if q.service_done || q.service != self.index {
+            return;
+        }
+        let pod = q.pod;
+        self.judge(pod, true, ctx);
     }
 
     /// Attempt `att` on `edge` arrives at this service after `delay`,

@@ -361,6 +361,9 @@ pub struct Client {
     /// The service it calls stops when its caller gives up (that
     /// service's `cancellation`).
     cancels: bool,
+    /// The service it calls judges its pods by their answers (that
+    /// service's `outlier_detection`): a timeout is told to it.
+    judged: bool,
     pub(crate) connect_time: Dist,
     /// Budgets and gates: one set per pod, or one in all.
     pub(crate) policies: Vec<PolicySet>,
@@ -413,6 +416,10 @@ impl Client {
             to: edge.to,
             cancels: match edge.to {
                 Target::Service(s) => topo.services[s as usize].cfg.cancellation,
+                Target::Dependency(_) => false,
+            },
+            judged: match edge.to {
+                Target::Service(s) => topo.services[s as usize].cfg.outlier_detection.is_some(),
                 Target::Dependency(_) => false,
             },
         })
@@ -1330,6 +1337,11 @@ impl Client {
             return;
         }
         a.timeout_at = None;
+        if self.judged
+            && let Some(req) = a.child
+        {
+            ctx.ask(Ask::CallerTimedOut { req });
+        }
         self.release_attempt(att, ctx);
         self.end_attempt(att, AttemptOutcome::Timeout, ctx);
     }

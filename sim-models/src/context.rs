@@ -95,6 +95,12 @@ pub(crate) enum Ask {
         /// The request at the service called.
         req: ReqRef,
     },
+    /// An attempt timed out waiting for a request at the service it
+    /// called: that service's outlier detection counts it against the pod.
+    CallerTimedOut {
+        /// The request at the service called.
+        req: ReqRef,
+    },
 }
 
 /// What a part is handed when it acts: the clock, what the parts share

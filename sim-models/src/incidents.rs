@@ -39,6 +39,9 @@ impl<S: RowSink> World<S> {
                     parts.take_pod_down(service, pod, PodState::Restarting, cx);
                 }
             }
+            StepAction::PodFault(service, pod, errors) => {
+                parts.services[service as usize].set_pod_errors(pod, errors);
+            }
             StepAction::Deploy(entry) => {
                 let deployed = self
                     .cfg
@@ -67,6 +70,11 @@ impl<S: RowSink> World<S> {
             StepAction::RestartPod(service, pod) => {
                 format!("restart {}", self.env.pod_name(service, pod))
             }
+            StepAction::PodFault(service, pod, errors) => format!(
+                "{} answers {}% of requests 500",
+                self.env.pod_name(service, pod),
+                errors * 100.0
+            ),
             StepAction::Deploy(entry) => {
                 let d = self
                     .cfg

@@ -17,7 +17,12 @@ pub struct Balancer {
     /// reversed so the least is on top. `priority-queue` changes a key in
     /// place, which is exactly this job. Kept only for that rule.
     least: PriorityQueue<u32, Reverse<(u32, u32)>>,
+    /// In rotation: serving and not ejected.
     up: Vec<bool>,
+    /// Serving as far as the pod goes (up and ready).
+    serving: Vec<bool>,
+    /// Ejected by the service's outlier detection.
+    ejected: Vec<bool>,
     outstanding: Vec<u32>,
 }
 
@@ -30,6 +35,8 @@ impl Balancer {
             rng,
             least: PriorityQueue::new(),
             up: Vec::new(),
+            serving: Vec::new(),
+            ejected: Vec::new(),
             outstanding: Vec::new(),
         };
         for p in 0..pods {
@@ -43,14 +50,30 @@ impl Balancer {
         let i = pod as usize;
         if self.up.len() <= i {
             self.up.resize(i + 1, false);
+            self.serving.resize(i + 1, false);
+            self.ejected.resize(i + 1, false);
             self.outstanding.resize(i + 1, 0);
         }
         self.set_up(pod, true);
     }
 
-    /// Puts a pod in or out of rotation.
+    /// The pod serves or stops serving (its state and readiness).
     pub fn set_up(&mut self, pod: u32, up: bool) {
+        self.serving[pod as usize] = up;
+        self.sync(pod);
+    }
+
+    /// Outlier detection ejects the pod or lets it back.
+    pub fn set_ejected(&mut self, pod: u32, ejected: bool) {
+        self.ejected[pod as usize] = ejected;
+        self.sync(pod);
+    }
+
+    /// Puts a pod in or out of rotation: in when it serves and is not
+    /// ejected.
+    fn sync(&mut self, pod: u32) {
         let i = pod as usize;
+        let up = self.serving[i] && !self.ejected[i];
         self.up[i] = up;
         if self.kind != BalancerKind::LeastOutstanding {
             return;
@@ -128,6 +151,22 @@ mod tests {
         b.set_up(1, false);
         let picks: Vec<_> = (0..4).map(|_| b.pick().unwrap()).collect();
         assert_eq!(picks, [0, 2, 0, 2]);
+    }
+
+    #[test]
+    fn an_ejected_pod_stays_out_until_both_let_it_back() {
+        for kind in [BalancerKind::RoundRobin, BalancerKind::LeastOutstanding] {
+            let mut b = Balancer::new(kind, 2, RngStreams::new(1).stream("lb"));
+            b.set_ejected(0, true);
+            assert_eq!(b.pick(), Some(1), "{kind:?}");
+            // Restarted while ejected: serving again, still ejected.
+            b.set_up(0, false);
+            b.set_up(0, true);
+            assert_eq!(b.pick(), Some(1), "{kind:?}");
+            b.set_ejected(0, false);
+            b.set_up(1, false);
+            assert_eq!(b.pick(), Some(0), "{kind:?}");
+        }
     }
 
     #[test]

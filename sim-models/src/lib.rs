@@ -59,6 +59,7 @@
 //! | `context.rs` | what a part is handed: `Ctx`, the pods' connections (`Links`), the network's legs, the asks |
 //! | `load.rs` | open- and closed-loop arrivals, the user's side (deadline, patience, door, gateway retries, outcome) |
 //! | `lb.rs` | load balancer: round robin, random, least outstanding |
+//! | `outlier.rs` | outlier detection: Envoy's passive ejection of failing pods |
 //! | `pods.rs` | a service's pods: workers, cores, health probes, restarts, placement |
 //! | `calls.rs` | a request at its service: its steps of calls, its end, its answer; attempts arriving from another service |
 //! | `pool.rs` | connection pool: bounded, FIFO waiters, dial, idle timeout, leaks |
@@ -97,6 +98,7 @@ pub mod kpi;
 pub mod lb;
 pub mod load;
 pub mod outcome;
+pub mod outlier;
 pub mod pods;
 pub mod policy;
 pub mod pool;

@@ -16,7 +16,9 @@ use crate::config::{ClientConfig, ConfigError, PoolConfig, Problems, secs};
 use crate::context::{Ask, Ctx};
 use crate::graph::{ServiceNode, Topology, stream_name};
 use crate::lb::Balancer;
+use crate::outlier::{Change, Ejection, OutlierDetector, OutlierSpec};
 use crate::world::compile_opt;
+use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use sim_core::dist::Dist;
 use sim_core::dist::DistSpec;
@@ -72,6 +74,11 @@ crate::part_events! {
             /// Its incarnation when it went down.
             epoch: u32,
         },
+        /// Time for the outlier detector's sweep.
+        OutlierSweepDue {
+            /// The service.
+            service: u32,
+        },
     }
 }
 
@@ -108,6 +115,10 @@ pub struct Pod {
     /// In rotation as far as readiness goes (an up pod failing its
     /// readiness probes is not).
     pub ready: bool,
+    /// Share of requests it answers 500 at once (the timeline's
+    /// `pod_fault`: a pod gone bad on its own, its node, its disk, its
+    /// configuration). Outlives restarts: the fault is where it runs.
+    pub errors: f64,
 }
 
 impl Pod {
@@ -124,6 +135,7 @@ impl Pod {
             worker_queue: WaitLine::new(),
             probe_failures: 0,
             ready: true,
+            errors: 0.0,
         }
     }
 
@@ -198,6 +210,12 @@ pub struct Service {
     /// Whether its pods are the ones the pod levels count (the entry
     /// service's: the single tier's only service).
     counted: bool,
+    /// Its outlier detection, if configured.
+    pub(crate) outlier: Option<OutlierDetector>,
+    /// Draws for pods answering a share of requests with errors.
+    fault_rng: SimRng,
+    /// Sweeps' changes, kept to reuse the space.
+    changes: Vec<Change>,
 }
 
 /// One step of a service's calls, as [`Service::steps`] holds it.
@@ -247,6 +265,15 @@ impl Service {
             work: compile_opt(&cfg.work, &format!("{}.work", node.path))?,
             work_rng: streams.stream(stream_name("service/work", &node.suffix).as_str()),
             call_rng: streams.stream(stream_name("service/calls", &node.suffix).as_str()),
+            outlier: cfg.outlier_detection.as_ref().map(|o| {
+                OutlierDetector::new(
+                    o,
+                    cfg.pods,
+                    streams.stream(stream_name("service/outlier", &node.suffix).as_str()),
+                )
+            }),
+            fault_rng: streams.stream(stream_name("service/faults", &node.suffix).as_str()),
+            changes: Vec::new(),
             cfg: cfg.clone(),
             counted: index == topo.entry,
         })
@@ -263,6 +290,7 @@ impl Service {
             }
             ServiceEvent::WorkDone { req, .. } => self.on_work_done(req, ctx),
             ServiceEvent::PodCameBack { pod, epoch, .. } => self.on_pod_came_back(pod, epoch, ctx),
+            ServiceEvent::OutlierSweepDue { .. } => self.on_outlier_sweep(ctx),
             ServiceEvent::RequestDeadlinePassed { .. } | ServiceEvent::HealthProbeDue { .. } => {
                 debug_assert!(false, "routed by the world");
             }
@@ -327,6 +355,16 @@ impl Service {
             ctx.ask(Ask::Complete {
                 req,
                 reason: Reason::PodRestarted,
+            });
+            return;
+        }
+        // A pod gone bad answers at once, before any worker: drawn only
+        // for a share strictly between none and all, so no other draw
+        // moves.
+        if p.errors > 0.0 && (p.errors >= 1.0 || self.fault_rng.random::<f64>() < p.errors) {
+            ctx.ask(Ask::Complete {
+                req,
+                reason: Reason::ServerError,
             });
             return;
         }
@@ -661,6 +699,9 @@ impl Service {
         self.pods.push(Pod::new(&self.cfg));
         ctx.sh.links.add_pod(self.index, ctx.env);
         self.lb.add_pod(pod);
+        if let Some(d) = self.outlier.as_mut() {
+            d.add_pod();
+        }
         if self.counted {
             ctx.sh.rec.level_add(Level::PodsUp, ctx.now(), 1);
         }
@@ -670,6 +711,85 @@ impl Service {
     /// Pods held, down ones included.
     pub(crate) fn pod_count(&self) -> u32 {
         self.pods.len() as u32
+    }
+
+    /// The timeline's `pod_fault`: `pod` answers a share `errors` of
+    /// requests with a 500 at once, from now on.
+    pub(crate) fn set_pod_errors(&mut self, pod: u32, errors: f64) {
+        if let Some(p) = self.pods.get_mut(pod as usize) {
+            p.errors = errors;
+        }
+    }
+
+    /// Schedules the outlier detector's next sweep, an interval from now.
+    pub(crate) fn schedule_outlier_sweep<S: RowSink>(&self, ctx: &mut Ctx<'_, S>) {
+        if let Some(d) = &self.outlier {
+            ctx.sched.schedule_in(
+                d.spec().interval,
+                ServiceEvent::OutlierSweepDue {
+                    service: self.index,
+                }
+                .into(),
+            );
+        }
+    }
+
+    /// The detector judges an answer `pod` gave (or a caller's timeout
+    /// waiting for it): a failure may eject it.
+    #[inline]
+    pub(crate) fn judge<S: RowSink>(&mut self, pod: u32, failed: bool, ctx: &mut Ctx<'_, S>) {
+        let Some(d) = self.outlier.as_mut() else {
+            return;
+        };
+        if let Some(pod) = d.judge(pod, failed, ctx.now()) {
+            self.ejected(pod, Ejection::Consecutive, ctx);
+        }
+    }
+
+    /// The sweep: ejections over end, success rates eject.
+    fn on_outlier_sweep<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        let Some(d) = self.outlier.as_mut() else {
+            return;
+        };
+        let mut changes = std::mem::take(&mut self.changes);
+        d.sweep(ctx.now(), &mut changes);
+        for &c in &changes {
+            match c {
+                Change::Eject(pod, why) => self.ejected(pod, why, ctx),
+                Change::Return(pod) => {
+                    self.lb.set_ejected(pod, false);
+                    ctx.sh.rec.node_ejected(self.index, ctx.now(), -1);
+                    let detail = format!("{} back from ejection", ctx.pod_name(self.index, pod));
+                    let at = ctx.now();
+                    ctx.sh.rec.sink_mut().event(WorldEvent {
+                        at,
+                        kind: "pod_returned",
+                        detail,
+                    });
+                }
+            }
+        }
+        changes.clear();
+        self.changes = changes;
+        self.schedule_outlier_sweep(ctx);
+    }
+
+    /// `pod` is ejected: out of rotation, counted and shown.
+    fn ejected<S: RowSink>(&mut self, pod: u32, why: Ejection, ctx: &mut Ctx<'_, S>) {
+        let now = ctx.now();
+        self.lb.set_ejected(pod, true);
+        ctx.sh.rec.count(Count::PodsEjected, 1);
+        ctx.sh.rec.node_ejected(self.index, now, 1);
+        let why = match why {
+            Ejection::Consecutive => "failures in a row",
+            Ejection::SuccessRate => "success rate below the others'",
+        };
+        let detail = format!("{} ejected: {why}", ctx.pod_name(self.index, pod));
+        ctx.sh.rec.sink_mut().event(WorldEvent {
+            at: now,
+            kind: "pod_ejected",
+            detail,
+        });
     }
 }
 
@@ -731,6 +851,10 @@ pub struct ServiceConfig {
     /// Graphs only.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cancellation: bool,
+    /// Passive health checking in front of the pods, as Envoy's outlier
+    /// detection (`{}` for its defaults; default: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outlier_detection: Option<OutlierSpec>,
 }
 
 /// One call a service makes per request (an edge of the graph), or a
@@ -806,6 +930,7 @@ impl Default for ServiceConfig {
             cores: None,
             calls: Vec::new(),
             cancellation: false,
+            outlier_detection: None,
         }
     }
 }
@@ -889,6 +1014,9 @@ impl ServiceConfig {
                 &format!("{at}.cores"),
                 "must be at least 1 (omit it for no limit)",
             );
+        }
+        if let Some(o) = &self.outlier_detection {
+            o.check(&format!("{at}.outlier_detection"), p);
         }
     }
 }

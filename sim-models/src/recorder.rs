@@ -260,6 +260,8 @@ counters! {
     EndedPoolTimeout = "attempts_ended_pool_timeout",
     /// Attempts cut short by their call (a hedge won, a deadline, a restart).
     EndedCancelled = "attempts_ended_cancelled",
+    /// Pods a service's outlier detection ejected.
+    PodsEjected = "pods_ejected",
 }
 
 impl Count {
@@ -696,6 +698,8 @@ pub struct NodeRow {
     /// Edge: calls waiting for a place in its client's bulkhead. Others:
     /// 0.
     pub bulkhead_waiting: GaugeBucket,
+    /// Service: pods its outlier detection holds ejected. Others: 0.
+    pub ejected: GaugeBucket,
 }
 
 /// One node's open bucket.
@@ -714,6 +718,7 @@ struct NodeOpen {
     busy: Gauge,
     waiting: Gauge,
     bulkhead_waiting: Gauge,
+    ejected: Gauge,
 }
 
 impl NodeOpen {
@@ -732,6 +737,7 @@ impl NodeOpen {
             busy: Gauge::new(),
             waiting: Gauge::new(),
             bulkhead_waiting: Gauge::new(),
+            ejected: Gauge::new(),
         }
     }
 
@@ -761,6 +767,7 @@ impl NodeOpen {
             busy: self.busy.close(end),
             waiting: self.waiting.close(end),
             bulkhead_waiting: self.bulkhead_waiting.close(end),
+            ejected: self.ejected.close(end),
         };
         self.latency.clear();
         if let Some((latency, busy, waiting)) = mirrored {
@@ -1091,6 +1098,14 @@ impl<S: RowSink> Recorder<S> {
         }
     }
 
+    /// Pods of `service` ejected by its outlier detection changed by
+    /// `delta`.
+    pub fn node_ejected(&mut self, service: u32, now: SimTime, delta: i64) {
+        if let Some(n) = self.nodes.get_mut(service as usize) {
+            n.ejected.add(now, delta);
+        }
+    }
+
     /// A pool of `edge` changed by `in_use` connections and `waiters`
     /// waiters, at pod `group_pod` when the groups report it.
     #[inline(always)]
@@ -1339,7 +1354,7 @@ mod tests {
         check(&Latency::ALL, |c| c as usize, Latency::name);
         check(&Reason::ALL, |c| c as usize, Reason::name);
         // The last variant of each enum is in its list.
-        assert_eq!(Count::EndedCancelled as usize, Count::COUNT - 1);
+        assert_eq!(Count::PodsEjected as usize, Count::COUNT - 1);
         assert_eq!(Level::BulkheadWaiting as usize, Level::COUNT - 1);
         assert_eq!(Latency::RetryDelay as usize, Latency::COUNT - 1);
         assert_eq!(Reason::Abandoned as usize, Reason::COUNT - 1);

@@ -58,6 +58,7 @@ pub fn storm_1402() -> WorldConfig {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        pod_fault: None,
         service: None,
         deploy: None,
     });

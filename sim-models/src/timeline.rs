@@ -12,6 +12,8 @@
 //!     kill_pod: 3
 //!   - at: 8m
 //!     restart_pod: 3
+//!   - at: 9m
+//!     pod_fault: { pod: 2, errors: 1.0, for: 5m }
 //! ```
 //!
 //! Actions are data: [`TimelineEntry::resolve`] turns them into
@@ -405,8 +407,13 @@ pub struct TimelineEntry {
     /// rolling, one pod every `every`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_all: Option<RestartAll>,
-    /// In a graph, the service whose pods `kill_pod`, `restart_pod` or
-    /// `restart_all` act on (default: the entry).
+    /// One pod goes bad: it answers a share of requests with a 500 at
+    /// once (a broken node, disk or configuration), for a while or until
+    /// another `pod_fault` on it says otherwise. Restarts keep it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_fault: Option<PodFault>,
+    /// In a graph, the service whose pods `kill_pod`, `restart_pod`,
+    /// `restart_all` or `pod_fault` act on (default: the entry).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<String>,
     /// Deploy a new client policy (the operator's fix): from this moment
@@ -578,6 +585,20 @@ pub struct RestartAll {
     pub every: SimDuration,
 }
 
+/// A pod gone bad (`pod_fault: { pod: 2, errors: 1.0, for: 5m }`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PodFault {
+    /// The pod.
+    pub pod: u32,
+    /// Share of its requests answered 500 at once, from 0 (healthy again)
+    /// to 1.
+    pub errors: f64,
+    /// How long it lasts (default: until another `pod_fault` on the pod).
+    #[serde(rename = "for", default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<SimDuration>,
+}
+
 /// What a resolved step does.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum StepAction {
@@ -588,6 +609,8 @@ pub enum StepAction {
     KillPod(u32, u32),
     /// Restart a pod of a service (by index).
     RestartPod(u32, u32),
+    /// A pod of a service (by index) answers this share of requests 500.
+    PodFault(u32, u32, f64),
     /// Deploy the client policy of timeline entry `n`.
     Deploy(u32),
 }
@@ -617,6 +640,7 @@ impl TimelineEntry {
             kill_pod: None,
             restart_pod: None,
             restart_all: None,
+            pod_fault: None,
             service: None,
             deploy: None,
         }
@@ -629,6 +653,7 @@ impl TimelineEntry {
             + usize::from(self.kill_pod.is_some())
             + usize::from(self.restart_pod.is_some())
             + usize::from(self.restart_all.is_some())
+            + usize::from(self.pod_fault.is_some())
             + usize::from(self.deploy.is_some())
     }
 
@@ -654,7 +679,7 @@ impl TimelineEntry {
             p.add(
                 path,
                 format!(
-                    "needs exactly one action of set, ramp, pulse, kill_pod, restart_pod, restart_all, deploy; found {}",
+                    "needs exactly one action of set, ramp, pulse, kill_pod, restart_pod, restart_all, pod_fault, deploy; found {}",
                     self.action_count()
                 ),
             );
@@ -717,12 +742,28 @@ impl TimelineEntry {
                 p.add(&format!("{path}.pulse.for"), "must be longer than 0s");
             }
         }
-        let pod_action =
-            self.kill_pod.is_some() || self.restart_pod.is_some() || self.restart_all.is_some();
+        if let Some(f) = &self.pod_fault {
+            if !(0.0..=1.0).contains(&f.errors) {
+                p.add(
+                    &format!("{path}.pod_fault.errors"),
+                    format!("must be a share between 0 and 1, found {}", f.errors),
+                );
+            }
+            if f.duration.is_some_and(|d| d.is_zero()) {
+                p.add(
+                    &format!("{path}.pod_fault.for"),
+                    "must be longer than 0s (leave it out for a fault that lasts)",
+                );
+            }
+        }
+        let pod_action = self.kill_pod.is_some()
+            || self.restart_pod.is_some()
+            || self.restart_all.is_some()
+            || self.pod_fault.is_some();
         if let Some(name) = &self.service {
             let at = format!("{path}.service");
             if !pod_action {
-                p.add(&at, "names the service of kill_pod, restart_pod or restart_all; this entry has none");
+                p.add(&at, "names the service of kill_pod, restart_pod, restart_all or pod_fault; this entry has none");
             } else if !cfg.is_graph() {
                 p.add(&at, "the single tier has one service: leave service out");
             } else if !cfg.services.contains_key(name) {
@@ -741,6 +782,7 @@ impl TimelineEntry {
         for (field, pod) in [
             ("kill_pod", self.kill_pod),
             ("restart_pod", self.restart_pod),
+            ("pod_fault.pod", self.pod_fault.map(|f| f.pod)),
         ] {
             let Some(pod) = pod else { continue };
             // The most pods the timeline ever gives the service: a scan of
@@ -906,6 +948,14 @@ pub fn resolve(cfg: &WorldConfig) -> Vec<Step> {
             steps.push(step(at, StepAction::KillPod(pod_service(e), pod), true));
         } else if let Some(pod) = e.restart_pod {
             steps.push(step(at, StepAction::RestartPod(pod_service(e), pod), true));
+        } else if let Some(f) = e.pod_fault {
+            let service = pod_service(e);
+            let fault = StepAction::PodFault(service, f.pod, f.errors);
+            steps.push(step(at, fault, f.duration.is_none()));
+            if let Some(d) = f.duration {
+                let healed = StepAction::PodFault(service, f.pod, 0.0);
+                steps.push(step(at.saturating_add(d), healed, true));
+            }
         } else if e.deploy.is_some() {
             steps.push(step(at, StepAction::Deploy(i as u32), true));
         } else if let Some(r) = &e.restart_all {

@@ -359,6 +359,7 @@ impl<S: RowSink> World<S> {
             for pod in 0..parts.services[s].pod_count() {
                 parts.with(cx, |p, cx| p.services[s].schedule_first_probe(pod, cx));
             }
+            parts.with(cx, |p, cx| p.services[s].schedule_outlier_sweep(cx));
         }
         for (i, step) in self.steps.iter().enumerate() {
             let _ = cx
@@ -681,6 +682,12 @@ impl Parts {
             Ask::Abandon { dep, job } => {
                 self.with(cx, |p, cx| p.dependencies[dep as usize].abandon(job, cx));
             }
+            Ask::CallerTimedOut { req } => {
+                let Some(service) = cx.sh.reqs.get(req).map(|q| q.service as usize) else {
+                    return;
+                };
+                self.with(cx, |p, cx| p.services[service].caller_timed_out(req, cx));
+            }
             Ask::CallerLeft { req } => {
                 if let Some(q) = cx.sh.reqs.get_mut(req) {
                     q.caller_gone = true;
@@ -808,7 +815,8 @@ impl Parts {
             }
             ServiceEvent::RequestReachedPod { service, .. }
             | ServiceEvent::WorkDone { service, .. }
-            | ServiceEvent::PodCameBack { service, .. } => {
+            | ServiceEvent::PodCameBack { service, .. }
+            | ServiceEvent::OutlierSweepDue { service } => {
                 self.with(cx, |p, cx| p.services[service as usize].on_event(e, cx));
             }
         }

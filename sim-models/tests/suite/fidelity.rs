@@ -434,6 +434,7 @@ fn near_capacity(retries: u32) -> WorldConfig {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        pod_fault: None,
         service: None,
         deploy: None,
     });

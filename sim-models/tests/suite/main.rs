@@ -4,6 +4,7 @@ mod common;
 mod drawn;
 mod fidelity;
 mod graphs;
+mod outlier;
 mod parts;
 mod policies;
 mod storm_1402;

@@ -101,6 +101,7 @@ fn unready_pods_leave_rotation_and_come_back() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        pod_fault: None,
         service: None,
         deploy: None,
     });
@@ -235,6 +236,7 @@ fn timeline_pulse_changes_and_reverts_the_load() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        pod_fault: None,
         service: None,
         deploy: None,
     });
@@ -372,6 +374,7 @@ fn pod_groups_add_up_to_the_pool_totals() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        pod_fault: None,
         service: None,
         deploy: None,
     });
@@ -436,6 +439,7 @@ fn a_pulse_that_outlasts_the_run_leaves_recovery_unjudged() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        pod_fault: None,
         service: None,
         deploy: None,
     };
@@ -484,6 +488,7 @@ fn every_attempt_started_is_recorded_as_ended_by_its_outcome() {
         kill_pod: None,
         restart_pod: None,
         restart_all: None,
+        pod_fault: None,
         service: None,
         deploy: None,
     });

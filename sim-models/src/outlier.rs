@@ -1,0 +1,489 @@
+//! Outlier detection: passive health checking in front of a service's
+//! pods, as Envoy's (and Istio's `outlierDetection`) does it.
+//!
+//! Every answer a pod gives is judged: a 5xx, a reset or a timeout of the
+//! caller waiting for it is a failure, anything else a success. A pod
+//! failing `consecutive_5xx` times in a row is ejected at once; every
+//! `interval`, pods whose ejection has lasted `base_ejection_time` times
+//! the number of their ejections (at most `max_ejection_time`) come back,
+//! and pods whose share of successes over the last interval lies more
+//! than `success_rate_stdev_factor` standard deviations below the mean of
+//! the pods with `success_rate_request_volume` answers (at least
+//! `success_rate_minimum_hosts` of them) are ejected. No ejection takes
+//! the ejected pods past `max_ejection_percent` of them all, unless
+//! `always_eject_one_host` and none is ejected: with Envoy's default of
+//! 10 %, a service of fewer than ten pods never loses one.
+//!
+//! The rules are Envoy's `DetectorImpl` (`outlier_detection_impl.cc`),
+//! read in its source: the consecutive count fires when it reaches the
+//! threshold, and is reset then (ejected or not) and when a pod comes
+//! back, not when an already ejected pod reaches it again; each ejection
+//! raises the pod's multiplier, and each interval a pod spends in rotation
+//! a whole interval after it came back lowers it by one. Not modelled:
+//! the failure-percentage and gateway-failure detectors (off by default),
+//! the ejection jitter (0 by default), and the balancer's panic mode.
+
+use rand::RngExt;
+use serde::{Deserialize, Serialize};
+use sim_core::rng::SimRng;
+use sim_core::time::{SimDuration, SimTime};
+
+use crate::config::{Problems, secs};
+
+/// Outlier detection as configured (`outlier_detection:` on a service;
+/// `{}` is Envoy's defaults).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutlierSpec {
+    /// Failures in a row that eject a pod (default 5; 0: never).
+    pub consecutive_5xx: u32,
+    /// Time between sweeps: returns and success-rate ejections (default
+    /// `10s`).
+    pub interval: SimDuration,
+    /// A pod's ejection lasts this times its ejections so far (default
+    /// `30s`).
+    pub base_ejection_time: SimDuration,
+    /// The longest ejection (default `300s`, or `base_ejection_time` if
+    /// longer).
+    pub max_ejection_time: Option<SimDuration>,
+    /// Most pods ejected at once, in per cent of them all (default 10).
+    pub max_ejection_percent: u32,
+    /// Ejects one pod even past `max_ejection_percent` when none is
+    /// ejected (default false).
+    pub always_eject_one_host: bool,
+    /// Per cent of consecutive-failure ejections carried out (default
+    /// 100).
+    pub enforcing_consecutive_5xx: u32,
+    /// Per cent of success-rate ejections carried out (default 100; 0
+    /// turns the success-rate detector off).
+    pub enforcing_success_rate: u32,
+    /// Pods with enough answers needed for a success-rate sweep (default
+    /// 5).
+    pub success_rate_minimum_hosts: u32,
+    /// Answers in the last interval a pod needs to count (default 100).
+    pub success_rate_request_volume: u32,
+    /// Standard deviations below the mean that eject (default 1.9:
+    /// Envoy's 1900 in thousandths).
+    pub success_rate_stdev_factor: f64,
+}
+
+impl Default for OutlierSpec {
+    fn default() -> Self {
+        OutlierSpec {
+            consecutive_5xx: 5,
+            interval: secs(10),
+            base_ejection_time: secs(30),
+            max_ejection_time: None,
+            max_ejection_percent: 10,
+            always_eject_one_host: false,
+            enforcing_consecutive_5xx: 100,
+            enforcing_success_rate: 100,
+            success_rate_minimum_hosts: 5,
+            success_rate_request_volume: 100,
+            success_rate_stdev_factor: 1.9,
+        }
+    }
+}
+
+impl OutlierSpec {
+    /// The longest ejection in force: Envoy's default of 300 s, or the
+    /// base time when that is longer.
+    pub fn max_ejection(&self) -> SimDuration {
+        self.max_ejection_time
+            .unwrap_or_else(|| secs(300).max(self.base_ejection_time))
+    }
+
+    /// Checks the fields, `at` their section's path.
+    pub(crate) fn check(&self, at: &str, p: &mut Problems) {
+        p.positive(&format!("{at}.interval"), self.interval);
+        p.positive(&format!("{at}.base_ejection_time"), self.base_ejection_time);
+        if let Some(m) = self.max_ejection_time
+            && m < self.base_ejection_time
+        {
+            p.add(
+                &format!("{at}.max_ejection_time"),
+                format!(
+                    "must be at least base_ejection_time ({}), found {m}",
+                    self.base_ejection_time
+                ),
+            );
+        }
+        for (field, v) in [
+            ("max_ejection_percent", self.max_ejection_percent),
+            ("enforcing_consecutive_5xx", self.enforcing_consecutive_5xx),
+            ("enforcing_success_rate", self.enforcing_success_rate),
+        ] {
+            if v > 100 {
+                p.add(
+                    &format!("{at}.{field}"),
+                    format!("must be a per cent from 0 to 100, found {v}"),
+                );
+            }
+        }
+        let f = self.success_rate_stdev_factor;
+        if !(f.is_finite() && f >= 0.0) {
+            p.add(
+                &format!("{at}.success_rate_stdev_factor"),
+                format!("must be a number of standard deviations of at least 0, found {f}"),
+            );
+        }
+    }
+}
+
+/// Why a pod was ejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ejection {
+    /// `consecutive_5xx` failures in a row.
+    Consecutive,
+    /// Its success rate lay below the sweep's threshold.
+    SuccessRate,
+}
+
+/// A change a sweep makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// The pod is ejected.
+    Eject(u32, Ejection),
+    /// The pod's ejection is over.
+    Return(u32),
+}
+
+/// What the detector knows of one pod.
+#[derive(Clone, Debug, Default)]
+struct Host {
+    consecutive: u32,
+    /// When its ejection began, while it is ejected.
+    ejected_at: Option<SimTime>,
+    /// Envoy's `ejectTimeBackoff`: the ejection's multiple of the base.
+    backoff: u64,
+    last_return: Option<SimTime>,
+    /// Answers and successes in this interval and the last.
+    total: u64,
+    ok: u64,
+    last_total: u64,
+    last_ok: u64,
+}
+
+/// The detector of one service: each pod's record, and how many are out.
+#[derive(Clone, Debug)]
+pub struct OutlierDetector {
+    spec: OutlierSpec,
+    max_ejection: u64,
+    hosts: Vec<Host>,
+    ejected: u32,
+    rng: SimRng,
+}
+
+impl OutlierDetector {
+    /// A detector over `pods` pods, none ejected; `rng` draws only for an
+    /// enforcing share strictly between 0 and 100.
+    pub fn new(spec: &OutlierSpec, pods: u32, rng: SimRng) -> Self {
+        OutlierDetector {
+            max_ejection: spec.max_ejection().as_nanos(),
+            spec: spec.clone(),
+            hosts: vec![Host::default(); pods as usize],
+            ejected: 0,
+            rng,
+        }
+    }
+
+    /// Its configuration.
+    pub fn spec(&self) -> &OutlierSpec {
+        &self.spec
+    }
+
+    /// A pod the timeline added.
+    pub fn add_pod(&mut self) {
+        self.hosts.push(Host::default());
+    }
+
+    /// Pods ejected now.
+    pub fn ejected(&self) -> u32 {
+        self.ejected
+    }
+
+    /// Whether `pod` is ejected.
+    pub fn is_ejected(&self, pod: u32) -> bool {
+        self.hosts
+            .get(pod as usize)
+            .is_some_and(|h| h.ejected_at.is_some())
+    }
+
+    /// `pod` answered, `failed` or not: `Some(pod)` if that ejects it.
+    pub fn judge(&mut self, pod: u32, failed: bool, now: SimTime) -> Option<u32> {
+        let threshold = self.spec.consecutive_5xx;
+        let h = self.hosts.get_mut(pod as usize)?;
+        h.total += 1;
+        if !failed {
+            h.ok += 1;
+            h.consecutive = 0;
+            return None;
+        }
+        h.consecutive = h.consecutive.saturating_add(1);
+        if threshold == 0 || h.consecutive != threshold || h.ejected_at.is_some() {
+            return None;
+        }
+        let ejected = self.eject(pod, now, self.spec.enforcing_consecutive_5xx);
+        self.hosts[pod as usize].consecutive = 0;
+        ejected.then_some(pod)
+    }
+
+    /// Ejects `pod` if the bound on ejected pods allows and the enforcing
+    /// share draws it.
+    fn eject(&mut self, pod: u32, now: SimTime, enforcing: u32) -> bool {
+        let n = self.hosts.len() as u64;
+        let within =
+            100 * (u64::from(self.ejected) + 1) <= u64::from(self.spec.max_ejection_percent) * n;
+        let allowed = within || (self.spec.always_eject_one_host && self.ejected == 0);
+        if !allowed || !self.enforced(enforcing) {
+            return false;
+        }
+        let base = self.spec.base_ejection_time.as_nanos();
+        let max = self.max_ejection;
+        let h = &mut self.hosts[pod as usize];
+        h.ejected_at = Some(now);
+        if u128::from(h.backoff) * u128::from(base) < u128::from(max) + u128::from(base) {
+            h.backoff += 1;
+        }
+        self.ejected += 1;
+        true
+    }
+
+    fn enforced(&mut self, percent: u32) -> bool {
+        match percent {
+            0 => false,
+            100.. => true,
+            p => self.rng.random_range(0..100u32) < p,
+        }
+    }
+
+    /// The sweep every `interval`: ejections over return, the interval's
+    /// success rates judged, multipliers of pods long back lowered; the
+    /// changes in `out`, in pod order.
+    pub fn sweep(&mut self, now: SimTime, out: &mut Vec<Change>) {
+        let (base, max) = (self.spec.base_ejection_time.as_nanos(), self.max_ejection);
+        for (pod, h) in self.hosts.iter_mut().enumerate() {
+            if let Some(at) = h.ejected_at {
+                let lasts = base.saturating_mul(h.backoff).min(max);
+                if now.saturating_since(at).as_nanos() >= lasts {
+                    h.ejected_at = None;
+                    h.consecutive = 0;
+                    h.last_return = Some(now);
+                    self.ejected -= 1;
+                    out.push(Change::Return(pod as u32));
+                }
+            }
+            h.last_total = std::mem::take(&mut h.total);
+            h.last_ok = std::mem::take(&mut h.ok);
+        }
+        self.success_rate_sweep(now, out);
+        let interval = self.spec.interval;
+        for h in &mut self.hosts {
+            if h.ejected_at.is_none()
+                && h.last_return
+                    .is_some_and(|r| now.saturating_since(r) >= interval)
+            {
+                h.backoff = h.backoff.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Ejects the pods whose success rate in the last interval lies more
+    /// than the factor's standard deviations below the mean.
+    fn success_rate_sweep(&mut self, now: SimTime, out: &mut Vec<Change>) {
+        let s = &self.spec;
+        let min_hosts = s.success_rate_minimum_hosts as usize;
+        if s.enforcing_success_rate == 0 || self.hosts.len() < min_hosts {
+            return;
+        }
+        let volume = u64::from(s.success_rate_request_volume);
+        let rates: Vec<(u32, f64)> = self
+            .hosts
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.ejected_at.is_none() && h.last_total > 0 && h.last_total >= volume)
+            .map(|(i, h)| (i as u32, h.last_ok as f64 * 100.0 / h.last_total as f64))
+            .collect();
+        if rates.is_empty() || rates.len() < min_hosts {
+            return;
+        }
+        let n = rates.len() as f64;
+        let mean = rates.iter().map(|r| r.1).sum::<f64>() / n;
+        let var = rates.iter().map(|r| (r.1 - mean).powi(2)).sum::<f64>() / n;
+        let threshold = mean - s.success_rate_stdev_factor * var.sqrt();
+        let enforcing = s.enforcing_success_rate;
+        for (pod, rate) in rates {
+            if rate < threshold && self.eject(pod, now, enforcing) {
+                out.push(Change::Eject(pod, Ejection::SuccessRate));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sim_core::rng::RngStreams;
+
+    use super::*;
+
+    fn detector(spec: OutlierSpec, pods: u32) -> OutlierDetector {
+        OutlierDetector::new(&spec, pods, RngStreams::new(1).stream("outlier"))
+    }
+
+    fn at(s: u64) -> SimTime {
+        SimTime::ZERO + secs(s)
+    }
+
+    #[test]
+    fn five_failures_in_a_row_eject_and_a_success_resets_the_count() {
+        let mut d = detector(OutlierSpec::default(), 10);
+        for _ in 0..4 {
+            assert_eq!(d.judge(3, true, at(1)), None);
+        }
+        assert_eq!(d.judge(3, false, at(1)), None);
+        for _ in 0..4 {
+            assert_eq!(d.judge(3, true, at(1)), None);
+        }
+        assert_eq!(d.judge(3, true, at(1)), Some(3));
+        assert!(d.is_ejected(3));
+        assert_eq!(d.ejected(), 1);
+        // A second pod would be 20 % of ten: over the default 10 %.
+        for _ in 0..5 {
+            assert_eq!(d.judge(4, true, at(1)), None);
+        }
+        assert!(!d.is_ejected(4));
+    }
+
+    #[test]
+    fn fewer_than_ten_pods_never_lose_one_at_the_default_percent() {
+        let mut d = detector(OutlierSpec::default(), 9);
+        for _ in 0..50 {
+            assert_eq!(d.judge(0, true, at(1)), None);
+        }
+        let mut d = detector(
+            OutlierSpec {
+                always_eject_one_host: true,
+                ..OutlierSpec::default()
+            },
+            9,
+        );
+        let ejected: Vec<_> = (0..5).filter_map(|_| d.judge(0, true, at(1))).collect();
+        assert_eq!(ejected, [0]);
+    }
+
+    #[test]
+    fn ejections_lengthen_and_end_at_the_sweep_after_their_time() {
+        let mut d = detector(OutlierSpec::default(), 10);
+        let mut out = Vec::new();
+        let eject =
+            |d: &mut OutlierDetector, t| (0..5).filter_map(|_| d.judge(0, true, at(t))).count();
+        assert_eq!(eject(&mut d, 1), 1);
+        // 30 s from 1 s: the sweep at 30 s is too early, 40 s brings it back.
+        d.sweep(at(30), &mut out);
+        assert!(out.is_empty());
+        d.sweep(at(40), &mut out);
+        assert_eq!(out, [Change::Return(0)]);
+        // Ejected again at once: 60 s this time.
+        assert_eq!(eject(&mut d, 41), 1);
+        out.clear();
+        d.sweep(at(100), &mut out);
+        assert!(out.is_empty());
+        d.sweep(at(101), &mut out);
+        assert_eq!(out, [Change::Return(0)]);
+        // A pod in rotation a whole interval after it came back: its
+        // multiplier falls one a sweep, so the next ejection is 30 s again.
+        for t in [111, 121] {
+            d.sweep(at(t), &mut out);
+        }
+        out.clear();
+        assert_eq!(eject(&mut d, 122), 1);
+        d.sweep(at(151), &mut out);
+        assert!(out.is_empty());
+        d.sweep(at(152), &mut out);
+        assert_eq!(out, [Change::Return(0)]);
+    }
+
+    #[test]
+    fn ejections_stop_growing_at_the_maximum() {
+        let spec = OutlierSpec {
+            base_ejection_time: secs(100),
+            max_ejection_time: Some(secs(250)),
+            ..OutlierSpec::default()
+        };
+        let mut d = detector(spec, 10);
+        let mut t = 0;
+        let mut lengths = Vec::new();
+        for _ in 0..5 {
+            let start = t;
+            assert_eq!((0..5).filter_map(|_| d.judge(0, true, at(t))).count(), 1);
+            let mut out = Vec::new();
+            while out.is_empty() {
+                t += 10;
+                d.sweep(at(t), &mut out);
+            }
+            lengths.push(t - start);
+        }
+        assert_eq!(lengths, [100, 200, 250, 250, 250]);
+    }
+
+    #[test]
+    fn an_ejected_pod_reaching_the_count_again_is_not_ejected_twice() {
+        let mut d = detector(OutlierSpec::default(), 20);
+        assert_eq!((0..5).filter_map(|_| d.judge(0, true, at(1))).count(), 1);
+        // Answers of requests it held keep coming: five more failures.
+        assert_eq!((0..5).filter_map(|_| d.judge(0, true, at(1))).count(), 0);
+        assert_eq!(d.ejected(), 1);
+    }
+
+    #[test]
+    fn success_rate_ejects_a_pod_below_mean_less_stdev_factor_deviations() {
+        // Nine pods at 100 %, one at 70 %: mean 97, standard deviation 9,
+        // threshold 97 − 1.9 × 9 = 79.9.
+        let spec = OutlierSpec {
+            consecutive_5xx: 0,
+            ..OutlierSpec::default()
+        };
+        let mut d = detector(spec.clone(), 10);
+        for pod in 0..10 {
+            for k in 0..100 {
+                d.judge(pod, pod == 9 && k < 30, at(5));
+            }
+        }
+        let mut out = Vec::new();
+        d.sweep(at(10), &mut out);
+        assert_eq!(out, [Change::Eject(9, Ejection::SuccessRate)]);
+        // At 85 % the threshold is 98.5 − 1.9 × 4.5 = 89.95: ejected; too
+        // few answers (99) and the pod is not counted, nor are fewer than
+        // five pods judged.
+        for (bad, volume, pods, ejected) in [
+            (15, 100, 10, true),
+            (15, 99, 10, false),
+            (30, 100, 4, false),
+        ] {
+            let mut d = detector(spec.clone(), pods);
+            for pod in 0..pods {
+                for k in 0..volume {
+                    d.judge(pod, pod == 0 && k < bad, at(5));
+                }
+            }
+            let mut out = Vec::new();
+            d.sweep(at(10), &mut out);
+            assert_eq!(!out.is_empty(), ejected, "{bad} {volume} {pods}");
+        }
+    }
+
+    #[test]
+    fn enforcing_shares_eject_that_share() {
+        let spec = OutlierSpec {
+            enforcing_consecutive_5xx: 30,
+            max_ejection_percent: 100,
+            ..OutlierSpec::default()
+        };
+        let mut d = detector(spec, 10_000);
+        let ejected = (0..10_000)
+            .filter(|&pod| (0..5).filter_map(|_| d.judge(pod, true, at(1))).count() == 1)
+            .count();
+        // 3,000 expected, binomial sd 46: within 5 sd.
+        assert!((2_770..=3_230).contains(&ejected), "{ejected}");
+    }
+}

@@ -1,0 +1,152 @@
+//! Outlier detection in a running world, against its rules worked out by
+//! hand: a pod answering every request 500 is ejected after exactly five
+//! of them, for 30 s, 60 s, 90 s… each ending at the first sweep after its
+//! time (so the run's errors and ejections are counted in advance); a
+//! multiplier falls back once the pod has been well for whole intervals;
+//! Envoy's default 10 % never ejects one of fewer than ten pods; a pod
+//! failing 30 % is ejected by the success-rate sweep at the closed-form
+//! threshold; and callers' timeouts eject pods that are merely slow, up to
+//! the ejection cap (the hazard of outlier detection in a storm).
+
+use sim_core::dist::DistSpec;
+use sim_models::config::{ClientConfig, WorldConfig};
+use sim_models::outcome::Reason;
+use sim_models::outlier::OutlierSpec;
+use sim_models::recorder::Count;
+use sim_models::timeline::{PodFault, TimelineEntry};
+
+use crate::common::{ms, secs};
+use crate::graphs::{call, failing, go, service, ten_minutes_into_a};
+
+/// `a` (pods, round robin, outlier detection as given) calling a database
+/// that answers in 1 ms and never fails, for `seconds`.
+fn detected(pods: u32, spec: OutlierSpec, lambda: f64, seconds: u64) -> WorldConfig {
+    let mut cfg = ten_minutes_into_a(7, lambda);
+    cfg.clock.duration = secs(seconds);
+    cfg.clock.bucket = secs(10);
+    let mut a = service(pods, vec![call("db", ClientConfig::default())]);
+    a.outlier_detection = Some(spec);
+    cfg.services.insert("a".into(), a);
+    cfg.dependencies.insert("db".into(), failing(0.0));
+    cfg
+}
+
+/// Pod `pod` of the entry answers a share `errors` 500 from `at` seconds.
+fn fault(cfg: &mut WorldConfig, at: u64, pod: u32, errors: f64, lasts: Option<u64>) {
+    cfg.timeline.push(TimelineEntry {
+        pod_fault: Some(PodFault {
+            pod,
+            errors,
+            duration: lasts.map(secs),
+        }),
+        ..TimelineEntry::at_offset(secs(at))
+    });
+}
+
+#[test]
+fn a_failing_pod_is_ejected_after_five_errors_for_longer_each_time() {
+    // From 0 s: ejected at once, back at the 40 s sweep (30 s), again at
+    // once until 110 s (60 s), 210 s (90 s), then past the run's 300 s
+    // (120 s): four ejections of five errors each.
+    let mut cfg = detected(10, OutlierSpec::default(), 1_000.0, 300);
+    fault(&mut cfg, 0, 3, 1.0, None);
+    let (nodes, totals) = go(&cfg);
+    assert_eq!(totals.count(Count::PodsEjected), 4);
+    assert_eq!(totals.outcome(Reason::ServerError), 20);
+    assert!(totals.count(Count::Offered) > 290_000);
+    let ejected: Vec<u32> = nodes.of("a").map(|r| r.ejected.max as u32).collect();
+    assert!(ejected.iter().all(|&m| m == 1), "{ejected:?}");
+    // Healed at 100 s (its 60 s ejection ends at 110 s), well for two
+    // sweeps after its return (the multiplier falls 2 → 0 by 130 s), bad
+    // again at 150 s: 30 s (back at 190 s), 60 s (260 s), then 90 s past
+    // the end. Without the fall the third ejection would be 90 s long and
+    // the run would hold four, not five.
+    let mut cfg = detected(10, OutlierSpec::default(), 1_000.0, 300);
+    fault(&mut cfg, 0, 3, 1.0, Some(100));
+    fault(&mut cfg, 150, 3, 1.0, None);
+    let (_, totals) = go(&cfg);
+    assert_eq!(totals.count(Count::PodsEjected), 5);
+    assert_eq!(totals.outcome(Reason::ServerError), 25);
+}
+
+#[test]
+fn the_default_ten_per_cent_never_ejects_one_of_eight_pods() {
+    let mut cfg = detected(8, OutlierSpec::default(), 1_000.0, 60);
+    fault(&mut cfg, 0, 3, 1.0, None);
+    let (_, totals) = go(&cfg);
+    assert_eq!(totals.count(Count::PodsEjected), 0);
+    // One request in eight fails: 7,500 expected of 60,000, sd 81.
+    let errors = totals.outcome(Reason::ServerError) as f64;
+    let offered = totals.count(Count::Offered) as f64;
+    assert!(
+        (errors / offered - 0.125).abs() < 0.003,
+        "{errors} of {offered}"
+    );
+    let mut cfg = detected(
+        8,
+        OutlierSpec {
+            always_eject_one_host: true,
+            ..OutlierSpec::default()
+        },
+        1_000.0,
+        60,
+    );
+    fault(&mut cfg, 0, 3, 1.0, None);
+    let (_, totals) = go(&cfg);
+    // 30 s then 60 s: ejected at 0 s and 40 s.
+    assert_eq!(totals.count(Count::PodsEjected), 2);
+    assert_eq!(totals.outcome(Reason::ServerError), 10);
+}
+
+#[test]
+fn the_success_rate_sweep_ejects_a_pod_failing_thirty_per_cent() {
+    // Nine pods at 100 %, one at 70 %: mean 97, sd 9, threshold 79.9, so
+    // the sweep after each whole interval it serves ejects it: at 10 s
+    // (back at 40 s), 50 s (back at 110 s), 120 s (210 s), 220 s (past the
+    // end). It serves 40 s of the 300, a tenth of 2,000 requests a second,
+    // 30 % of them failing: 2,400 errors, sd 49 (Poisson arrivals, binomial
+    // failures).
+    let spec = OutlierSpec {
+        consecutive_5xx: 0,
+        ..OutlierSpec::default()
+    };
+    let mut cfg = detected(10, spec, 2_000.0, 300);
+    fault(&mut cfg, 0, 0, 0.3, None);
+    let (_, totals) = go(&cfg);
+    assert_eq!(totals.count(Count::PodsEjected), 4);
+    let errors = totals.outcome(Reason::ServerError) as f64;
+    assert!((errors - 2_400.0).abs() < 250.0, "{errors}");
+}
+
+#[test]
+fn callers_timing_out_eject_slow_pods_up_to_the_cap() {
+    // `api` calls `a` with a 100 ms timeout; `a`'s database takes 2 s, so
+    // every attempt times out and each of `a`'s pods fails five in a row.
+    // Half of them may be ejected, no more. Its requests still finish, for
+    // nobody: answers no caller waits for are not judged (or the pods
+    // would pass).
+    let mut cfg = ten_minutes_into_a(3, 200.0);
+    cfg.entry = Some("api".into());
+    cfg.clock.duration = secs(60);
+    cfg.clock.bucket = secs(10);
+    let impatient = ClientConfig {
+        attempt_timeout: Some(ms(100)),
+        ..Default::default()
+    };
+    cfg.services
+        .insert("api".into(), service(2, vec![call("a", impatient)]));
+    let mut a = service(10, vec![call("db", ClientConfig::default())]);
+    a.outlier_detection = Some(OutlierSpec {
+        max_ejection_percent: 50,
+        ..OutlierSpec::default()
+    });
+    cfg.services.insert("a".into(), a);
+    let mut db = failing(0.0);
+    db.latency = DistSpec::Constant(secs(2));
+    cfg.dependencies.insert("db".into(), db);
+    let (nodes, totals) = go(&cfg);
+    let ejected: Vec<u32> = nodes.of("a").map(|r| r.ejected.max as u32).collect();
+    assert!(ejected.iter().all(|&m| m == 5), "{ejected:?}");
+    assert!(totals.count(Count::PodsEjected) >= 5);
+    assert_eq!(totals.outcome(Reason::Success), 0);
+}
