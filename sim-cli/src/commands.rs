@@ -563,6 +563,9 @@ fn explain_graph(world: &sim_models::config::WorldConfig, what: &str) -> Result<
         if c.work.is_some() {
             about.push("own work".into());
         }
+        if let Some(o) = &c.outlier_detection {
+            about.push(o.describe(c.pods));
+        }
         crate::say!("#   {} ({})", s.name, about.join(", "));
         for (i, step) in s.steps.iter().enumerate() {
             let calls: Vec<String> = step
@@ -678,6 +681,9 @@ pub fn explain(file: &Path, limits: &InputLimits, cell: Option<&str>) -> Result<
         );
         for line in &w.derivation {
             crate::say!("#     {line}");
+        }
+        if let Some(o) = &world.service.outlier_detection {
+            crate::say!("#   {}", o.describe(world.service.pods));
         }
     }
     crate::say!("#   cells: {}", all.len());

@@ -63,6 +63,11 @@ impl Balancer {
         self.sync(pod);
     }
 
+    /// Whether outlier detection holds the pod out.
+    pub fn is_ejected(&self, pod: u32) -> bool {
+        self.ejected.get(pod as usize).copied().unwrap_or(false)
+    }
+
     /// Outlier detection ejects the pod or lets it back.
     pub fn set_ejected(&mut self, pod: u32, ejected: bool) {
         self.ejected[pod as usize] = ejected;

@@ -93,6 +93,39 @@ impl OutlierSpec {
             .unwrap_or_else(|| secs(300).max(self.base_ejection_time))
     }
 
+    /// Most of `pods` pods ejected at once: the cap's share of them,
+    /// rounded down (one at least with `always_eject_one_host`).
+    pub fn most_ejected(&self, pods: u32) -> u32 {
+        let k = u64::from(self.max_ejection_percent.min(100)) * u64::from(pods) / 100;
+        let k = k as u32;
+        match self.always_eject_one_host {
+            true => k.max(1).min(pods),
+            false => k,
+        }
+    }
+
+    /// One line for `explain`: what it ejects, and how many at most of
+    /// `pods` pods.
+    pub fn describe(&self, pods: u32) -> String {
+        let most = self.most_ejected(pods);
+        let cap = match most {
+            0 => format!(
+                "never ejects: {} % of {pods} pods is less than one (ten pods at least, or always_eject_one_host)",
+                self.max_ejection_percent
+            ),
+            n => format!("at most {n} of {pods} pods out at once"),
+        };
+        let by = match self.consecutive_5xx {
+            0 => "success rate only".to_string(),
+            n => format!("{n} failures in a row"),
+        };
+        format!(
+            "outlier detection: {by}, out {} × the ejections so far (at most {}), {cap}",
+            self.base_ejection_time,
+            self.max_ejection()
+        )
+    }
+
     /// Checks the fields, `at` their section's path.
     pub(crate) fn check(&self, at: &str, p: &mut Problems) {
         p.positive(&format!("{at}.interval"), self.interval);
@@ -200,6 +233,11 @@ impl OutlierDetector {
     /// Pods ejected now.
     pub fn ejected(&self) -> u32 {
         self.ejected
+    }
+
+    /// Pods it knows.
+    pub fn pods(&self) -> u32 {
+        self.hosts.len() as u32
     }
 
     /// Whether `pod` is ejected.
@@ -470,6 +508,25 @@ mod tests {
             d.sweep(at(10), &mut out);
             assert_eq!(!out.is_empty(), ejected, "{bad} {volume} {pods}");
         }
+    }
+
+    #[test]
+    fn the_cap_is_told_in_pods() {
+        let spec = OutlierSpec::default();
+        assert_eq!(spec.most_ejected(8), 0);
+        assert_eq!(spec.most_ejected(10), 1);
+        assert_eq!(spec.most_ejected(29), 2);
+        assert!(
+            spec.describe(8).contains("never ejects"),
+            "{}",
+            spec.describe(8)
+        );
+        let one = OutlierSpec {
+            always_eject_one_host: true,
+            ..OutlierSpec::default()
+        };
+        assert_eq!(one.most_ejected(8), 1);
+        assert_eq!(one.most_ejected(0), 0);
     }
 
     #[test]

@@ -713,6 +713,45 @@ impl Service {
         self.pods.len() as u32
     }
 
+    /// The per-event check of its outlier detection: the detector's count
+    /// of ejected pods against its pods, and the balancer holding out
+    /// exactly those.
+    pub(crate) fn check_ejections(&self) -> Result<(), String> {
+        let Some(d) = &self.outlier else {
+            return Ok(());
+        };
+        if d.pods() != self.pod_count() {
+            return Err(format!(
+                "outlier detection knows {} pods of {}",
+                d.pods(),
+                self.pod_count()
+            ));
+        }
+        let held = (0..d.pods()).filter(|&p| d.is_ejected(p)).count() as u32;
+        if held != d.ejected() {
+            return Err(format!(
+                "outlier detection counts {} pods ejected, holds {held}",
+                d.ejected()
+            ));
+        }
+        match (0..d.pods()).find(|&p| d.is_ejected(p) != self.lb.is_ejected(p)) {
+            Some(p) => Err(format!(
+                "pod {p} is {} by outlier detection but {} at the balancer",
+                if d.is_ejected(p) {
+                    "ejected"
+                } else {
+                    "not ejected"
+                },
+                if self.lb.is_ejected(p) {
+                    "ejected"
+                } else {
+                    "not ejected"
+                },
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The timeline's `pod_fault`: `pod` answers a share `errors` of
     /// requests with a 500 at once, from now on.
     pub(crate) fn set_pod_errors(&mut self, pod: u32, errors: f64) {

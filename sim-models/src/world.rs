@@ -524,6 +524,11 @@ impl<S: RowSink> World<S> {
                 }
             }
         }
+        for (s, service) in self.parts.services.iter().enumerate() {
+            service
+                .check_ejections()
+                .map_err(|m| format!("{}: {m}", topo.services[s].name))?;
+        }
         for (d, dep) in self.parts.dependencies.iter().enumerate() {
             let up = &dep.upstream;
             let cap = up.params.capacity;

@@ -251,6 +251,54 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "timeline[0].kill_pod",
         "does not exist",
     ),
+    (
+        "timeline:\n  - at: 10s\n    pod_fault: { pod: 8, errors: 1 }\n",
+        3,
+        "timeline[0].pod_fault.pod",
+        "pod 8 does not exist (pods of the service are numbered from 0 to 7)",
+    ),
+    (
+        "timeline:\n  - at: 10s\n    pod_fault: { pod: 1, errors: 1.5 }\n",
+        3,
+        "timeline[0].pod_fault.errors",
+        "must be a share between 0 and 1, found 1.5",
+    ),
+    (
+        "timeline:\n  - at: 10s\n    pod_fault: { pod: 1, errors: 1, for: 0s }\n",
+        3,
+        "timeline[0].pod_fault.for",
+        "must be longer than 0s",
+    ),
+    (
+        "timeline:\n  - at: 10s\n    pod_fault: { pod: 1 }\n",
+        3,
+        "timeline[0].pod_fault",
+        "missing field `errors`",
+    ),
+    (
+        "service:\n  outlier_detection: { max_ejection_percent: 120 }\n",
+        2,
+        "service.outlier_detection.max_ejection_percent",
+        "must be a per cent from 0 to 100, found 120",
+    ),
+    (
+        "service:\n  outlier_detection:\n    base_ejection_time: 60s\n    max_ejection_time: 30s\n",
+        4,
+        "service.outlier_detection.max_ejection_time",
+        "must be at least base_ejection_time (1m), found 30s",
+    ),
+    (
+        "service:\n  outlier_detection: { consecutive_5xxx: 3 }\n",
+        2,
+        "service.outlier_detection",
+        "unknown field `consecutive_5xxx`",
+    ),
+    (
+        "service:\n  outlier_detection: { interval: 0s }\n",
+        2,
+        "service.outlier_detection.interval",
+        "",
+    ),
     // Sweeps.
     (
         "sweep:\n  axes:\n    - path: client.retry.max_retires\n      values: [1, 2]\n",
@@ -1061,6 +1109,15 @@ const EDGES: &[(&str, &[&str])] = &[
         &["{ fixed: { delay: 0s } }", "{ fixed: { delay: 1ns } }"],
     ),
     ("service.pods", &["1", "1000"]),
+    (
+        "service.outlier_detection",
+        &[
+            "{}",
+            "{ consecutive_5xx: 1, max_ejection_percent: 100, interval: 1ns, base_ejection_time: 1ns }",
+            "{ base_ejection_time: 1000000h, max_ejection_time: 1000000h, always_eject_one_host: true, success_rate_minimum_hosts: 0, success_rate_request_volume: 0 }",
+            "{ success_rate_stdev_factor: 1e300, enforcing_success_rate: 50, consecutive_5xx: 4294967295 }",
+        ],
+    ),
     ("service.pool.max_connections", &["1", "1000000"]),
     (
         "service.pool.max_pending",

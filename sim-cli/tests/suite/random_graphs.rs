@@ -280,6 +280,16 @@ fn graph(seed: u64) -> String {
             let balancer = d.pick(&["random", "least_outstanding"]);
             let _ = writeln!(out, "    balancer: {balancer}");
         }
+        if d.chance(0.25) {
+            let detection = d.pick(&[
+                "{}",
+                "{ max_ejection_percent: 50 }",
+                "{ consecutive_5xx: 2, interval: 500ms, base_ejection_time: 1s, max_ejection_percent: 100 }",
+                "{ always_eject_one_host: true, interval: 1s, success_rate_minimum_hosts: 2, success_rate_request_volume: 10 }",
+                "{ consecutive_5xx: 1, interval: 300ms, base_ejection_time: 200ms, max_ejection_time: 500ms, max_ejection_percent: 100, enforcing_consecutive_5xx: 50 }",
+            ]);
+            let _ = writeln!(out, "    outlier_detection: {detection}");
+        }
         let calls = d.int(u64::from(i == 0), 3);
         if calls > 0 {
             out.push_str("    calls:\n");
@@ -400,6 +410,18 @@ fn graph(seed: u64) -> String {
         }
         if d.chance(0.15) {
             out.push_str("  - at: 1s\n    ramp: { param: load.rate, to: 600, over: 3s }\n");
+        }
+        if d.chance(0.25) {
+            let s = d.int(0, services as u64 - 1);
+            let fault = d.pick(&[
+                "{ pod: 0, errors: 1 }",
+                "{ pod: 0, errors: 0.3, for: 4s }",
+                "{ pod: 0, errors: 1, for: 1s }",
+            ]);
+            let _ = writeln!(
+                out,
+                "  - at: 1500ms\n    pod_fault: {fault}\n    service: s{s}"
+            );
         }
     }
     out
@@ -751,13 +773,14 @@ fn the_buckets_width_changes_no_total_on_every_graph() {
 
 /// What has happened stays as it was: a timeline step at 7 s (a slower
 /// dependency, a pod killed, the load stopped, every pod restarted, a
-/// dependency replaced, more pods) changes no bucket that ends by then.
-/// Nothing is drawn or scheduled ahead for a step, and a step's new
-/// pods, streams and timers begin at its instant.
+/// dependency replaced, more pods, a pod gone bad) changes no bucket that
+/// ends by then. Nothing is drawn or scheduled ahead for a step, and a
+/// step's new pods, streams and timers begin at its instant.
 #[test]
 fn a_step_changes_nothing_before_its_instant_on_every_graph() {
-    const STEPS: [&str; 6] = [
+    const STEPS: [&str; 7] = [
         "set: { param: dependencies.d0.latency_scale, value: 10 }",
+        "pod_fault: { pod: 0, errors: 1 }\n    service: s0",
         "kill_pod: 0\n    service: s1",
         "set: { param: load.rate, value: 0 }",
         "restart_all: { every: 0s }",
