@@ -24,6 +24,15 @@ pub struct Balancer {
     /// Ejected by the service's outlier detection.
     ejected: Vec<bool>,
     outstanding: Vec<u32>,
+    /// Pods serving, and of those in rotation.
+    serving_count: u32,
+    up_count: u32,
+    /// Envoy's `healthy_panic_threshold`: with fewer than this per cent
+    /// of the serving pods in rotation, the balancer picks among every
+    /// serving pod, ejected ones too (0: never).
+    panic_below: u32,
+    /// Whether it panics now.
+    panic: bool,
 }
 
 impl Balancer {
@@ -38,6 +47,10 @@ impl Balancer {
             serving: Vec::new(),
             ejected: Vec::new(),
             outstanding: Vec::new(),
+            serving_count: 0,
+            up_count: 0,
+            panic_below: 0,
+            panic: false,
         };
         for p in 0..pods {
             b.add_pod(p);
@@ -74,12 +87,39 @@ impl Balancer {
         self.sync(pod);
     }
 
+    /// Sets the share of serving pods in rotation below which the
+    /// balancer panics (outlier detection's `healthy_panic_threshold`).
+    pub fn set_panic_threshold(&mut self, percent: u32) {
+        self.panic_below = percent;
+        self.update_panic();
+    }
+
+    /// Whether it picks among every serving pod now, ejected ones too.
+    pub fn panics(&self) -> bool {
+        self.panic
+    }
+
+    fn update_panic(&mut self) {
+        self.panic = self.panic_below > 0
+            && self.serving_count > 0
+            && u64::from(self.up_count) * 100
+                < u64::from(self.panic_below) * u64::from(self.serving_count);
+    }
+
     /// Puts a pod in or out of rotation: in when it serves and is not
     /// ejected.
     fn sync(&mut self, pod: u32) {
         let i = pod as usize;
         let up = self.serving[i] && !self.ejected[i];
+        self.serving_count = self.serving.iter().filter(|s| **s).count() as u32;
+        if self.up[i] != up {
+            match up {
+                true => self.up_count += 1,
+                false => self.up_count -= 1,
+            }
+        }
         self.up[i] = up;
+        self.update_panic();
         if self.kind != BalancerKind::LeastOutstanding {
             return;
         }
@@ -109,6 +149,9 @@ impl Balancer {
     /// The pod for the next request, or `None` when none is in rotation.
     #[inline(always)]
     pub fn pick(&mut self) -> Option<u32> {
+        if self.panic {
+            return self.pick_in_panic();
+        }
         let n = self.up.len();
         match self.kind {
             BalancerKind::RoundRobin => {
@@ -142,6 +185,33 @@ impl Balancer {
             BalancerKind::LeastOutstanding => self.least.peek().map(|(p, _)| *p),
         }
     }
+
+    /// A pick among every serving pod, ejected ones too (Envoy's panic
+    /// mode: rare, so a scan).
+    #[cold]
+    fn pick_in_panic(&mut self) -> Option<u32> {
+        let n = self.serving.len();
+        match self.kind {
+            BalancerKind::RoundRobin => {
+                let start = self.next.min(n);
+                let i = (start..n).chain(0..start).find(|&i| self.serving[i])?;
+                self.next = if i + 1 == n { 0 } else { i + 1 };
+                Some(i as u32)
+            }
+            BalancerKind::Random => {
+                let count = self.serving_count as usize;
+                if count == 0 {
+                    return None;
+                }
+                let r = self.rng.random_range(0..count);
+                (0..n).filter(|&i| self.serving[i]).nth(r).map(|i| i as u32)
+            }
+            BalancerKind::LeastOutstanding => (0..n)
+                .filter(|&i| self.serving[i])
+                .min_by_key(|&i| (self.outstanding[i], i))
+                .map(|i| i as u32),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -171,6 +241,41 @@ mod tests {
             b.set_ejected(0, false);
             b.set_up(1, false);
             assert_eq!(b.pick(), Some(0), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn fewer_than_half_in_rotation_panics_to_every_serving_pod() {
+        for kind in [
+            BalancerKind::RoundRobin,
+            BalancerKind::Random,
+            BalancerKind::LeastOutstanding,
+        ] {
+            let mut b = Balancer::new(kind, 4, RngStreams::new(1).stream("lb"));
+            b.set_panic_threshold(50);
+            b.set_up(3, false);
+            b.set_ejected(0, true);
+            // Two of three serving pods in rotation: no panic.
+            assert!(!b.panics());
+            assert!((0..30).all(|_| matches!(b.pick(), Some(1 | 2))), "{kind:?}");
+            // One of three: every serving pod, the ejected one too, and
+            // never the pod out of service.
+            b.set_ejected(1, true);
+            assert!(b.panics());
+            let mut seen = [0u32; 4];
+            for _ in 0..300 {
+                let p = b.pick().unwrap() as usize;
+                seen[p] += 1;
+                if kind == BalancerKind::LeastOutstanding {
+                    b.outstanding_changed(p as u32, 1);
+                }
+            }
+            assert!(
+                seen[..3].iter().all(|&c| c > 50) && seen[3] == 0,
+                "{kind:?} {seen:?}"
+            );
+            b.set_ejected(1, false);
+            assert!(!b.panics());
         }
     }
 

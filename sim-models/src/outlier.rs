@@ -19,9 +19,14 @@
 //! threshold, and is reset then (ejected or not) and when a pod comes
 //! back, not when an already ejected pod reaches it again; each ejection
 //! raises the pod's multiplier, and each interval a pod spends in rotation
-//! a whole interval after it came back lowers it by one. Not modelled:
-//! the failure-percentage and gateway-failure detectors (off by default),
-//! the ejection jitter (0 by default), and the balancer's panic mode.
+//! a whole interval after it came back lowers it by one. The cap counts
+//! every pod the service holds, down ones included (Envoy counts the
+//! hosts its discovery lists, which drops a pod while it is replaced),
+//! and a pod keeps its record through a restart. Not modelled: the
+//! failure-percentage and gateway-failure detectors (off by default),
+//! and the ejection jitter (0 by default). The balancer's panic mode is
+//! kept (`lb.rs`): with fewer than half the serving pods in rotation,
+//! Envoy balances over them all, ejected or not.
 
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
@@ -65,6 +70,11 @@ pub struct OutlierSpec {
     /// Standard deviations below the mean that eject (default 1.9:
     /// Envoy's 1900 in thousandths).
     pub success_rate_stdev_factor: f64,
+    /// With fewer than this per cent of the serving pods in rotation, the
+    /// balancer picks among them all, ejected ones too (Envoy's
+    /// `healthy_panic_threshold`, a balancer setting; default 50; 0:
+    /// never).
+    pub healthy_panic_threshold: u32,
 }
 
 impl Default for OutlierSpec {
@@ -81,6 +91,7 @@ impl Default for OutlierSpec {
             success_rate_minimum_hosts: 5,
             success_rate_request_volume: 100,
             success_rate_stdev_factor: 1.9,
+            healthy_panic_threshold: 50,
         }
     }
 }
@@ -145,6 +156,7 @@ impl OutlierSpec {
             ("max_ejection_percent", self.max_ejection_percent),
             ("enforcing_consecutive_5xx", self.enforcing_consecutive_5xx),
             ("enforcing_success_rate", self.enforcing_success_rate),
+            ("healthy_panic_threshold", self.healthy_panic_threshold),
         ] {
             if v > 100 {
                 p.add(

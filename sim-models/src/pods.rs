@@ -252,16 +252,20 @@ impl Service {
                 wait_for: st.wait_for,
             });
         }
+        let mut lb = Balancer::new(
+            cfg.balancer,
+            cfg.pods,
+            streams.stream(stream_name("balancer", &node.suffix).as_str()),
+        );
+        if let Some(o) = &cfg.outlier_detection {
+            lb.set_panic_threshold(o.healthy_panic_threshold);
+        }
         Ok(Service {
             index,
             steps,
             calls,
             pods: (0..cfg.pods).map(|_| Pod::new(cfg)).collect(),
-            lb: Balancer::new(
-                cfg.balancer,
-                cfg.pods,
-                streams.stream(stream_name("balancer", &node.suffix).as_str()),
-            ),
+            lb,
             work: compile_opt(&cfg.work, &format!("{}.work", node.path))?,
             work_rng: streams.stream(stream_name("service/work", &node.suffix).as_str()),
             call_rng: streams.stream(stream_name("service/calls", &node.suffix).as_str()),

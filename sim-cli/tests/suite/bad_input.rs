@@ -1115,7 +1115,7 @@ const EDGES: &[(&str, &[&str])] = &[
             "{}",
             "{ consecutive_5xx: 1, max_ejection_percent: 100, interval: 1ns, base_ejection_time: 1ns }",
             "{ base_ejection_time: 1000000h, max_ejection_time: 1000000h, always_eject_one_host: true, success_rate_minimum_hosts: 0, success_rate_request_volume: 0 }",
-            "{ success_rate_stdev_factor: 1e300, enforcing_success_rate: 50, consecutive_5xx: 4294967295 }",
+            "{ success_rate_stdev_factor: 1e300, enforcing_success_rate: 50, consecutive_5xx: 4294967295, healthy_panic_threshold: 100 }",
         ],
     ),
     ("service.pool.max_connections", &["1", "1000000"]),

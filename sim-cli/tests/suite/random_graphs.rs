@@ -284,6 +284,7 @@ fn graph(seed: u64) -> String {
             let detection = d.pick(&[
                 "{}",
                 "{ max_ejection_percent: 50 }",
+                "{ max_ejection_percent: 100, healthy_panic_threshold: 0 }",
                 "{ consecutive_5xx: 2, interval: 500ms, base_ejection_time: 1s, max_ejection_percent: 100 }",
                 "{ always_eject_one_host: true, interval: 1s, success_rate_minimum_hosts: 2, success_rate_request_volume: 10 }",
                 "{ consecutive_5xx: 1, interval: 300ms, base_ejection_time: 200ms, max_ejection_time: 500ms, max_ejection_percent: 100, enforcing_consecutive_5xx: 50 }",

@@ -118,13 +118,9 @@ fn the_success_rate_sweep_ejects_a_pod_failing_thirty_per_cent() {
     assert!((errors - 2_400.0).abs() < 250.0, "{errors}");
 }
 
-#[test]
-fn callers_timing_out_eject_slow_pods_up_to_the_cap() {
-    // `api` calls `a` with a 100 ms timeout; `a`'s database takes 2 s, so
-    // every attempt times out and each of `a`'s pods fails five in a row.
-    // Half of them may be ejected, no more. Its requests still finish, for
-    // nobody: answers no caller waits for are not judged (or the pods
-    // would pass).
+/// `api` calls `a` with a 100 ms timeout; `a`'s database takes 2 s, so
+/// every attempt times out and each of `a`'s pods fails five in a row.
+fn timing_out(spec: OutlierSpec) -> WorldConfig {
     let mut cfg = ten_minutes_into_a(3, 200.0);
     cfg.entry = Some("api".into());
     cfg.clock.duration = secs(60);
@@ -136,17 +132,56 @@ fn callers_timing_out_eject_slow_pods_up_to_the_cap() {
     cfg.services
         .insert("api".into(), service(2, vec![call("a", impatient)]));
     let mut a = service(10, vec![call("db", ClientConfig::default())]);
-    a.outlier_detection = Some(OutlierSpec {
-        max_ejection_percent: 50,
-        ..OutlierSpec::default()
-    });
+    a.outlier_detection = Some(spec);
     cfg.services.insert("a".into(), a);
     let mut db = failing(0.0);
     db.latency = DistSpec::Constant(secs(2));
     cfg.dependencies.insert("db".into(), db);
-    let (nodes, totals) = go(&cfg);
+    cfg
+}
+
+#[test]
+fn callers_timing_out_eject_slow_pods_up_to_the_cap() {
+    // Half the pods may be ejected, no more. Their requests still finish,
+    // for nobody: answers no caller waits for are not judged (or the pods
+    // would pass).
+    let (nodes, totals) = go(&timing_out(OutlierSpec {
+        max_ejection_percent: 50,
+        ..OutlierSpec::default()
+    }));
     let ejected: Vec<u32> = nodes.of("a").map(|r| r.ejected.max as u32).collect();
     assert!(ejected.iter().all(|&m| m == 5), "{ejected:?}");
     assert!(totals.count(Count::PodsEjected) >= 5);
     assert_eq!(totals.outcome(Reason::Success), 0);
+}
+
+#[test]
+fn with_most_pods_ejected_the_balancer_panics_to_all_of_them() {
+    // No cap: every pod of `a` is ejected within its first second. At
+    // Envoy's panic threshold of 50 % the balancer then spreads requests
+    // over all ten pods, ejected or not, and every attempt reaches one;
+    // with no panic threshold the callers find no pod in rotation until
+    // ejections run out (`unavailable`, answered at once).
+    let spec = |panic| OutlierSpec {
+        max_ejection_percent: 100,
+        healthy_panic_threshold: panic,
+        ..OutlierSpec::default()
+    };
+    let reached = |panic| {
+        let (nodes, totals) = go(&timing_out(spec(panic)));
+        let ejected = nodes.of("a").map(|r| r.ejected.max).max().unwrap_or(0);
+        let offered: u64 = nodes.of("a").map(|r| r.offered).sum();
+        let attempts: u64 = nodes.of("api->a").map(|r| r.attempts).sum();
+        (ejected, offered, attempts, totals.count(Count::Offered))
+    };
+    let (ejected, offered, attempts, users) = reached(50);
+    assert_eq!(ejected, 10);
+    assert_eq!(offered, attempts, "every attempt reached a pod");
+    assert!(users > 10_000, "{users}");
+    let (ejected, offered, attempts, _) = reached(0);
+    assert_eq!(ejected, 10);
+    assert!(
+        offered * 2 < attempts,
+        "{offered} of {attempts} reached a pod"
+    );
 }
