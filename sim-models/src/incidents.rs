@@ -70,11 +70,15 @@ impl<S: RowSink> World<S> {
             StepAction::RestartPod(service, pod) => {
                 format!("restart {}", self.env.pod_name(service, pod))
             }
-            StepAction::PodFault(service, pod, errors) => format!(
-                "{} answers {}% of requests 500",
-                self.env.pod_name(service, pod),
-                errors * 100.0
-            ),
+            StepAction::PodFault(service, pod, errors) => {
+                let pod = self.env.pod_name(service, pod);
+                if errors == 0.0 {
+                    return format!("{pod} is healthy again");
+                }
+                // Whole tenths of a per cent: 0.3 is 30 %, not 30.000000000000004.
+                let share = (errors * 1000.0).round() / 10.0;
+                format!("{pod} answers {share} % of requests 500")
+            }
             StepAction::Deploy(entry) => {
                 let d = self
                     .cfg
