@@ -58,7 +58,6 @@ fn fails(reason: Reason) -> bool {
 /// of its end needs once the requests its pod moved on to have started.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Released {
-    pub(crate) req: ReqRef,
     pub(crate) pod: u32,
     pub(crate) caller: Caller,
     pub(crate) user_done: bool,
@@ -113,11 +112,8 @@ impl Service {
         q.step_made = n;
         q.step_need = need;
         // Each call begins in turn; one ended by a sibling before its turn
-        // (the step failed or completed) is not begun. `for_each` walks the
-        // list's two halves in turn, where `for` asks both at every step.
-        calls
-            .iter()
-            .for_each(|call| ctx.sh.out.push(Ask::BeginCall { call }));
+        // (the step failed or completed) is not begun.
+        calls.for_each(|call| ctx.sh.out.push(Ask::BeginCall { call }));
         q.calls = calls;
     }
 
@@ -195,7 +191,6 @@ impl Service {
         q.service_done = true;
         let (pod, epoch, had_worker, had_core) = (q.pod, q.pod_epoch, q.has_worker, q.has_core);
         let released = Released {
-            req,
             pod,
             caller: q.caller,
             user_done: q.user_done,
@@ -224,11 +219,13 @@ impl Service {
         Some(released)
     }
 
-    /// The rest of letting go of a request that ended with `reason`: the
-    /// balancer's count, the levels, the node's figures.
+    /// The rest of letting go of request `req` that ended with `reason`:
+    /// the balancer's count, the outlier detector's judgement, the levels,
+    /// the node's figures.
     #[inline]
     pub(crate) fn released<S: RowSink>(
         &mut self,
+        req: ReqRef,
         r: &Released,
         reason: Reason,
         ctx: &mut Ctx<'_, S>,
@@ -236,7 +233,7 @@ impl Service {
         let now = ctx.now();
         self.lb.outstanding_changed(r.pod, -1);
         if self.outlier.is_some() {
-            self.judge_answer(r, reason, ctx);
+            self.judge_answer(req, r, reason, ctx);
         }
         if self.index == ctx.env.topo.entry && r.caller == Caller::User {
             ctx.sh.rec.level_add(Level::ServiceInFlight, now, -1);
@@ -255,11 +252,17 @@ impl Service {
     /// request was judged when it timed out, or not at all when its call
     /// cut it short (Envoy records nothing for a hedge it cancelled).
     #[cold]
-    fn judge_answer<S: RowSink>(&mut self, r: &Released, reason: Reason, ctx: &mut Ctx<'_, S>) {
+    fn judge_answer<S: RowSink>(
+        &mut self,
+        req: ReqRef,
+        r: &Released,
+        reason: Reason,
+        ctx: &mut Ctx<'_, S>,
+    ) {
         let failed = match r.caller {
             Caller::User => r.user_done || fails(reason),
             Caller::Attempt { att, .. } => {
-                let waited = ctx.sh.reqs.att(att).is_some_and(|a| a.child == Some(r.req));
+                let waited = ctx.sh.reqs.att(att).is_some_and(|a| a.child == Some(req));
                 if !waited {
                     return;
                 }
@@ -272,6 +275,7 @@ impl Service {
     /// A caller's attempt waiting for `req` timed out: its pod is judged
     /// to have failed it (Envoy's `LocalOriginTimeout`, a 504), unless the
     /// request already left it.
+    #[cold]
     pub(crate) fn caller_timed_out<S: RowSink>(&mut self, req: ReqRef, ctx: &mut Ctx<'_, S>) {
         if self.outlier.is_none() {
             return;

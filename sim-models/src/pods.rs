@@ -338,6 +338,7 @@ impl Service {
     }
 
     /// A request is on its pod: it takes a worker or queues for one.
+    #[inline]
     pub(crate) fn on_request_reached_pod<S: RowSink>(
         &mut self,
         req: ReqRef,
@@ -354,39 +355,30 @@ impl Service {
         let (pod, epoch) = (q.pod, q.pod_epoch);
         ctx.sh.rec.node_service_arrived(self.index, now);
         let p = &mut self.pods[pod as usize];
-        if ctx.sh.links.epoch(self.index, pod) != epoch || p.state != PodState::Up {
+        let refused = if ctx.sh.links.epoch(self.index, pod) != epoch || p.state != PodState::Up {
             // The pod went down while the request was on the wire.
-            ctx.ask(Ask::Complete {
-                req,
-                reason: Reason::PodRestarted,
-            });
-            return;
-        }
-        // A pod gone bad answers at once, before any worker: drawn only
-        // for a share strictly between none and all, so no other draw
-        // moves.
-        if p.errors > 0.0 && (p.errors >= 1.0 || self.fault_rng.random::<f64>() < p.errors) {
-            ctx.ask(Ask::Complete {
-                req,
-                reason: Reason::ServerError,
-            });
-            return;
-        }
-        if p.has_free_worker() {
+            Reason::PodRestarted
+        } else if p.errors > 0.0 && Self::fails_now(p.errors, &mut self.fault_rng) {
+            // A pod gone bad answers at once, before any worker.
+            Reason::ServerError
+        } else if p.has_free_worker() {
             p.busy += 1;
             self.begin_request(req, ctx);
+            return;
         } else if (p.worker_queue.len() as u32) < p.worker_queue_limit {
             if let Some(q) = ctx.sh.reqs.get_mut(req) {
                 q.phase = Phase::WaitingWorker;
             }
             p.worker_queue
                 .push((req, now), worker_waiter_is_live(&ctx.sh.reqs));
+            return;
         } else {
-            ctx.ask(Ask::Complete {
-                req,
-                reason: Reason::PodOverloaded,
-            });
-        }
+            Reason::PodOverloaded
+        };
+        ctx.ask(Ask::Complete {
+            req,
+            reason: refused,
+        });
     }
 
     /// The request holds a worker: its own work first (on a core, in line
@@ -459,6 +451,7 @@ impl Service {
 
     /// A request's call is over on `pod`: its worker takes the next
     /// request in line.
+    #[inline]
     pub(crate) fn free_worker<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) {
         let p = &mut self.pods[pod as usize];
         p.busy -= 1;
@@ -756,6 +749,15 @@ impl Service {
         }
     }
 
+    /// Whether a pod answering a share `errors` of requests 500 fails
+    /// this one: drawn only for a share strictly between none and all, so
+    /// no other draw moves. Out of the request's way (`cold`): most pods
+    /// are well.
+    #[cold]
+    fn fails_now(errors: f64, rng: &mut SimRng) -> bool {
+        errors >= 1.0 || rng.random::<f64>() < errors
+    }
+
     /// The timeline's `pod_fault`: `pod` answers a share `errors` of
     /// requests with a 500 at once, from now on.
     pub(crate) fn set_pod_errors(&mut self, pod: u32, errors: f64) {
@@ -789,7 +791,10 @@ impl Service {
         }
     }
 
-    /// The sweep: ejections over end, success rates eject.
+    /// The sweep: ejections over end, success rates eject. Once an
+    /// interval (`cold`: kept out of the service's event router, whose
+    /// other arms run for every request).
+    #[cold]
     fn on_outlier_sweep<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
         let Some(d) = self.outlier.as_mut() else {
             return;
@@ -818,6 +823,7 @@ impl Service {
     }
 
     /// `pod` is ejected: out of rotation, counted and shown.
+    #[cold]
     fn ejected<S: RowSink>(&mut self, pod: u32, why: Ejection, ctx: &mut Ctx<'_, S>) {
         let now = ctx.now();
         self.lb.set_ejected(pod, true);
