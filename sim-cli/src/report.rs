@@ -69,6 +69,7 @@ const TIMESERIES_READ: &[&str] = &[
     "breakers_half_open_mean",
     "breakers_half_open_max",
     "bulkhead_waiting_max",
+    "pods_ejected_max",
     "e2e_p50_s",
     "e2e_p99_s",
     "first_attempt_p50_s",
@@ -174,6 +175,16 @@ fn waited_for_bulkheads(ts: &DataFrame) -> Result<bool, String> {
         return Ok(false);
     }
     Ok(floats(ts, "bulkhead_waiting_max")?.iter().any(|v| *v > 0.0))
+}
+
+/// Whether outlier detection held any of the entry's pods out: the pods
+/// chart shows them only then (and a dataset from before the column has
+/// none).
+fn ejected_pods(ts: &DataFrame) -> Result<bool, String> {
+    if ts.column("pods_ejected_max").is_err() {
+        return Ok(false);
+    }
+    Ok(floats(ts, "pods_ejected_max")?.iter().any(|v| *v > 0.0))
 }
 
 /// A column as floats (nulls as NaN).
@@ -991,18 +1002,19 @@ fn run_sections(
             ),
         )?;
     }
-    chart(
-        "pods.svg",
-        lines(
-            "Pods in rotation, out of rotation (unready) and restarting",
-            "pods",
-            &[
-                ("pods_up_min", "up"),
-                ("pods_unready_max", "unready"),
-                ("pods_down_max", "down"),
-            ],
-        ),
-    )?;
+    let mut pods = vec![
+        ("pods_up_min", "up"),
+        ("pods_unready_max", "unready"),
+        ("pods_down_max", "down"),
+    ];
+    let title = match ejected_pods(ts)? {
+        true => {
+            pods.push(("pods_ejected_max", "ejected (of those up)"));
+            "Pods up, out of rotation (unready, or ejected by outlier detection) and restarting"
+        }
+        false => "Pods in rotation, out of rotation (unready) and restarting",
+    };
+    chart("pods.svg", lines(title, "pods", &pods))?;
     // A graph's own calls per request (a dataset from before the column:
     // the single tier's 1).
     let fan_out = match summary.column("fan_out") {

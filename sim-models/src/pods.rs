@@ -807,6 +807,9 @@ impl Service {
                 Change::Return(pod) => {
                     self.lb.set_ejected(pod, false);
                     ctx.sh.rec.node_ejected(self.index, ctx.now(), -1);
+                    if self.counted {
+                        ctx.sh.rec.level_add(Level::PodsEjected, ctx.now(), -1);
+                    }
                     let detail = format!("{} back from ejection", ctx.pod_name(self.index, pod));
                     let at = ctx.now();
                     ctx.sh.rec.sink_mut().event(WorldEvent {
@@ -827,8 +830,11 @@ impl Service {
     fn ejected<S: RowSink>(&mut self, pod: u32, why: Ejection, ctx: &mut Ctx<'_, S>) {
         let now = ctx.now();
         self.lb.set_ejected(pod, true);
-        ctx.sh.rec.count(Count::PodsEjected, 1);
+        ctx.sh.rec.count(Count::Ejections, 1);
         ctx.sh.rec.node_ejected(self.index, now, 1);
+        if self.counted {
+            ctx.sh.rec.level_add(Level::PodsEjected, now, 1);
+        }
         let why = match why {
             Ejection::Consecutive => "failures in a row",
             Ejection::SuccessRate => "success rate below the others'",

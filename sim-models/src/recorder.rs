@@ -114,11 +114,14 @@ pub enum Level {
     BreakersHalfOpen,
     /// Calls waiting for a place in their client's bulkhead.
     BulkheadWaiting,
+    /// The entry's pods up and ready but held out of rotation by its
+    /// outlier detection (counted in `PodsUp` too).
+    PodsEjected,
 }
 
 impl Level {
     /// Every level, in column order.
-    pub const ALL: [Level; 14] = [
+    pub const ALL: [Level; 15] = [
         Level::PoolInUse,
         Level::PoolWaiters,
         Level::PoolLeaked,
@@ -133,6 +136,7 @@ impl Level {
         Level::BreakersOpen,
         Level::BreakersHalfOpen,
         Level::BulkheadWaiting,
+        Level::PodsEjected,
     ];
     /// Number of levels.
     pub const COUNT: usize = Level::ALL.len();
@@ -153,6 +157,7 @@ impl Level {
             Level::BreakersOpen => "breakers_open",
             Level::BreakersHalfOpen => "breakers_half_open",
             Level::BulkheadWaiting => "bulkhead_waiting",
+            Level::PodsEjected => "pods_ejected",
         }
     }
 }
@@ -261,7 +266,7 @@ counters! {
     /// Attempts cut short by their call (a hedge won, a deadline, a restart).
     EndedCancelled = "attempts_ended_cancelled",
     /// Pods a service's outlier detection ejected.
-    PodsEjected = "pods_ejected",
+    Ejections = "ejections",
 }
 
 impl Count {
@@ -1354,8 +1359,8 @@ mod tests {
         check(&Latency::ALL, |c| c as usize, Latency::name);
         check(&Reason::ALL, |c| c as usize, Reason::name);
         // The last variant of each enum is in its list.
-        assert_eq!(Count::PodsEjected as usize, Count::COUNT - 1);
-        assert_eq!(Level::BulkheadWaiting as usize, Level::COUNT - 1);
+        assert_eq!(Count::Ejections as usize, Count::COUNT - 1);
+        assert_eq!(Level::PodsEjected as usize, Level::COUNT - 1);
         assert_eq!(Latency::RetryDelay as usize, Latency::COUNT - 1);
         assert_eq!(Reason::Abandoned as usize, Reason::COUNT - 1);
     }

@@ -482,6 +482,14 @@ impl<S: RowSink> World<S> {
                 rec.level_value(Level::BulkheadWaiting)
             )));
         }
+        let entry = &self.parts.services[self.env.topo.entry as usize];
+        let ejected = entry.outlier.as_ref().map_or(0, |d| d.ejected());
+        if i64::from(ejected) != rec.level_value(Level::PodsEjected) {
+            return Err(unbalanced(format!(
+                "the entry's outlier detection holds {ejected} pods out, the level says {}",
+                rec.level_value(Level::PodsEjected)
+            )));
+        }
         // From what the recorder saw, not from a counter kept beside it:
         // every attempt that started has ended or is still in progress.
         let started = rec.attempts_started_so_far();

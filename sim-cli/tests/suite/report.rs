@@ -163,6 +163,31 @@ fn a_bulkhead_line_is_drawn_where_calls_waited() {
     );
 }
 
+/// Pods held out by outlier detection join the pods chart where there
+/// were any: a bad pod ejected at once, and not in a run without
+/// outlier detection.
+#[test]
+fn pods_ejected_by_outlier_detection_join_the_pods_chart() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/policies/base.yaml");
+    let file = dir.join("outlier-one.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "extends: {}\nname: one bad pod\nservice:\n  outlier_detection: {{ max_ejection_percent: 20 }}\ntimeline:\n  - at: 30s\n    pod_fault: {{ pod: 3, errors: 1 }}\n",
+            base.display()
+        ),
+    )
+    .unwrap();
+    let out = dataset("outlier-one", "run", file.to_str().unwrap());
+    let pods = out.join("charts").join("pods.svg");
+    check_svg(&pods, &["ejected", "outlier detection"]);
+    let plain = dataset("bulkhead", "run", "experiments/policies/bulkhead.yaml");
+    let svg = std::fs::read_to_string(plain.join("charts").join("pods.svg")).unwrap();
+    assert!(!svg.contains("ejected"));
+}
+
 #[test]
 fn a_sweep_report_has_a_heatmap_a_vulnerable_map_and_a_ranking() {
     let out = dataset(

@@ -12,7 +12,7 @@ use sim_core::dist::DistSpec;
 use sim_models::config::{ClientConfig, WorldConfig};
 use sim_models::outcome::Reason;
 use sim_models::outlier::OutlierSpec;
-use sim_models::recorder::Count;
+use sim_models::recorder::{Count, Level};
 use sim_models::timeline::{PodFault, TimelineEntry};
 
 use crate::common::{ms, secs};
@@ -51,11 +51,21 @@ fn a_failing_pod_is_ejected_after_five_errors_for_longer_each_time() {
     let mut cfg = detected(10, OutlierSpec::default(), 1_000.0, 300);
     fault(&mut cfg, 0, 3, 1.0, None);
     let (nodes, totals) = go(&cfg);
-    assert_eq!(totals.count(Count::PodsEjected), 4);
+    assert_eq!(totals.count(Count::Ejections), 4);
     assert_eq!(totals.outcome(Reason::ServerError), 20);
     assert!(totals.count(Count::Offered) > 290_000);
     let ejected: Vec<u32> = nodes.of("a").map(|r| r.ejected.max as u32).collect();
     assert!(ejected.iter().all(|&m| m == 1), "{ejected:?}");
+    // The entry's level says the same, and it is out nearly all the run
+    // (a few milliseconds in rotation at each return).
+    let level: Vec<_> = nodes
+        .buckets
+        .iter()
+        .map(|b| b.level(Level::PodsEjected))
+        .collect();
+    assert!(level.iter().all(|l| l.max == 1), "{level:?}");
+    let mean = level.iter().map(|l| l.mean).sum::<f64>() / level.len() as f64;
+    assert!(mean > 0.999, "{mean}");
     // Healed at 100 s (its 60 s ejection ends at 110 s), well for two
     // sweeps after its return (the multiplier falls 2 → 0 by 130 s), bad
     // again at 150 s: 30 s (back at 190 s), 60 s (260 s), then 90 s past
@@ -65,7 +75,7 @@ fn a_failing_pod_is_ejected_after_five_errors_for_longer_each_time() {
     fault(&mut cfg, 0, 3, 1.0, Some(100));
     fault(&mut cfg, 150, 3, 1.0, None);
     let (_, totals) = go(&cfg);
-    assert_eq!(totals.count(Count::PodsEjected), 5);
+    assert_eq!(totals.count(Count::Ejections), 5);
     assert_eq!(totals.outcome(Reason::ServerError), 25);
 }
 
@@ -74,7 +84,7 @@ fn the_default_ten_per_cent_never_ejects_one_of_eight_pods() {
     let mut cfg = detected(8, OutlierSpec::default(), 1_000.0, 60);
     fault(&mut cfg, 0, 3, 1.0, None);
     let (_, totals) = go(&cfg);
-    assert_eq!(totals.count(Count::PodsEjected), 0);
+    assert_eq!(totals.count(Count::Ejections), 0);
     // One request in eight fails: 7,500 expected of 60,000, sd 81.
     let errors = totals.outcome(Reason::ServerError) as f64;
     let offered = totals.count(Count::Offered) as f64;
@@ -94,7 +104,7 @@ fn the_default_ten_per_cent_never_ejects_one_of_eight_pods() {
     fault(&mut cfg, 0, 3, 1.0, None);
     let (_, totals) = go(&cfg);
     // 30 s then 60 s: ejected at 0 s and 40 s.
-    assert_eq!(totals.count(Count::PodsEjected), 2);
+    assert_eq!(totals.count(Count::Ejections), 2);
     assert_eq!(totals.outcome(Reason::ServerError), 10);
 }
 
@@ -113,7 +123,7 @@ fn the_success_rate_sweep_ejects_a_pod_failing_thirty_per_cent() {
     let mut cfg = detected(10, spec, 2_000.0, 300);
     fault(&mut cfg, 0, 0, 0.3, None);
     let (_, totals) = go(&cfg);
-    assert_eq!(totals.count(Count::PodsEjected), 4);
+    assert_eq!(totals.count(Count::Ejections), 4);
     let errors = totals.outcome(Reason::ServerError) as f64;
     assert!((errors - 2_400.0).abs() < 250.0, "{errors}");
 }
@@ -151,7 +161,7 @@ fn callers_timing_out_eject_slow_pods_up_to_the_cap() {
     }));
     let ejected: Vec<u32> = nodes.of("a").map(|r| r.ejected.max as u32).collect();
     assert!(ejected.iter().all(|&m| m == 5), "{ejected:?}");
-    assert!(totals.count(Count::PodsEjected) >= 5);
+    assert!(totals.count(Count::Ejections) >= 5);
     assert_eq!(totals.outcome(Reason::Success), 0);
 }
 
