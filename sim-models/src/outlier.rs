@@ -9,7 +9,13 @@
 //! and pods whose share of successes over the last interval lies more
 //! than `success_rate_stdev_factor` standard deviations below the mean of
 //! the pods with `success_rate_request_volume` answers (at least
-//! `success_rate_minimum_hosts` of them) are ejected. No ejection takes
+//! `success_rate_minimum_hosts` of them) are ejected, as are, when
+//! `enforcing_failure_percentage` turns that detector on (Envoy's default
+//! leaves it off; gRPC's outlier detection has it beside the success
+//! rate), pods failing at least `failure_percentage_threshold` per cent
+//! of `failure_percentage_request_volume` answers or more, however the
+//! others fare: the one detector that still ejects when every pod fails
+//! alike. No ejection takes
 //! the ejected pods past `max_ejection_percent` of them all, unless
 //! `always_eject_one_host` and none is ejected: with Envoy's default of
 //! 10 %, a service of fewer than ten pods never loses one.
@@ -22,9 +28,12 @@
 //! a whole interval after it came back lowers it by one. The cap counts
 //! every pod the service holds, down ones included (Envoy counts the
 //! hosts its discovery lists, which drops a pod while it is replaced),
-//! and a pod keeps its record through a restart. Not modelled: the
-//! failure-percentage and gateway-failure detectors (off by default),
-//! and the ejection jitter (0 by default). The balancer's panic mode is
+//! and a pod keeps its record through a restart. A pod the success-rate
+//! sweep ejects is not ejected a second time by the failure-percentage
+//! one in the same sweep (Envoy asserts as much in its debug builds).
+//! Not modelled: the gateway-failure and local-origin detectors (off by
+//! default; every failure here is the pod's answer or a caller's
+//! timeout), and the ejection jitter (0 by default). The balancer's panic mode is
 //! kept (`lb.rs`): with fewer than half the serving pods in rotation,
 //! Envoy balances over them all, ejected or not.
 
@@ -42,8 +51,8 @@ use crate::config::{Problems, secs};
 pub struct OutlierSpec {
     /// Failures in a row that eject a pod (default 5; 0: never).
     pub consecutive_5xx: u32,
-    /// Time between sweeps: returns and success-rate ejections (default
-    /// `10s`).
+    /// Time between sweeps: returns, success-rate and failure-percentage
+    /// ejections (default `10s`).
     pub interval: SimDuration,
     /// A pod's ejection lasts this times its ejections so far (default
     /// `30s`).
@@ -70,6 +79,19 @@ pub struct OutlierSpec {
     /// Standard deviations below the mean that eject (default 1.9:
     /// Envoy's 1900 in thousandths).
     pub success_rate_stdev_factor: f64,
+    /// A pod failing at least this per cent of its answers in the last
+    /// interval is ejected by the failure-percentage sweep (default 85).
+    pub failure_percentage_threshold: u32,
+    /// Per cent of failure-percentage ejections carried out (default 0:
+    /// the detector is off, as in Envoy; gRPC's is on at 100 once
+    /// configured).
+    pub enforcing_failure_percentage: u32,
+    /// Pods with enough answers needed for a failure-percentage sweep
+    /// (default 5).
+    pub failure_percentage_minimum_hosts: u32,
+    /// Answers in the last interval a pod needs for its failure
+    /// percentage to count (default 50).
+    pub failure_percentage_request_volume: u32,
     /// With fewer than this per cent of the serving pods in rotation, the
     /// balancer picks among them all, ejected ones too (Envoy's
     /// `healthy_panic_threshold`, a balancer setting; default 50; 0:
@@ -91,6 +113,10 @@ impl Default for OutlierSpec {
             success_rate_minimum_hosts: 5,
             success_rate_request_volume: 100,
             success_rate_stdev_factor: 1.9,
+            failure_percentage_threshold: 85,
+            enforcing_failure_percentage: 0,
+            failure_percentage_minimum_hosts: 5,
+            failure_percentage_request_volume: 50,
             healthy_panic_threshold: 50,
         }
     }
@@ -126,9 +152,22 @@ impl OutlierSpec {
             ),
             n => format!("at most {n} of {pods} pods out at once"),
         };
-        let by = match self.consecutive_5xx {
-            0 => "success rate only".to_string(),
-            n => format!("{n} failures in a row"),
+        let mut by = Vec::new();
+        if self.consecutive_5xx > 0 {
+            by.push(format!("{} failures in a row", self.consecutive_5xx));
+        }
+        if self.enforcing_success_rate > 0 {
+            by.push("a success rate below the others'".to_string());
+        }
+        if self.enforcing_failure_percentage > 0 {
+            by.push(format!(
+                "{} % failures or more",
+                self.failure_percentage_threshold
+            ));
+        }
+        let by = match by.is_empty() {
+            true => "nothing (every detector off)".to_string(),
+            false => by.join(", "),
         };
         format!(
             "outlier detection: {by}, out {} × the ejections so far (at most {}), {cap}",
@@ -156,6 +195,14 @@ impl OutlierSpec {
             ("max_ejection_percent", self.max_ejection_percent),
             ("enforcing_consecutive_5xx", self.enforcing_consecutive_5xx),
             ("enforcing_success_rate", self.enforcing_success_rate),
+            (
+                "failure_percentage_threshold",
+                self.failure_percentage_threshold,
+            ),
+            (
+                "enforcing_failure_percentage",
+                self.enforcing_failure_percentage,
+            ),
             ("healthy_panic_threshold", self.healthy_panic_threshold),
         ] {
             if v > 100 {
@@ -182,6 +229,8 @@ pub enum Ejection {
     Consecutive,
     /// Its success rate lay below the sweep's threshold.
     SuccessRate,
+    /// It failed `failure_percentage_threshold` per cent or more.
+    FailurePercentage,
 }
 
 /// A change a sweep makes.
@@ -285,7 +334,7 @@ impl OutlierDetector {
         let within =
             100 * (u64::from(self.ejected) + 1) <= u64::from(self.spec.max_ejection_percent) * n;
         let allowed = within || (self.spec.always_eject_one_host && self.ejected == 0);
-        if !allowed || !self.enforced(enforcing) {
+        if !allowed || self.hosts[pod as usize].ejected_at.is_some() || !self.enforced(enforcing) {
             return false;
         }
         let base = self.spec.base_ejection_time.as_nanos();
@@ -326,7 +375,7 @@ impl OutlierDetector {
             h.last_total = std::mem::take(&mut h.total);
             h.last_ok = std::mem::take(&mut h.ok);
         }
-        self.success_rate_sweep(now, out);
+        self.rate_sweeps(now, out);
         let interval = self.spec.interval;
         for h in &mut self.hosts {
             if h.ejected_at.is_none()
@@ -338,33 +387,53 @@ impl OutlierDetector {
         }
     }
 
-    /// Ejects the pods whose success rate in the last interval lies more
-    /// than the factor's standard deviations below the mean.
-    fn success_rate_sweep(&mut self, now: SimTime, out: &mut Vec<Change>) {
+    /// The two sweeps over the last interval's answers, as Envoy runs
+    /// them: success rates more than the factor's standard deviations
+    /// below the mean eject, then failure percentages at the threshold or
+    /// above; each counts only pods in rotation with its volume of
+    /// answers, and needs its minimum of them.
+    fn rate_sweeps(&mut self, now: SimTime, out: &mut Vec<Change>) {
         let s = &self.spec;
-        let min_hosts = s.success_rate_minimum_hosts as usize;
-        if s.enforcing_success_rate == 0 || self.hosts.len() < min_hosts {
+        let n = self.hosts.len();
+        let sr_on = s.enforcing_success_rate > 0 && n >= s.success_rate_minimum_hosts as usize;
+        let fp_on =
+            s.enforcing_failure_percentage > 0 && n >= s.failure_percentage_minimum_hosts as usize;
+        if !sr_on && !fp_on {
             return;
         }
-        let volume = u64::from(s.success_rate_request_volume);
-        let rates: Vec<(u32, f64)> = self
-            .hosts
-            .iter()
-            .enumerate()
-            .filter(|(_, h)| h.ejected_at.is_none() && h.last_total > 0 && h.last_total >= volume)
-            .map(|(i, h)| (i as u32, h.last_ok as f64 * 100.0 / h.last_total as f64))
-            .collect();
-        if rates.is_empty() || rates.len() < min_hosts {
-            return;
+        let rates = |volume: u32| -> Vec<(u32, f64)> {
+            self.hosts
+                .iter()
+                .enumerate()
+                .filter(|(_, h)| {
+                    h.ejected_at.is_none() && h.last_total > 0 && h.last_total >= u64::from(volume)
+                })
+                .map(|(i, h)| (i as u32, h.last_ok as f64 * 100.0 / h.last_total as f64))
+                .collect()
+        };
+        let success = rates(s.success_rate_request_volume);
+        let failure = rates(s.failure_percentage_request_volume);
+        let (factor, threshold) = (s.success_rate_stdev_factor, s.failure_percentage_threshold);
+        let (sr_enforcing, fp_enforcing) =
+            (s.enforcing_success_rate, s.enforcing_failure_percentage);
+        let sr_hosts = s.success_rate_minimum_hosts as usize;
+        let fp_hosts = s.failure_percentage_minimum_hosts as usize;
+        if sr_on && !success.is_empty() && success.len() >= sr_hosts {
+            let k = success.len() as f64;
+            let mean = success.iter().map(|r| r.1).sum::<f64>() / k;
+            let var = success.iter().map(|r| (r.1 - mean).powi(2)).sum::<f64>() / k;
+            let below = mean - factor * var.sqrt();
+            for (pod, rate) in success {
+                if rate < below && self.eject(pod, now, sr_enforcing) {
+                    out.push(Change::Eject(pod, Ejection::SuccessRate));
+                }
+            }
         }
-        let n = rates.len() as f64;
-        let mean = rates.iter().map(|r| r.1).sum::<f64>() / n;
-        let var = rates.iter().map(|r| (r.1 - mean).powi(2)).sum::<f64>() / n;
-        let threshold = mean - s.success_rate_stdev_factor * var.sqrt();
-        let enforcing = s.enforcing_success_rate;
-        for (pod, rate) in rates {
-            if rate < threshold && self.eject(pod, now, enforcing) {
-                out.push(Change::Eject(pod, Ejection::SuccessRate));
+        if fp_on && !failure.is_empty() && failure.len() >= fp_hosts {
+            for (pod, rate) in failure {
+                if 100.0 - rate >= f64::from(threshold) && self.eject(pod, now, fp_enforcing) {
+                    out.push(Change::Eject(pod, Ejection::FailurePercentage));
+                }
             }
         }
     }
@@ -520,6 +589,81 @@ mod tests {
             d.sweep(at(10), &mut out);
             assert_eq!(!out.is_empty(), ejected, "{bad} {volume} {pods}");
         }
+    }
+
+    #[test]
+    fn failure_percentage_ejects_at_its_threshold_however_the_others_fare() {
+        let spec = OutlierSpec {
+            consecutive_5xx: 0,
+            enforcing_success_rate: 0,
+            enforcing_failure_percentage: 100,
+            max_ejection_percent: 100,
+            ..OutlierSpec::default()
+        };
+        // (failures of pod 0 in `volume`, every other pod's, volume, pods,
+        // pods ejected): 85 % of 100 is at the threshold, 84 % is not;
+        // 49 answers are under the volume of 50; four pods are too few;
+        // every pod failing 90 % ejects them all (the success rate, whose
+        // standard deviation is then 0, ejects none).
+        for (bad, others, volume, pods, ejected) in [
+            (85, 0, 100, 10, 1),
+            (84, 0, 100, 10, 0),
+            (49, 0, 49, 10, 0),
+            (50, 0, 50, 10, 1),
+            (90, 0, 100, 4, 0),
+            (90, 90, 100, 10, 10),
+        ] {
+            // The success-rate sweep alone, on the same answers: the
+            // odd pod out is ejected, pods failing alike are not.
+            let sr_want = u32::from(pods >= 5 && volume >= 100 && others != bad);
+            for (sr, fp, want, why) in [
+                (0, 100, ejected, Ejection::FailurePercentage),
+                (100, 0, sr_want, Ejection::SuccessRate),
+            ] {
+                let spec = OutlierSpec {
+                    enforcing_success_rate: sr,
+                    enforcing_failure_percentage: fp,
+                    ..spec.clone()
+                };
+                let mut d = detector(spec, pods);
+                for pod in 0..pods {
+                    let failing = if pod == 0 { bad } else { others };
+                    for k in 0..volume {
+                        d.judge(pod, k < failing, at(5));
+                    }
+                }
+                let mut out = Vec::new();
+                d.sweep(at(10), &mut out);
+                assert!(
+                    out.iter()
+                        .all(|c| matches!(c, Change::Eject(_, w) if *w == why))
+                );
+                assert_eq!(
+                    out.len(),
+                    want as usize,
+                    "{bad} {others} {volume} {pods} sr {sr}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_pod_both_sweeps_condemn_is_ejected_once() {
+        let spec = OutlierSpec {
+            consecutive_5xx: 0,
+            enforcing_failure_percentage: 100,
+            ..OutlierSpec::default()
+        };
+        let mut d = detector(spec, 10);
+        for pod in 0..10 {
+            for k in 0..100 {
+                d.judge(pod, pod == 9 && k < 90, at(5));
+            }
+        }
+        let mut out = Vec::new();
+        d.sweep(at(10), &mut out);
+        assert_eq!(out, [Change::Eject(9, Ejection::SuccessRate)]);
+        assert_eq!(d.ejected(), 1);
     }
 
     #[test]

@@ -791,7 +791,8 @@ impl Service {
         }
     }
 
-    /// The sweep: ejections over end, success rates eject. Once an
+    /// The sweep: ejections over end, success rates and failure
+    /// percentages eject. Once an
     /// interval (`cold`: kept out of the service's event router, whose
     /// other arms run for every request).
     #[cold]
@@ -838,6 +839,7 @@ impl Service {
         let why = match why {
             Ejection::Consecutive => "failures in a row",
             Ejection::SuccessRate => "success rate below the others'",
+            Ejection::FailurePercentage => "failure percentage at the threshold",
         };
         let detail = format!("{} ejected: {why}", ctx.pod_name(self.index, pod));
         ctx.sh.rec.sink_mut().event(WorldEvent {

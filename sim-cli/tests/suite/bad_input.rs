@@ -288,6 +288,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "must be at least base_ejection_time (1m), found 30s",
     ),
     (
+        "service:\n  outlier_detection:\n    enforcing_failure_percentage: 100\n    failure_percentage_threshold: 185\n",
+        4,
+        "service.outlier_detection.failure_percentage_threshold",
+        "must be a per cent from 0 to 100, found 185",
+    ),
+    (
         "service:\n  outlier_detection: { consecutive_5xxx: 3 }\n",
         2,
         "service.outlier_detection",
@@ -1116,6 +1122,8 @@ const EDGES: &[(&str, &[&str])] = &[
             "{ consecutive_5xx: 1, max_ejection_percent: 100, interval: 1ns, base_ejection_time: 1ns }",
             "{ base_ejection_time: 1000000h, max_ejection_time: 1000000h, always_eject_one_host: true, success_rate_minimum_hosts: 0, success_rate_request_volume: 0 }",
             "{ success_rate_stdev_factor: 1e300, enforcing_success_rate: 50, consecutive_5xx: 4294967295, healthy_panic_threshold: 100 }",
+            "{ enforcing_failure_percentage: 100, failure_percentage_threshold: 0, failure_percentage_minimum_hosts: 0, failure_percentage_request_volume: 0, max_ejection_percent: 100 }",
+            "{ enforcing_failure_percentage: 30, failure_percentage_threshold: 100, failure_percentage_minimum_hosts: 4294967295, failure_percentage_request_volume: 4294967295 }",
         ],
     ),
     ("service.pool.max_connections", &["1", "1000000"]),

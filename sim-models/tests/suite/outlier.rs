@@ -128,6 +128,62 @@ fn the_success_rate_sweep_ejects_a_pod_failing_thirty_per_cent() {
     assert!((errors - 2_400.0).abs() < 250.0, "{errors}");
 }
 
+#[test]
+fn failure_percentage_ejects_the_odd_pod_out_and_healthy_capacity_when_all_fail_alike() {
+    // One pod failing 90 % (the threshold is 85 %): ejected at the sweep
+    // after each whole interval it serves, as in the success-rate test
+    // above: 40 s served of 300 at 200 requests a second, 7,200 errors,
+    // sd 81.
+    let spec = OutlierSpec {
+        consecutive_5xx: 0,
+        enforcing_success_rate: 0,
+        enforcing_failure_percentage: 100,
+        ..OutlierSpec::default()
+    };
+    let mut cfg = detected(10, spec.clone(), 2_000.0, 300);
+    fault(&mut cfg, 0, 0, 0.9, None);
+    let (_, totals) = go(&cfg);
+    assert_eq!(totals.count(Count::Ejections), 4);
+    let errors = totals.outcome(Reason::ServerError) as f64;
+    assert!((errors - 7_200.0).abs() < 400.0, "{errors}");
+    // The database failing 90 %: every pod answers 90 % errors, and each
+    // sweep that finds the cap free ejects its share (three of ten) of
+    // pods that are not at fault: at 10 s (back at 40 s), three others at
+    // 40 s (back at 70 s): six in 60 s, and the errors are what they were.
+    let capped = OutlierSpec {
+        max_ejection_percent: 30,
+        ..spec
+    };
+    let mut cfg = detected(10, capped.clone(), 2_000.0, 60);
+    cfg.dependencies.insert("db".into(), failing(0.9));
+    let (nodes, totals) = go(&cfg);
+    assert_eq!(totals.count(Count::Ejections), 6);
+    let most = nodes.of("a").map(|r| r.ejected.max as u32).max();
+    assert_eq!(most, Some(3));
+    let share = totals.outcome(Reason::ServerError) as f64 / totals.finished() as f64;
+    assert!((share - 0.9).abs() < 0.005, "{share}");
+    // The success-rate sweep on the same world: every pod fails alike, so
+    // none lies 1.9 standard deviations below the others more than chance
+    // allows (2.9 % of pod-sweeps, about one in the run).
+    let mut cfg = detected(
+        10,
+        OutlierSpec {
+            enforcing_success_rate: 100,
+            enforcing_failure_percentage: 0,
+            ..capped
+        },
+        2_000.0,
+        60,
+    );
+    cfg.dependencies.insert("db".into(), failing(0.9));
+    let (_, totals) = go(&cfg);
+    assert!(
+        totals.count(Count::Ejections) <= 4,
+        "{}",
+        totals.count(Count::Ejections)
+    );
+}
+
 /// `api` calls `a` with a 100 ms timeout; `a`'s database takes 2 s, so
 /// every attempt times out and each of `a`'s pods fails five in a row.
 fn timing_out(spec: OutlierSpec) -> WorldConfig {
