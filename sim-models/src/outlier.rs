@@ -33,9 +33,17 @@
 //! one in the same sweep (Envoy asserts as much in its debug builds).
 //! Not modelled: the gateway-failure and local-origin detectors (off by
 //! default; every failure here is the pod's answer or a caller's
-//! timeout), and the ejection jitter (0 by default). The balancer's panic mode is
-//! kept (`lb.rs`): with fewer than half the serving pods in rotation,
-//! Envoy balances over them all, ejected or not.
+//! timeout), and the ejection jitter (0 by default). The balancer's
+//! panic mode is kept (`lb.rs`): with fewer than half the serving pods in
+//! rotation, Envoy balances over them all, ejected or not.
+//!
+//! `rules: grpc` follows gRPC's `outlier_detection` balancer instead
+//! (gRFC A50, read with grpc-go's code): where it differs is told at
+//! [`OutlierRules::Grpc`]; the one that matters most is its cap, which
+//! lets one pod of eight out where Envoy's lets none. A proxyless gRPC
+//! client runs a detector in every caller; here one detector per service
+//! sees every caller's answers, as a front proxy's does (with one caller
+//! the two are the same).
 
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
@@ -44,12 +52,40 @@ use sim_core::time::{SimDuration, SimTime};
 
 use crate::config::{Problems, secs};
 
+/// Whose rules a detector follows: they differ where the two
+/// implementations do, read in their sources.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutlierRules {
+    /// Envoy's `DetectorImpl` (and Istio's `outlierDetection`): a
+    /// consecutive-failure detector, the cap rounded down, ejections
+    /// returned before the sweep judges, the balancer's panic mode.
+    #[default]
+    Envoy,
+    /// gRPC's `outlier_detection` balancer (gRFC A50, grpc-go's
+    /// `intervalTimerAlgorithm`), as a proxyless client runs it: no
+    /// consecutive-failure detector and no panic mode; each detector on
+    /// only when configured (its enforcing share given); the cap checked
+    /// before each ejection (`ejected % >= max_ejection_percent` stops),
+    /// so it lets out one pod of any number when the per cent is above 0;
+    /// a pod fails the failure percentage only above the threshold; the
+    /// sweep judges before it returns pods and counts ejected pods with
+    /// answers in the success-rate statistics; a pod's multiplier rises
+    /// at each ejection without Envoy's bound, so it takes longer to fall
+    /// back (one a sweep in rotation, as Envoy's).
+    Grpc,
+}
+
 /// Outlier detection as configured (`outlier_detection:` on a service;
-/// `{}` is Envoy's defaults).
+/// `{}` is Envoy's defaults, `{ rules: grpc }` gRPC's: no detector until
+/// one is configured).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(from = "OutlierInput", into = "OutlierInput")]
 pub struct OutlierSpec {
-    /// Failures in a row that eject a pod (default 5; 0: never).
+    /// Envoy's rules (default) or gRPC's.
+    pub rules: OutlierRules,
+    /// Failures in a row that eject a pod (default 5; 0: never; gRPC has
+    /// no such detector).
     pub consecutive_5xx: u32,
     /// Time between sweeps: returns, success-rate and failure-percentage
     /// ejections (default `10s`).
@@ -68,8 +104,8 @@ pub struct OutlierSpec {
     /// Per cent of consecutive-failure ejections carried out (default
     /// 100).
     pub enforcing_consecutive_5xx: u32,
-    /// Per cent of success-rate ejections carried out (default 100; 0
-    /// turns the success-rate detector off).
+    /// Per cent of success-rate ejections carried out (default 100, with
+    /// gRPC's rules 0; 0 turns the success-rate detector off).
     pub enforcing_success_rate: u32,
     /// Pods with enough answers needed for a success-rate sweep (default
     /// 5).
@@ -95,29 +131,118 @@ pub struct OutlierSpec {
     /// With fewer than this per cent of the serving pods in rotation, the
     /// balancer picks among them all, ejected ones too (Envoy's
     /// `healthy_panic_threshold`, a balancer setting; default 50; 0:
-    /// never).
+    /// never, as gRPC's balancers).
     pub healthy_panic_threshold: u32,
 }
 
 impl Default for OutlierSpec {
     fn default() -> Self {
-        OutlierSpec {
-            consecutive_5xx: 5,
+        OutlierInput::default().into()
+    }
+}
+
+/// What a file gives: the fields whose default depends on `rules` left
+/// `None` until they are resolved into an [`OutlierSpec`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutlierInput {
+    rules: OutlierRules,
+    consecutive_5xx: Option<u32>,
+    interval: SimDuration,
+    base_ejection_time: SimDuration,
+    max_ejection_time: Option<SimDuration>,
+    max_ejection_percent: u32,
+    always_eject_one_host: bool,
+    enforcing_consecutive_5xx: u32,
+    enforcing_success_rate: Option<u32>,
+    success_rate_minimum_hosts: u32,
+    success_rate_request_volume: u32,
+    success_rate_stdev_factor: f64,
+    failure_percentage_threshold: u32,
+    enforcing_failure_percentage: Option<u32>,
+    failure_percentage_minimum_hosts: u32,
+    failure_percentage_request_volume: u32,
+    healthy_panic_threshold: Option<u32>,
+}
+
+impl Default for OutlierInput {
+    fn default() -> Self {
+        OutlierInput {
+            rules: OutlierRules::Envoy,
+            consecutive_5xx: None,
             interval: secs(10),
             base_ejection_time: secs(30),
             max_ejection_time: None,
             max_ejection_percent: 10,
             always_eject_one_host: false,
             enforcing_consecutive_5xx: 100,
-            enforcing_success_rate: 100,
+            enforcing_success_rate: None,
             success_rate_minimum_hosts: 5,
             success_rate_request_volume: 100,
             success_rate_stdev_factor: 1.9,
             failure_percentage_threshold: 85,
-            enforcing_failure_percentage: 0,
+            enforcing_failure_percentage: None,
             failure_percentage_minimum_hosts: 5,
             failure_percentage_request_volume: 50,
-            healthy_panic_threshold: 50,
+            healthy_panic_threshold: None,
+        }
+    }
+}
+
+impl From<OutlierInput> for OutlierSpec {
+    /// Envoy's defaults: 5 failures in a row, the success rate on, the
+    /// failure percentage off, panic below 50 %. gRPC's: none of them
+    /// (a detector is on when its enforcing share is given, as gRPC's is
+    /// when its section is; the enforcing share it then defaults to, 100,
+    /// is written out).
+    fn from(i: OutlierInput) -> OutlierSpec {
+        let envoy = i.rules == OutlierRules::Envoy;
+        let (consecutive, success, panic) = match envoy {
+            true => (5, 100, 50),
+            false => (0, 0, 0),
+        };
+        OutlierSpec {
+            rules: i.rules,
+            consecutive_5xx: i.consecutive_5xx.unwrap_or(consecutive),
+            interval: i.interval,
+            base_ejection_time: i.base_ejection_time,
+            max_ejection_time: i.max_ejection_time,
+            max_ejection_percent: i.max_ejection_percent,
+            always_eject_one_host: i.always_eject_one_host,
+            enforcing_consecutive_5xx: i.enforcing_consecutive_5xx,
+            enforcing_success_rate: i.enforcing_success_rate.unwrap_or(success),
+            success_rate_minimum_hosts: i.success_rate_minimum_hosts,
+            success_rate_request_volume: i.success_rate_request_volume,
+            success_rate_stdev_factor: i.success_rate_stdev_factor,
+            failure_percentage_threshold: i.failure_percentage_threshold,
+            enforcing_failure_percentage: i.enforcing_failure_percentage.unwrap_or(0),
+            failure_percentage_minimum_hosts: i.failure_percentage_minimum_hosts,
+            failure_percentage_request_volume: i.failure_percentage_request_volume,
+            healthy_panic_threshold: i.healthy_panic_threshold.unwrap_or(panic),
+        }
+    }
+}
+
+impl From<OutlierSpec> for OutlierInput {
+    fn from(s: OutlierSpec) -> OutlierInput {
+        OutlierInput {
+            rules: s.rules,
+            consecutive_5xx: Some(s.consecutive_5xx),
+            interval: s.interval,
+            base_ejection_time: s.base_ejection_time,
+            max_ejection_time: s.max_ejection_time,
+            max_ejection_percent: s.max_ejection_percent,
+            always_eject_one_host: s.always_eject_one_host,
+            enforcing_consecutive_5xx: s.enforcing_consecutive_5xx,
+            enforcing_success_rate: Some(s.enforcing_success_rate),
+            success_rate_minimum_hosts: s.success_rate_minimum_hosts,
+            success_rate_request_volume: s.success_rate_request_volume,
+            success_rate_stdev_factor: s.success_rate_stdev_factor,
+            failure_percentage_threshold: s.failure_percentage_threshold,
+            enforcing_failure_percentage: Some(s.enforcing_failure_percentage),
+            failure_percentage_minimum_hosts: s.failure_percentage_minimum_hosts,
+            failure_percentage_request_volume: s.failure_percentage_request_volume,
+            healthy_panic_threshold: Some(s.healthy_panic_threshold),
         }
     }
 }
@@ -133,7 +258,11 @@ impl OutlierSpec {
     /// Most of `pods` pods ejected at once: the cap's share of them,
     /// rounded down (one at least with `always_eject_one_host`).
     pub fn most_ejected(&self, pods: u32) -> u32 {
-        let k = u64::from(self.max_ejection_percent.min(100)) * u64::from(pods) / 100;
+        let share = u64::from(self.max_ejection_percent.min(100)) * u64::from(pods);
+        let k = match self.rules {
+            OutlierRules::Envoy => share / 100,
+            OutlierRules::Grpc => share.div_ceil(100),
+        };
         let k = k as u32;
         match self.always_eject_one_host {
             true => k.max(1).min(pods),
@@ -160,17 +289,22 @@ impl OutlierSpec {
             by.push("a success rate below the others'".to_string());
         }
         if self.enforcing_failure_percentage > 0 {
-            by.push(format!(
-                "{} % failures or more",
-                self.failure_percentage_threshold
-            ));
+            let t = self.failure_percentage_threshold;
+            by.push(match self.rules {
+                OutlierRules::Envoy => format!("{t} % failures or more"),
+                OutlierRules::Grpc => format!("more than {t} % failures"),
+            });
         }
         let by = match by.is_empty() {
             true => "nothing (every detector off)".to_string(),
             false => by.join(", "),
         };
+        let rules = match self.rules {
+            OutlierRules::Envoy => "",
+            OutlierRules::Grpc => " (gRPC's rules)",
+        };
         format!(
-            "outlier detection: {by}, out {} × the ejections so far (at most {}), {cap}",
+            "outlier detection{rules}: {by}, out {} × the ejections so far (at most {}), {cap}",
             self.base_ejection_time,
             self.max_ejection()
         )
@@ -210,6 +344,27 @@ impl OutlierSpec {
                     &format!("{at}.{field}"),
                     format!("must be a per cent from 0 to 100, found {v}"),
                 );
+            }
+        }
+        if self.rules == OutlierRules::Grpc {
+            for (field, v, what) in [
+                (
+                    "consecutive_5xx",
+                    self.consecutive_5xx,
+                    "gRPC's outlier detection has no consecutive-failure detector",
+                ),
+                (
+                    "healthy_panic_threshold",
+                    self.healthy_panic_threshold,
+                    "gRPC's balancers have no panic mode",
+                ),
+            ] {
+                if v > 0 {
+                    p.add(
+                        &format!("{at}.{field}"),
+                        format!("{what} (rules: grpc): leave it out or set 0, found {v}"),
+                    );
+                }
             }
         }
         let f = self.success_rate_stdev_factor;
@@ -331,8 +486,14 @@ impl OutlierDetector {
     /// share draws it.
     fn eject(&mut self, pod: u32, now: SimTime, enforcing: u32) -> bool {
         let n = self.hosts.len() as u64;
-        let within =
-            100 * (u64::from(self.ejected) + 1) <= u64::from(self.spec.max_ejection_percent) * n;
+        let (out, most) = (
+            u64::from(self.ejected),
+            u64::from(self.spec.max_ejection_percent) * n,
+        );
+        let within = match self.spec.rules {
+            OutlierRules::Envoy => 100 * (out + 1) <= most,
+            OutlierRules::Grpc => 100 * out < most,
+        };
         let allowed = within || (self.spec.always_eject_one_host && self.ejected == 0);
         if !allowed || self.hosts[pod as usize].ejected_at.is_some() || !self.enforced(enforcing) {
             return false;
@@ -341,8 +502,14 @@ impl OutlierDetector {
         let max = self.max_ejection;
         let h = &mut self.hosts[pod as usize];
         h.ejected_at = Some(now);
-        if u128::from(h.backoff) * u128::from(base) < u128::from(max) + u128::from(base) {
-            h.backoff += 1;
+        let grows = match self.spec.rules {
+            OutlierRules::Envoy => {
+                u128::from(h.backoff) * u128::from(base) < u128::from(max) + u128::from(base)
+            }
+            OutlierRules::Grpc => true,
+        };
+        if grows {
+            h.backoff = h.backoff.saturating_add(1);
         }
         self.ejected += 1;
         true
@@ -357,33 +524,66 @@ impl OutlierDetector {
     }
 
     /// The sweep every `interval`: ejections over return, the interval's
-    /// success rates judged, multipliers of pods long back lowered; the
-    /// changes in `out`, in pod order.
+    /// answers judged, multipliers of pods in rotation lowered; the
+    /// changes in `out`, in the order made (pod order within each step).
+    /// Envoy returns pods before it judges (a pod back at this sweep may
+    /// be ejected again at once) and lowers a multiplier once the pod has
+    /// been back a whole interval; gRPC judges first, then lowers every
+    /// multiplier in rotation and returns pods whose time is over (the
+    /// same sweeps lower a multiplier under either).
     pub fn sweep(&mut self, now: SimTime, out: &mut Vec<Change>) {
-        let (base, max) = (self.spec.base_ejection_time.as_nanos(), self.max_ejection);
-        for (pod, h) in self.hosts.iter_mut().enumerate() {
-            if let Some(at) = h.ejected_at {
-                let lasts = base.saturating_mul(h.backoff).min(max);
-                if now.saturating_since(at).as_nanos() >= lasts {
-                    h.ejected_at = None;
-                    h.consecutive = 0;
-                    h.last_return = Some(now);
-                    self.ejected -= 1;
-                    out.push(Change::Return(pod as u32));
-                }
-            }
+        for h in &mut self.hosts {
             h.last_total = std::mem::take(&mut h.total);
             h.last_ok = std::mem::take(&mut h.ok);
         }
-        self.rate_sweeps(now, out);
-        let interval = self.spec.interval;
-        for h in &mut self.hosts {
-            if h.ejected_at.is_none()
-                && h.last_return
-                    .is_some_and(|r| now.saturating_since(r) >= interval)
-            {
-                h.backoff = h.backoff.saturating_sub(1);
+        match self.spec.rules {
+            OutlierRules::Envoy => {
+                for pod in 0..self.hosts.len() {
+                    self.return_if_due(pod, now, out);
+                }
+                self.rate_sweeps(now, out);
+                let interval = self.spec.interval;
+                for h in &mut self.hosts {
+                    if h.ejected_at.is_none()
+                        && h.last_return
+                            .is_some_and(|r| now.saturating_since(r) >= interval)
+                    {
+                        h.backoff = h.backoff.saturating_sub(1);
+                    }
+                }
             }
+            OutlierRules::Grpc => {
+                self.rate_sweeps(now, out);
+                for pod in 0..self.hosts.len() {
+                    let h = &mut self.hosts[pod];
+                    if h.ejected_at.is_none() {
+                        h.backoff = h.backoff.saturating_sub(1);
+                    } else {
+                        self.return_if_due(pod, now, out);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Returns `pod` if it is ejected and its ejection, the base time
+    /// its multiplier (at most the maximum), is over by `now`. (gRPC asks
+    /// for `now` strictly after the end; its sweeps run on timers that
+    /// always fire a little late, so in practice it returns pods at the
+    /// same sweep as Envoy, which the simulation's exact sweeps keep.)
+    fn return_if_due(&mut self, pod: usize, now: SimTime, out: &mut Vec<Change>) {
+        let (base, max) = (self.spec.base_ejection_time.as_nanos(), self.max_ejection);
+        let h = &mut self.hosts[pod];
+        let Some(at) = h.ejected_at else {
+            return;
+        };
+        let lasts = base.saturating_mul(h.backoff).min(max);
+        if now.saturating_since(at).as_nanos() >= lasts {
+            h.ejected_at = None;
+            h.consecutive = 0;
+            h.last_return = Some(now);
+            self.ejected -= 1;
+            out.push(Change::Return(pod as u32));
         }
     }
 
@@ -401,12 +601,18 @@ impl OutlierDetector {
         if !sr_on && !fp_on {
             return;
         }
+        // Envoy leaves ejected pods out of the statistics; gRPC counts
+        // those with answers (requests they held when ejected), though it
+        // cannot eject them again.
+        let grpc = s.rules == OutlierRules::Grpc;
         let rates = |volume: u32| -> Vec<(u32, f64)> {
             self.hosts
                 .iter()
                 .enumerate()
                 .filter(|(_, h)| {
-                    h.ejected_at.is_none() && h.last_total > 0 && h.last_total >= u64::from(volume)
+                    (grpc || h.ejected_at.is_none())
+                        && h.last_total > 0
+                        && h.last_total >= u64::from(volume)
                 })
                 .map(|(i, h)| (i as u32, h.last_ok as f64 * 100.0 / h.last_total as f64))
                 .collect()
@@ -431,7 +637,12 @@ impl OutlierDetector {
         }
         if fp_on && !failure.is_empty() && failure.len() >= fp_hosts {
             for (pod, rate) in failure {
-                if 100.0 - rate >= f64::from(threshold) && self.eject(pod, now, fp_enforcing) {
+                let failing = 100.0 - rate;
+                let over = match grpc {
+                    false => failing >= f64::from(threshold),
+                    true => failing > f64::from(threshold),
+                };
+                if over && self.eject(pod, now, fp_enforcing) {
                     out.push(Change::Eject(pod, Ejection::FailurePercentage));
                 }
             }
@@ -664,6 +875,168 @@ mod tests {
         d.sweep(at(10), &mut out);
         assert_eq!(out, [Change::Eject(9, Ejection::SuccessRate)]);
         assert_eq!(d.ejected(), 1);
+    }
+
+    /// gRPC's rules with the failure-percentage detector on: a pod
+    /// failing more than half of ten answers or more is ejected.
+    fn grpc(pods: u32) -> OutlierDetector {
+        let spec = OutlierSpec {
+            enforcing_failure_percentage: 100,
+            failure_percentage_threshold: 50,
+            failure_percentage_minimum_hosts: 1,
+            failure_percentage_request_volume: 10,
+            max_ejection_percent: 100,
+            ..OutlierSpec::from(OutlierInput {
+                rules: OutlierRules::Grpc,
+                ..OutlierInput::default()
+            })
+        };
+        detector(spec, pods)
+    }
+
+    fn fail(d: &mut OutlierDetector, pod: u32, n: u32, t: u64) {
+        for _ in 0..n {
+            assert_eq!(d.judge(pod, true, at(t)), None, "no consecutive detector");
+        }
+    }
+
+    #[test]
+    fn grpc_rules_start_with_no_detector_and_no_panic() {
+        let spec = OutlierSpec::from(OutlierInput {
+            rules: OutlierRules::Grpc,
+            ..OutlierInput::default()
+        });
+        assert_eq!(
+            (
+                spec.consecutive_5xx,
+                spec.enforcing_success_rate,
+                spec.enforcing_failure_percentage,
+                spec.healthy_panic_threshold
+            ),
+            (0, 0, 0, 0)
+        );
+        let envoy = OutlierSpec::default();
+        assert_eq!(
+            (
+                envoy.consecutive_5xx,
+                envoy.enforcing_success_rate,
+                envoy.enforcing_failure_percentage,
+                envoy.healthy_panic_threshold
+            ),
+            (5, 100, 0, 50)
+        );
+        assert!(spec.describe(8).contains("nothing"), "{}", spec.describe(8));
+    }
+
+    #[test]
+    fn grpc_lets_one_pod_out_of_eight_where_envoy_lets_none() {
+        // Three pods failing two answers in three. The cap is checked
+        // before each ejection: 0 % ejected is under 10 %, so one goes
+        // (12.5 %), then no more.
+        let mut out = Vec::new();
+        let mut d = grpc(8);
+        d.spec.max_ejection_percent = 10;
+        for pod in 0..8 {
+            fail(&mut d, pod, if pod < 3 { 20 } else { 0 }, 5);
+            for _ in 0..10 {
+                d.judge(pod, false, at(5));
+            }
+        }
+        d.sweep(at(10), &mut out);
+        assert_eq!(out, [Change::Eject(0, Ejection::FailurePercentage)]);
+        let envoy = OutlierSpec::default();
+        let rounded_up = d.spec.clone();
+        for (pods, e, g) in [(8, 0, 1), (10, 1, 1), (29, 2, 3), (1, 0, 1)] {
+            assert_eq!(envoy.most_ejected(pods), e, "{pods}");
+            assert_eq!(rounded_up.most_ejected(pods), g, "{pods}");
+        }
+        // Exactly half failing is not over gRPC's threshold of 50 %.
+        let mut d = grpc(4);
+        fail(&mut d, 0, 10, 5);
+        for _ in 0..10 {
+            d.judge(0, false, at(5));
+        }
+        out.clear();
+        d.sweep(at(10), &mut out);
+        assert!(out.is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn grpc_judges_before_it_returns_a_pod_envoy_after() {
+        // Pod 0 ejected at 10 s (30 s); answers of requests it held keep
+        // failing while it is out. At 40 s Envoy returns it and ejects it
+        // again on those answers; gRPC, judging first, cannot eject a pod
+        // still out, and returns it.
+        for (rules, want) in [
+            (
+                OutlierRules::Envoy,
+                vec![
+                    Change::Return(0),
+                    Change::Eject(0, Ejection::FailurePercentage),
+                ],
+            ),
+            (OutlierRules::Grpc, vec![Change::Return(0)]),
+        ] {
+            let mut d = grpc(4);
+            d.spec.rules = rules;
+            d.spec.consecutive_5xx = 0;
+            let mut out = Vec::new();
+            fail(&mut d, 0, 10, 5);
+            d.sweep(at(10), &mut out);
+            assert_eq!(out, [Change::Eject(0, Ejection::FailurePercentage)]);
+            for t in [20, 30] {
+                out.clear();
+                d.sweep(at(t), &mut out);
+                assert!(out.is_empty());
+            }
+            fail(&mut d, 0, 10, 35);
+            out.clear();
+            d.sweep(at(40), &mut out);
+            assert_eq!(out, want, "{rules:?}");
+        }
+    }
+
+    #[test]
+    fn grpc_multipliers_grow_without_bound_and_fall_every_sweep() {
+        // Base 100 s, at most 250 s: five ejections in a row, each at the
+        // sweep after the last return. Envoy's multiplier stops at 4 (its
+        // 4 × 100 s is past 250 + 100 s), gRPC's reaches 5. Both lower it
+        // at each sweep from the one after the return, so four sweeps
+        // later the next ejection lasts 100 s under Envoy, 200 s under
+        // gRPC.
+        for (rules, last) in [(OutlierRules::Envoy, 100), (OutlierRules::Grpc, 200)] {
+            let mut d = grpc(4);
+            d.spec.rules = rules;
+            d.spec.consecutive_5xx = 0;
+            d.spec.base_ejection_time = secs(100);
+            d.spec.max_ejection_time = Some(secs(250));
+            d.max_ejection = secs(250).as_nanos();
+            let mut t = 0;
+            let mut lengths = Vec::new();
+            let mut out = Vec::new();
+            for round in 0..6 {
+                if round == 5 {
+                    for _ in 0..4 {
+                        t += 10;
+                        d.sweep(at(t), &mut out);
+                    }
+                    out.clear();
+                }
+                fail(&mut d, 0, 10, t + 5);
+                t += 10;
+                d.sweep(at(t), &mut out);
+                assert!(out.contains(&Change::Eject(0, Ejection::FailurePercentage)));
+                let start = t;
+                out.clear();
+                while !out.contains(&Change::Return(0)) {
+                    t += 10;
+                    d.sweep(at(t), &mut out);
+                }
+                out.clear();
+                lengths.push(t - start);
+            }
+            assert_eq!(lengths, [100, 200, 250, 250, 250, last], "{rules:?}");
+        }
     }
 
     #[test]

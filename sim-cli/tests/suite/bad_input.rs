@@ -294,6 +294,18 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "must be a per cent from 0 to 100, found 185",
     ),
     (
+        "service:\n  outlier_detection:\n    rules: grpc\n    consecutive_5xx: 5\n",
+        4,
+        "service.outlier_detection.consecutive_5xx",
+        "gRPC's outlier detection has no consecutive-failure detector (rules: grpc): leave it out or set 0, found 5",
+    ),
+    (
+        "service:\n  outlier_detection: { rules: linkerd }\n",
+        2,
+        "service.outlier_detection.rules",
+        "unknown variant `linkerd`, expected `envoy` or `grpc`",
+    ),
+    (
         "service:\n  outlier_detection: { consecutive_5xxx: 3 }\n",
         2,
         "service.outlier_detection",
@@ -1124,6 +1136,7 @@ const EDGES: &[(&str, &[&str])] = &[
             "{ success_rate_stdev_factor: 1e300, enforcing_success_rate: 50, consecutive_5xx: 4294967295, healthy_panic_threshold: 100 }",
             "{ enforcing_failure_percentage: 100, failure_percentage_threshold: 0, failure_percentage_minimum_hosts: 0, failure_percentage_request_volume: 0, max_ejection_percent: 100 }",
             "{ enforcing_failure_percentage: 30, failure_percentage_threshold: 100, failure_percentage_minimum_hosts: 4294967295, failure_percentage_request_volume: 4294967295 }",
+            "{ rules: grpc, enforcing_success_rate: 100, enforcing_failure_percentage: 100, failure_percentage_threshold: 0, max_ejection_percent: 100, success_rate_request_volume: 0, failure_percentage_request_volume: 0, success_rate_minimum_hosts: 0, failure_percentage_minimum_hosts: 0, interval: 1ns }",
         ],
     ),
     ("service.pool.max_connections", &["1", "1000000"]),

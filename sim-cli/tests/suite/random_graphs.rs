@@ -285,6 +285,7 @@ fn graph(seed: u64) -> String {
                 "{}",
                 "{ max_ejection_percent: 50 }",
                 "{ max_ejection_percent: 100, healthy_panic_threshold: 0 }",
+                "{ rules: grpc, enforcing_failure_percentage: 100, failure_percentage_threshold: 30, failure_percentage_minimum_hosts: 1, failure_percentage_request_volume: 5, enforcing_success_rate: 100, success_rate_minimum_hosts: 2, success_rate_request_volume: 10, interval: 1s, base_ejection_time: 2s }",
                 "{ consecutive_5xx: 2, interval: 500ms, base_ejection_time: 1s, max_ejection_percent: 100 }",
                 "{ always_eject_one_host: true, interval: 1s, success_rate_minimum_hosts: 2, success_rate_request_volume: 10, enforcing_failure_percentage: 100, failure_percentage_threshold: 20, failure_percentage_minimum_hosts: 1, failure_percentage_request_volume: 5 }",
                 "{ consecutive_5xx: 1, interval: 300ms, base_ejection_time: 200ms, max_ejection_time: 500ms, max_ejection_percent: 100, enforcing_consecutive_5xx: 50 }",

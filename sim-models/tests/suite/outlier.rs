@@ -11,7 +11,7 @@
 use sim_core::dist::DistSpec;
 use sim_models::config::{ClientConfig, WorldConfig};
 use sim_models::outcome::Reason;
-use sim_models::outlier::OutlierSpec;
+use sim_models::outlier::{OutlierRules, OutlierSpec};
 use sim_models::recorder::{Count, Level};
 use sim_models::timeline::{PodFault, TimelineEntry};
 
@@ -182,6 +182,35 @@ fn failure_percentage_ejects_the_odd_pod_out_and_healthy_capacity_when_all_fail_
         "{}",
         totals.count(Count::Ejections)
     );
+}
+
+#[test]
+fn grpc_rules_eject_one_pod_of_eight_where_envoy_rules_eject_none() {
+    // Pod 3 of 8 answers every request 500 from the start, 1,000 requests
+    // a second, for 60 s, the failure-percentage detector on. Envoy's cap
+    // (10 % of 8, rounded down) lets no pod out: an eighth of the requests
+    // fail, 7,500, sd 81. gRPC's lets one out: the pod is ejected at the
+    // 10 s sweep (its first interval's answers), out 30 s, returned at
+    // 40 s (judged first, on an interval it was out), ejected again at
+    // 50 s for 60 s: it serves 20 s, 2,500 errors, sd 50.
+    for (rules, ejections, errors) in [
+        (OutlierRules::Envoy, 0, 7_500.0),
+        (OutlierRules::Grpc, 2, 2_500.0),
+    ] {
+        let spec = OutlierSpec {
+            rules,
+            consecutive_5xx: 0,
+            enforcing_failure_percentage: 100,
+            healthy_panic_threshold: 0,
+            ..OutlierSpec::default()
+        };
+        let mut cfg = detected(8, spec, 1_000.0, 60);
+        fault(&mut cfg, 0, 3, 1.0, None);
+        let (_, totals) = go(&cfg);
+        assert_eq!(totals.count(Count::Ejections), ejections, "{rules:?}");
+        let got = totals.outcome(Reason::ServerError) as f64;
+        assert!((got - errors).abs() < 300.0, "{rules:?}: {got}");
+    }
 }
 
 /// `api` calls `a` with a 100 ms timeout; `a`'s database takes 2 s, so
