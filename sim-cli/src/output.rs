@@ -594,6 +594,7 @@ pub fn nodes_frame(
         ("waiting", |r| &r.waiting),
         ("bulkhead_waiting", |r| &r.bulkhead_waiting),
         ("ejected", |r| &r.ejected),
+        ("bulkhead_limit", |r| &r.bulkhead_limit),
     ] {
         cols.push(Column::new(
             format!("{name}_mean").as_str().into(),

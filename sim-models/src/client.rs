@@ -25,7 +25,7 @@ use crate::policy::backoff::Backoff;
 use crate::policy::breaker::BreakerSpec;
 use crate::policy::budget::BudgetSpec;
 use crate::policy::budget::RetryBudget;
-use crate::policy::bulkhead::{Bulkhead, BulkheadSpec};
+use crate::policy::bulkhead::{Bulkhead, BulkheadSpec, Sample};
 use crate::policy::gate::{Gate, build_gates};
 use crate::policy::throttle::ThrottleSpec;
 use crate::world::{compile, stream};
@@ -524,6 +524,7 @@ impl Client {
         for call in waiting {
             self.rejoin_bulkhead(call, ctx);
         }
+        self.sync_bulkhead_limit(ctx);
         // The fresh budgets never saw this edge's attempts in progress
         // start (a budget on concurrency would count them out twice).
         for att in ctx.sh.reqs.all_attempts() {
@@ -630,6 +631,7 @@ impl Client {
             return true; // no bulkhead: nothing to enter
         };
         if b.try_enter() {
+            b.took_place(call.slot(), now);
             if let Some(c) = ctx.sh.reqs.call_mut(call) {
                 c.holds_place = true;
             }
@@ -1861,7 +1863,7 @@ impl Client {
             ctx.sched.cancel(t);
         }
         if c.holds_place || c.phase == CallPhase::WaitingPlace {
-            self.leave_bulkhead(call, ctx);
+            self.leave_bulkhead(call, sample_of(reason, cut), ctx);
         }
         if self.stateful {
             self.drop_pending_retry(call, ctx);
@@ -1960,13 +1962,13 @@ impl Client {
 
     /// `call`, ending, leaves its bulkhead: its place, given to the first
     /// call still waiting (which goes on at the next step), or its place
-    /// in line.
+    /// in line. An adaptive limit takes the call's `sample` first, and
+    /// when it rises gives the new place too.
     #[inline(never)]
-    fn leave_bulkhead<S: RowSink>(&mut self, call: CallRef, ctx: &mut Ctx<'_, S>) {
+    fn leave_bulkhead<S: RowSink>(&mut self, call: CallRef, sample: Sample, ctx: &mut Ctx<'_, S>) {
         let now = ctx.now();
         let c = stale!(ctx.sh.reqs.call(call));
         let (pod, held) = (c.pod, c.holds_place);
-        let reqs = &ctx.sh.reqs;
         let Some(b) = self.policy(pod, now).and_then(|set| set.bulkhead.as_mut()) else {
             return;
         };
@@ -1975,11 +1977,43 @@ impl Client {
             ctx.sh.rec.bulkhead_waiting(self.index, now, -1);
             return;
         }
+        let before = b.limit();
+        b.sample(call.slot(), now, sample);
         b.leave();
-        let Some(next) = b.admit_next(|w: &CallRef| waits_for_place(reqs, *w)) else {
-            return;
+        if b.limit() != before {
+            self.sync_bulkhead_limit(ctx);
+        }
+        loop {
+            let reqs = &ctx.sh.reqs;
+            let Some(b) = self.policy(pod, now).and_then(|set| set.bulkhead.as_mut()) else {
+                return;
+            };
+            let Some(next) = b.admit_next(|w: &CallRef| waits_for_place(reqs, *w)) else {
+                return;
+            };
+            b.took_place(next.slot(), now);
+            self.give_place(next, ctx);
+        }
+    }
+
+    /// The places this edge's adaptive bulkheads allow, summed, into its
+    /// node's level (at the start, at each change, at a deploy; a pod's
+    /// bulkhead made later joins at the next change).
+    pub(crate) fn sync_bulkhead_limit<S: RowSink>(&self, ctx: &mut Ctx<'_, S>) {
+        let adaptive = self.cfg.bulkhead.is_some_and(|b| b.adaptive.is_some());
+        let places: u64 = match adaptive {
+            true => self
+                .policies
+                .iter()
+                .filter_map(|set| set.bulkhead.as_ref())
+                .map(|b| u64::from(b.limit()))
+                .sum(),
+            false => 0,
         };
-        self.give_place(next, ctx);
+        let now = ctx.now();
+        ctx.sh
+            .rec
+            .node_bulkhead_limit(self.index, now, i64::try_from(places).unwrap_or(i64::MAX));
     }
 
     /// `call`, out of its bulkhead's line, holds a place: it goes on at
@@ -2032,6 +2066,7 @@ impl Client {
             return self.schedule_go_on(call, ctx);
         };
         if b.try_enter() {
+            b.took_place(call.slot(), now);
             stale!(ctx.sh.reqs.call_mut(call)).holds_place = true;
             return self.schedule_go_on(call, ctx);
         }
@@ -2052,6 +2087,32 @@ impl Client {
             }
             .into(),
         );
+    }
+}
+
+/// What a call's end tells an adaptive bulkhead limit, by the
+/// `Limiter.Listener` contract of Netflix's library: a success is a
+/// sample; a call rejected by a limit outside the client (a 5xx: the
+/// call's end keeps no status code, so a 500 counts with the 503s; a
+/// connection refused; a pod restarted under it; no pod in rotation; a
+/// pod's full queue; a 429) is dropped; a timeout (an attempt's, the
+/// call's deadline, no connection in time) is dropped unless the limit
+/// says otherwise; anything else (a 4xx, the client's own breaker,
+/// budget or throttle, a call cut short) is no sample.
+fn sample_of(reason: Reason, cut: bool) -> Sample {
+    if cut {
+        return Sample::Ignored;
+    }
+    match reason {
+        Reason::Success => Sample::Success,
+        Reason::ServerError
+        | Reason::ConnectFailure
+        | Reason::PodRestarted
+        | Reason::Unavailable
+        | Reason::PodOverloaded
+        | Reason::RateLimited => Sample::Dropped,
+        Reason::AttemptTimeout | Reason::DeadlineExceeded | Reason::PoolTimeout => Sample::TimedOut,
+        _ => Sample::Ignored,
     }
 }
 

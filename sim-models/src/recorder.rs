@@ -705,6 +705,9 @@ pub struct NodeRow {
     pub bulkhead_waiting: GaugeBucket,
     /// Service: pods its outlier detection holds ejected. Others: 0.
     pub ejected: GaugeBucket,
+    /// Edge: the places its adaptive bulkheads allow, summed over them
+    /// (0 without one). Others: 0.
+    pub bulkhead_limit: GaugeBucket,
 }
 
 /// One node's open bucket.
@@ -724,6 +727,7 @@ struct NodeOpen {
     waiting: Gauge,
     bulkhead_waiting: Gauge,
     ejected: Gauge,
+    bulkhead_limit: Gauge,
 }
 
 impl NodeOpen {
@@ -743,6 +747,7 @@ impl NodeOpen {
             waiting: Gauge::new(),
             bulkhead_waiting: Gauge::new(),
             ejected: Gauge::new(),
+            bulkhead_limit: Gauge::new(),
         }
     }
 
@@ -773,6 +778,7 @@ impl NodeOpen {
             waiting: self.waiting.close(end),
             bulkhead_waiting: self.bulkhead_waiting.close(end),
             ejected: self.ejected.close(end),
+            bulkhead_limit: self.bulkhead_limit.close(end),
         };
         self.latency.clear();
         if let Some((latency, busy, waiting)) = mirrored {
@@ -1100,6 +1106,14 @@ impl<S: RowSink> Recorder<S> {
         self.level_add(Level::BulkheadWaiting, now, delta);
         if let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) {
             n.bulkhead_waiting.add(now, delta);
+        }
+    }
+
+    /// The places `edge`'s adaptive bulkheads allow, summed, are now
+    /// `places`.
+    pub fn node_bulkhead_limit(&mut self, edge: u32, now: SimTime, places: i64) {
+        if let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) {
+            n.bulkhead_limit.set(now, places);
         }
     }
 

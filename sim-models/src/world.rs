@@ -361,6 +361,9 @@ impl<S: RowSink> World<S> {
             }
             parts.with(cx, |p, cx| p.services[s].schedule_outlier_sweep(cx));
         }
+        for e in 0..parts.clients.len() {
+            parts.with(cx, |p, cx| p.clients[e].sync_bulkhead_limit(cx));
+        }
         for (i, step) in self.steps.iter().enumerate() {
             let _ = cx
                 .sched

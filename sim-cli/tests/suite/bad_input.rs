@@ -294,6 +294,18 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "must be a per cent from 0 to 100, found 185",
     ),
     (
+        "client:\n  bulkhead:\n    max_concurrent: 50\n    adaptive: { backoff_ratio: 1 }\n",
+        4,
+        "client.bulkhead.adaptive.backoff_ratio",
+        "must be from 0.5 to below 1 (Netflix's AIMDLimit requires it), found 1",
+    ),
+    (
+        "client:\n  bulkhead:\n    max_concurrent: 10\n    adaptive: {}\n",
+        4,
+        "client.bulkhead.adaptive.initial_limit",
+        "must lie from min_limit (20) to max_concurrent (10), found 20",
+    ),
+    (
         "service:\n  outlier_detection:\n    rules: grpc\n    consecutive_5xx: 5\n",
         4,
         "service.outlier_detection.consecutive_5xx",
@@ -1200,10 +1212,10 @@ const EDGES: &[(&str, &[&str])] = &[
         &[
             "{ max_concurrent: 1 }",
             "{ max_concurrent: 0 }",
-            "{ max_concurrent: 4294967295 }",
+            "{ max_concurrent: 4294967295, adaptive: { initial_limit: 4294967295, min_limit: 4294967295 } }",
             "{ max_concurrent: 1, max_queue: 0 }",
             "{ max_concurrent: 1, max_queue: 4294967295, max_wait: 1000000h }",
-            "{ max_concurrent: 2, max_wait: 0s }",
+            "{ max_concurrent: 2, max_wait: 0s, adaptive: { min_limit: 1, initial_limit: 2, backoff_ratio: 0.5, timeout: 1ns } }",
             "{ max_concurrent: 1, max_wait: 1ns }",
             "null",
         ],

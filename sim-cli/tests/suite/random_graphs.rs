@@ -138,6 +138,8 @@ fn client(d: &mut Draw) -> String {
             ", max_queue: 2, max_wait: 100ms",
             ", max_queue: 100000",
             ", max_wait: 0s",
+            ", adaptive: { min_limit: 1, initial_limit: 1, timeout: 50ms }",
+            ", max_queue: 4, adaptive: { min_limit: 1, initial_limit: 1, backoff_ratio: 0.5 }",
         ]);
         parts.push(format!("bulkhead: {{ max_concurrent: {places}{line} }}"));
     }

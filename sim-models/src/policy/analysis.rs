@@ -348,10 +348,19 @@ fn call_worst_case(c: &ClientConfig, pool: &PoolConfig, callee: Option<SimDurati
                 format!("the next waiting for one in a line of {n}; past it failing at once")
             }
         };
-        lines.push(format!(
-            "bulkhead: at most {} calls in progress {over}, {next}",
-            b.max_concurrent
-        ));
+        let most = match &b.adaptive {
+            None => format!("at most {} calls in progress", b.max_concurrent),
+            Some(a) => format!(
+                "an adaptive limit of calls in progress (AIMD: from {} within {}..={}, +1 a success with half of it in use, ×{} a call refused{} or slower than {})",
+                a.initial_limit,
+                a.min_limit,
+                b.max_concurrent,
+                a.backoff_ratio,
+                if a.timeouts_drop { ", timed out" } else { "" },
+                a.timeout
+            ),
+        };
+        lines.push(format!("bulkhead: {most} {over}, {next}"));
     }
     // A concurrency budget bounds no one call but every call's retries
     // together: said here, as the bulkhead is.
@@ -427,6 +436,19 @@ mod tests {
     /// A bulkhead's line holds a call before its first attempt: a wait
     /// bound adds to the worst latency, a line without one leaves it to
     /// the total deadline.
+    #[test]
+    fn an_adaptive_bulkhead_is_told_with_its_rule() {
+        use crate::policy::bulkhead::{AimdSpec, BulkheadSpec};
+        let mut cfg = crate::config::WorldConfig::default();
+        cfg.client.bulkhead = Some(BulkheadSpec {
+            adaptive: Some(AimdSpec::default()),
+            ..BulkheadSpec::places(200)
+        });
+        let w = worst_case(&cfg);
+        assert!(w.derivation.iter().any(|l| l
+            == "bulkhead: an adaptive limit of calls in progress (AIMD: from 20 within 20..=200, +1 a success with half of it in use, ×0.9 a call refused, timed out or slower than 5s) on each pod, the next failing at once"), "{:?}", w.derivation);
+    }
+
     #[test]
     fn a_bulkhead_line_adds_its_wait_to_the_worst_latency() {
         use crate::policy::bulkhead::BulkheadSpec;
