@@ -660,6 +660,16 @@ mod tests {
         OutlierDetector::new(&spec, pods, RngStreams::new(1).stream("outlier"))
     }
 
+    /// `volume` answers from each of `pods` pods at 5 s, the first
+    /// `failing(pod)` of them failures.
+    fn answer(d: &mut OutlierDetector, pods: u32, volume: u32, failing: impl Fn(u32) -> u32) {
+        for pod in 0..pods {
+            for k in 0..volume {
+                d.judge(pod, k < failing(pod), at(5));
+            }
+        }
+    }
+
     fn at(s: u64) -> SimTime {
         SimTime::ZERO + secs(s)
     }
@@ -774,11 +784,7 @@ mod tests {
             ..OutlierSpec::default()
         };
         let mut d = detector(spec.clone(), 10);
-        for pod in 0..10 {
-            for k in 0..100 {
-                d.judge(pod, pod == 9 && k < 30, at(5));
-            }
-        }
+        answer(&mut d, 10, 100, |pod| if pod == 9 { 30 } else { 0 });
         let mut out = Vec::new();
         d.sweep(at(10), &mut out);
         assert_eq!(out, [Change::Eject(9, Ejection::SuccessRate)]);
@@ -791,11 +797,7 @@ mod tests {
             (30, 100, 4, false),
         ] {
             let mut d = detector(spec.clone(), pods);
-            for pod in 0..pods {
-                for k in 0..volume {
-                    d.judge(pod, pod == 0 && k < bad, at(5));
-                }
-            }
+            answer(&mut d, pods, volume, |pod| if pod == 0 { bad } else { 0 });
             let mut out = Vec::new();
             d.sweep(at(10), &mut out);
             assert_eq!(!out.is_empty(), ejected, "{bad} {volume} {pods}");
@@ -837,12 +839,12 @@ mod tests {
                     ..spec.clone()
                 };
                 let mut d = detector(spec, pods);
-                for pod in 0..pods {
-                    let failing = if pod == 0 { bad } else { others };
-                    for k in 0..volume {
-                        d.judge(pod, k < failing, at(5));
-                    }
-                }
+                answer(
+                    &mut d,
+                    pods,
+                    volume,
+                    |pod| if pod == 0 { bad } else { others },
+                );
                 let mut out = Vec::new();
                 d.sweep(at(10), &mut out);
                 assert!(
@@ -866,11 +868,7 @@ mod tests {
             ..OutlierSpec::default()
         };
         let mut d = detector(spec, 10);
-        for pod in 0..10 {
-            for k in 0..100 {
-                d.judge(pod, pod == 9 && k < 90, at(5));
-            }
-        }
+        answer(&mut d, 10, 100, |pod| if pod == 9 { 90 } else { 0 });
         let mut out = Vec::new();
         d.sweep(at(10), &mut out);
         assert_eq!(out, [Change::Eject(9, Ejection::SuccessRate)]);
