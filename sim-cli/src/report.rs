@@ -69,6 +69,8 @@ const TIMESERIES_READ: &[&str] = &[
     "breakers_half_open_mean",
     "breakers_half_open_max",
     "bulkhead_waiting_max",
+    "bulkhead_limit_min",
+    "bulkhead_limit_max",
     "pods_ejected_max",
     "e2e_p50_s",
     "e2e_p99_s",
@@ -175,6 +177,18 @@ fn waited_for_bulkheads(ts: &DataFrame) -> Result<bool, String> {
         return Ok(false);
     }
     Ok(floats(ts, "bulkhead_waiting_max")?.iter().any(|v| *v > 0.0))
+}
+
+/// The title of the chart of the places adaptive bulkheads allow.
+const LIMIT_TITLE: &str = "Places the adaptive bulkheads allow (all pods, every edge)";
+
+/// Whether any bulkhead's limit adapts: its chart is drawn only then
+/// (and a dataset from before the column has none).
+fn adaptive_limits(ts: &DataFrame) -> Result<bool, String> {
+    if ts.column("bulkhead_limit_max").is_err() {
+        return Ok(false);
+    }
+    Ok(floats(ts, "bulkhead_limit_max")?.iter().any(|v| *v > 0.0))
 }
 
 /// Whether outlier detection held any of the entry's pods out: the pods
@@ -1002,6 +1016,19 @@ fn run_sections(
             ),
         )?;
     }
+    if adaptive_limits(ts)? {
+        chart(
+            "bulkhead_limit.svg",
+            lines(
+                LIMIT_TITLE,
+                "places",
+                &[
+                    ("bulkhead_limit_min", "lowest in the bucket"),
+                    ("bulkhead_limit_max", "highest"),
+                ],
+            ),
+        )?;
+    }
     let mut pods = vec![
         ("pods_up_min", "up"),
         ("pods_unready_max", "unready"),
@@ -1419,6 +1446,14 @@ fn overlay_section(
             "bulkhead_waiting_max",
             BULKHEAD_TITLE,
             "calls",
+        ));
+    }
+    if adaptive_limits(ts)? {
+        curves.push((
+            "compare_bulkhead_limit.svg",
+            "bulkhead_limit_min",
+            LIMIT_TITLE,
+            "places (lowest in the bucket)",
         ));
     }
     for (file, col, title, unit) in curves {

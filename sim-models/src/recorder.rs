@@ -117,11 +117,14 @@ pub enum Level {
     /// The entry's pods up and ready but held out of rotation by its
     /// outlier detection (counted in `PodsUp` too).
     PodsEjected,
+    /// The places the adaptive bulkheads allow, summed over every edge's
+    /// (0 without one).
+    BulkheadLimit,
 }
 
 impl Level {
     /// Every level, in column order.
-    pub const ALL: [Level; 15] = [
+    pub const ALL: [Level; 16] = [
         Level::PoolInUse,
         Level::PoolWaiters,
         Level::PoolLeaked,
@@ -137,6 +140,7 @@ impl Level {
         Level::BreakersHalfOpen,
         Level::BulkheadWaiting,
         Level::PodsEjected,
+        Level::BulkheadLimit,
     ];
     /// Number of levels.
     pub const COUNT: usize = Level::ALL.len();
@@ -158,6 +162,7 @@ impl Level {
             Level::BreakersHalfOpen => "breakers_half_open",
             Level::BulkheadWaiting => "bulkhead_waiting",
             Level::PodsEjected => "pods_ejected",
+            Level::BulkheadLimit => "bulkhead_limit",
         }
     }
 }
@@ -831,6 +836,10 @@ pub struct Recorder<S> {
     node_names: Vec<String>,
     /// Each dependency's last in-service and queued counts.
     dependency_levels: Vec<(i64, i64)>,
+    /// Each edge's adaptive bulkhead places, summed over its bulkheads
+    /// (kept with or without the nodes table: the world's level is their
+    /// sum).
+    edge_limits: Vec<i64>,
     /// Node figures taken from the totals at each close.
     mirrored: Mirrored,
     /// The open bucket's priced attempts.
@@ -855,6 +864,7 @@ impl<S: RowSink> Recorder<S> {
             first_dependency: 0,
             node_names: Vec::new(),
             dependency_levels: Vec::new(),
+            edge_limits: Vec::new(),
             mirrored: Mirrored::default(),
             costs: Costs::default(),
             index: 0,
@@ -896,6 +906,7 @@ impl<S: RowSink> Recorder<S> {
             topo.dependencies.len(),
         );
         self.dependency_levels = vec![(0, 0); d];
+        self.edge_limits = vec![0; e];
         self.costs = Costs::new(
             topo.edges
                 .iter()
@@ -1110,10 +1121,17 @@ impl<S: RowSink> Recorder<S> {
     }
 
     /// The places `edge`'s adaptive bulkheads allow, summed, are now
-    /// `places`.
+    /// `places`: the edge's own level, and the world's by the change.
     pub fn node_bulkhead_limit(&mut self, edge: u32, now: SimTime, places: i64) {
+        let Some(last) = self.edge_limits.get_mut(edge as usize) else {
+            return;
+        };
+        let delta = places - std::mem::replace(last, places);
         if let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) {
             n.bulkhead_limit.set(now, places);
+        }
+        if delta != 0 {
+            self.level_add(Level::BulkheadLimit, now, delta);
         }
     }
 
@@ -1374,7 +1392,7 @@ mod tests {
         check(&Reason::ALL, |c| c as usize, Reason::name);
         // The last variant of each enum is in its list.
         assert_eq!(Count::Ejections as usize, Count::COUNT - 1);
-        assert_eq!(Level::PodsEjected as usize, Level::COUNT - 1);
+        assert_eq!(Level::BulkheadLimit as usize, Level::COUNT - 1);
         assert_eq!(Latency::RetryDelay as usize, Latency::COUNT - 1);
         assert_eq!(Reason::Abandoned as usize, Reason::COUNT - 1);
     }

@@ -163,6 +163,45 @@ fn a_bulkhead_line_is_drawn_where_calls_waited() {
     );
 }
 
+/// The places adaptive bulkheads allow are drawn where a bulkhead adapts:
+/// one run's lowest and highest in each bucket, a comparison's lowest per
+/// run; runs whose bulkheads are fixed have no such chart.
+#[test]
+fn adaptive_limits_are_drawn_where_a_bulkhead_adapts() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/policies/base.yaml");
+    let file = dir.join("adaptive-one.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "extends: {}\nname: one adaptive\nclient:\n  bulkhead: {{ max_concurrent: 50, adaptive: {{ min_limit: 1, initial_limit: 2 }} }}\n",
+            base.display()
+        ),
+    )
+    .unwrap();
+    let one = dataset("adaptive-one", "run", file.to_str().unwrap());
+    check_svg(
+        &one.join("charts").join("bulkhead_limit.svg"),
+        &["adaptive bulkheads", "places", "lowest in the bucket"],
+    );
+    let file = dir.join("adaptive-two.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "extends: {}\nname: two adaptive\nsweep:\n  axes:\n    - path: client.bulkhead\n      values:\n        - {{ label: fixed, value: {{ max_concurrent: 8 }} }}\n        - {{ label: AIMD, value: {{ max_concurrent: 50, adaptive: {{ min_limit: 1, initial_limit: 2 }} }} }}\n",
+            base.display()
+        ),
+    )
+    .unwrap();
+    let two = dataset("adaptive-two", "sweep", file.to_str().unwrap());
+    let path = two.join("charts").join("compare_bulkhead_limit.svg");
+    check_svg(&path, &["adaptive bulkheads", "places"]);
+    assert!(std::fs::read_to_string(&path).unwrap().contains("AIMD"));
+    let plain = dataset("bulkhead", "run", "experiments/policies/bulkhead.yaml");
+    assert!(!plain.join("charts").join("bulkhead_limit.svg").exists());
+}
+
 /// Pods held out by outlier detection join the pods chart where there
 /// were any: a bad pod ejected at once, and not in a run without
 /// outlier detection.

@@ -573,6 +573,14 @@ fn an_aimd_bulkhead_settles_where_successes_balance_drops() {
             ..BulkheadSpec::places(1_000)
         });
         let out = run(&cfg, Nodes::default()).unwrap();
+        // The world's level is the one edge's.
+        let edge = out
+            .sink
+            .of("service->upstream")
+            .map(|r| r.bulkhead_limit.mean);
+        for (world, edge) in out.sink.buckets.iter().zip(edge) {
+            assert_eq!(world.level(Level::BulkheadLimit).mean, edge);
+        }
         // The first bucket holds the climb from 20: left out.
         let rows: Vec<_> = out.sink.of("service->upstream").skip(1).collect();
         let mean = |f: fn(&sim_models::recorder::NodeRow) -> f64| {
