@@ -19,6 +19,21 @@ fn dataset(name: &str, command: &str, file: &str) -> PathBuf {
     out
 }
 
+/// [`dataset`] of a file `name.yaml` that extends the policy examples'
+/// shared world (`experiments/policies/base.yaml`) with `text`.
+fn dataset_on_base(name: &str, command: &str, text: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/policies/base.yaml");
+    let file = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &file,
+        format!("extends: {}\nname: {name}\n{text}", base.display()),
+    )
+    .unwrap();
+    dataset(name, command, file.to_str().unwrap())
+}
+
 /// Checks an SVG chart: well formed at both ends, with drawn data and the
 /// axis descriptions given.
 fn check_svg(path: &Path, labels: &[&str]) {
@@ -144,19 +159,11 @@ fn a_bulkhead_line_is_drawn_where_calls_waited() {
     assert!(plain.join("charts").join("pods.svg").exists());
     assert!(!plain.join("charts").join("bulkhead.svg").exists());
     // One run of a bulkhead with a line gets its own chart.
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("bulkhead-line-one.yaml");
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/policies/base.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "extends: {}\nname: one line\nclient:\n  total_deadline: 2s\n  bulkhead: {{ max_concurrent: 8, max_wait: 200ms }}\n",
-            base.display()
-        ),
-    )
-    .unwrap();
-    let one = dataset("bulkhead-line-one", "run", file.to_str().unwrap());
+    let one = dataset_on_base(
+        "bulkhead-line-one",
+        "run",
+        "client:\n  total_deadline: 2s\n  bulkhead: { max_concurrent: 8, max_wait: 200ms }\n",
+    );
     check_svg(
         &one.join("charts").join("bulkhead.svg"),
         &["bulkhead", "calls"],
@@ -168,33 +175,20 @@ fn a_bulkhead_line_is_drawn_where_calls_waited() {
 /// run; runs whose bulkheads are fixed have no such chart.
 #[test]
 fn adaptive_limits_are_drawn_where_a_bulkhead_adapts() {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/policies/base.yaml");
-    let file = dir.join("adaptive-one.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "extends: {}\nname: one adaptive\nclient:\n  bulkhead: {{ max_concurrent: 50, adaptive: {{ min_limit: 1, initial_limit: 2 }} }}\n",
-            base.display()
-        ),
-    )
-    .unwrap();
-    let one = dataset("adaptive-one", "run", file.to_str().unwrap());
+    let one = dataset_on_base(
+        "adaptive-one",
+        "run",
+        "client:\n  bulkhead: { max_concurrent: 50, adaptive: { min_limit: 1, initial_limit: 2 } }\n",
+    );
     check_svg(
         &one.join("charts").join("bulkhead_limit.svg"),
         &["adaptive bulkheads", "places", "lowest in the bucket"],
     );
-    let file = dir.join("adaptive-two.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "extends: {}\nname: two adaptive\nsweep:\n  axes:\n    - path: client.bulkhead\n      values:\n        - {{ label: fixed, value: {{ max_concurrent: 8 }} }}\n        - {{ label: AIMD, value: {{ max_concurrent: 50, adaptive: {{ min_limit: 1, initial_limit: 2 }} }} }}\n",
-            base.display()
-        ),
-    )
-    .unwrap();
-    let two = dataset("adaptive-two", "sweep", file.to_str().unwrap());
+    let two = dataset_on_base(
+        "adaptive-two",
+        "sweep",
+        "sweep:\n  axes:\n    - path: client.bulkhead\n      values:\n        - { label: fixed, value: { max_concurrent: 8 } }\n        - { label: AIMD, value: { max_concurrent: 50, adaptive: { min_limit: 1, initial_limit: 2 } } }\n",
+    );
     let path = two.join("charts").join("compare_bulkhead_limit.svg");
     check_svg(&path, &["adaptive bulkheads", "places"]);
     assert!(std::fs::read_to_string(&path).unwrap().contains("AIMD"));
@@ -207,19 +201,11 @@ fn adaptive_limits_are_drawn_where_a_bulkhead_adapts() {
 /// outlier detection.
 #[test]
 fn pods_ejected_by_outlier_detection_join_the_pods_chart() {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/policies/base.yaml");
-    let file = dir.join("outlier-one.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "extends: {}\nname: one bad pod\nservice:\n  outlier_detection: {{ max_ejection_percent: 20 }}\ntimeline:\n  - at: 30s\n    pod_fault: {{ pod: 3, errors: 1 }}\n",
-            base.display()
-        ),
-    )
-    .unwrap();
-    let out = dataset("outlier-one", "run", file.to_str().unwrap());
+    let out = dataset_on_base(
+        "outlier-one",
+        "run",
+        "service:\n  outlier_detection: { max_ejection_percent: 20 }\ntimeline:\n  - at: 30s\n    pod_fault: { pod: 3, errors: 1 }\n",
+    );
     let pods = out.join("charts").join("pods.svg");
     check_svg(&pods, &["ejected", "outlier detection"]);
     let plain = dataset("bulkhead", "run", "experiments/policies/bulkhead.yaml");
