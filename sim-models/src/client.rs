@@ -375,6 +375,10 @@ pub struct Client {
     /// Whether the policies keep state (a budget, a gate, adaptive
     /// backoff): without any, an attempt does not look its set up.
     stateful: bool,
+    /// Policy sets whose adaptive bulkhead limits the edge's level last
+    /// summed: while no set is added, a limit's change is told as that
+    /// change alone, not by summing every pod's again.
+    limit_sets: usize,
 }
 
 /// Whether `client`'s policies keep state: a budget, a gate (throttle,
@@ -408,6 +412,7 @@ impl Client {
             throttle_rng: streams.stream(stream_name("client/throttle", &edge.suffix).as_str()),
             timeouts: DeadlineLine::new(),
             stateful: keeps_policy_state(&edge.client),
+            limit_sets: 0,
             cfg: edge.client.clone(),
             pool: edge.pool.clone(),
             from: edge.from,
@@ -1879,6 +1884,28 @@ impl Client {
     /// refuse calls for the rest of the run, a call lost from its line
     /// would wait for ever. A place free while calls wait is a wake-up
     /// missed.
+    /// The edge's adaptive places as its level last told them (`told`)
+    /// against its bulkheads' limits summed, while no pod's bulkhead was
+    /// made since the last full sum.
+    pub(crate) fn check_bulkhead_limit(&self, told: i64) -> Result<(), String> {
+        let adaptive = self.cfg.bulkhead.is_some_and(|b| b.adaptive.is_some());
+        if !adaptive || self.policies.len() != self.limit_sets {
+            return Ok(());
+        }
+        let sum: i64 = self
+            .policies
+            .iter()
+            .filter_map(|set| set.bulkhead.as_ref())
+            .map(|b| i64::from(b.limit()))
+            .sum();
+        match sum == told {
+            true => Ok(()),
+            false => Err(format!(
+                "its adaptive bulkheads allow {sum} places, its level says {told}"
+            )),
+        }
+    }
+
     pub(crate) fn check_bulkheads(&self, reqs: &Requests) -> Result<(), String> {
         if self.cfg.bulkhead.is_none() {
             return Ok(());
@@ -1980,8 +2007,14 @@ impl Client {
         let before = b.limit();
         b.sample(call.slot(), now, sample);
         b.leave();
-        if b.limit() != before {
-            self.sync_bulkhead_limit(ctx);
+        let after = b.limit();
+        if after != before {
+            if self.policies.len() == self.limit_sets {
+                let change = i64::from(after) - i64::from(before);
+                ctx.sh.rec.node_bulkhead_limit_by(self.index, now, change);
+            } else {
+                self.sync_bulkhead_limit(ctx);
+            }
         }
         loop {
             let reqs = &ctx.sh.reqs;
@@ -1997,9 +2030,11 @@ impl Client {
     }
 
     /// The places this edge's adaptive bulkheads allow, summed, into its
-    /// node's level (at the start, at each change, at a deploy; a pod's
-    /// bulkhead made later joins at the next change).
-    pub(crate) fn sync_bulkhead_limit<S: RowSink>(&self, ctx: &mut Ctx<'_, S>) {
+    /// node's level (at the start, at a deploy, and at the first change
+    /// after a pod's bulkhead was made, which then joins the sum; other
+    /// changes are told by themselves).
+    pub(crate) fn sync_bulkhead_limit<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        self.limit_sets = self.policies.len();
         let adaptive = self.cfg.bulkhead.is_some_and(|b| b.adaptive.is_some());
         let places: u64 = match adaptive {
             true => self

@@ -1135,6 +1135,18 @@ impl<S: RowSink> Recorder<S> {
         }
     }
 
+    /// The places `edge`'s adaptive bulkheads allow, as last told.
+    pub fn edge_limit(&self, edge: u32) -> i64 {
+        self.edge_limits.get(edge as usize).copied().unwrap_or(0)
+    }
+
+    /// The places `edge`'s adaptive bulkheads allow changed by `delta`.
+    pub fn node_bulkhead_limit_by(&mut self, edge: u32, now: SimTime, delta: i64) {
+        if let Some(&last) = self.edge_limits.get(edge as usize) {
+            self.node_bulkhead_limit(edge, now, last + delta);
+        }
+    }
+
     /// Pods of `service` ejected by its outlier detection changed by
     /// `delta`.
     pub fn node_ejected(&mut self, service: u32, now: SimTime, delta: i64) {

@@ -587,9 +587,12 @@ impl<S: RowSink> World<S> {
             }
         }
         for client in &self.parts.clients {
-            client.check_bulkheads(reqs).map_err(|m| {
-                format!("client of {}: {m}", topo.edges[client.index as usize].name)
-            })?;
+            client
+                .check_bulkheads(reqs)
+                .and_then(|()| client.check_bulkhead_limit(self.sh.rec.edge_limit(client.index)))
+                .map_err(|m| {
+                    format!("client of {}: {m}", topo.edges[client.index as usize].name)
+                })?;
         }
         for (d, dep) in self.parts.dependencies.iter().enumerate() {
             dep.upstream

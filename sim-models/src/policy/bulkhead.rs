@@ -255,11 +255,6 @@ impl<W> Bulkhead<W> {
         self.max
     }
 
-    /// Whether its limit moves.
-    pub fn is_adaptive(&self) -> bool {
-        self.adaptive.is_some()
-    }
-
     /// Call `key` took a place at `now`: an adaptive limit keeps when,
     /// and the places taken then, for the sample its end makes.
     pub fn took_place(&mut self, key: u32, now: SimTime) {
