@@ -87,6 +87,7 @@ macro_rules! stale {
     };
 }
 
+pub mod autoscaler;
 pub mod calls;
 pub mod client;
 pub mod config;

@@ -1,0 +1,811 @@
+//! A horizontal pod autoscaler: Kubernetes' `HorizontalPodAutoscaler`
+//! (`autoscaling/v2`), as its controller computes it.
+//!
+//! Every `sync_period` (the controller's 15 s) the autoscaler reads one
+//! metric per pod, averaged over the period (samples taken fifteen times
+//! a period, as the metrics pipeline's rate over its window): the busy
+//! share of its cores (`cpu`, Kubernetes' CPU utilization against the
+//! pod's request), of its workers (`workers`), or the requests it holds
+//! (`in_flight`, a custom per-pod metric as the Prometheus adapter serves
+//! one). The rules are the controller's own (`replica_calculator.go`,
+//! `horizontal.go`), read in its source:
+//!
+//! - the usage ratio is the ready pods' usage over their capacity, over
+//!   the target; within `tolerance` (0.1) of 1 nothing changes, else the
+//!   recommendation is `ceil(ratio × ready pods)`;
+//! - pods out of rotation (starting, restarting, failing readiness) are
+//!   unready: on a scale-up they count as idle and the ratio is taken
+//!   again; pods in rotation without a sample yet are missing: idle on a
+//!   scale-up, at their capacity (or at the target, for `in_flight`) on a
+//!   scale-down; if that changes the direction, or lands within the
+//!   tolerance, nothing changes;
+//! - recommendations are stabilized: a scale-up goes only to the lowest
+//!   recommendation of its window (`scale_up.stabilization_window`, 0 s),
+//!   a scale-down only to the highest of its window (300 s);
+//! - the rate is limited by policies over their periods, counting the
+//!   changes made within the period: up by at most 4 pods or 100 % each
+//!   15 s (the larger: `select: max`), down by at most 100 % each 15 s;
+//! - `min_replicas..=max_replicas` bound it all.
+//!
+//! A pod the autoscaler adds starts out of rotation and joins after
+//! `startup` (scheduling, image, the runtime's warm-up and the first
+//! readiness probe). A pod it removes leaves rotation at once and drains:
+//! it finishes what it holds and is gone when it holds nothing, or after
+//! `termination_grace`, when whatever is left fails (`pod_restarted`, as
+//! a SIGKILL). Removed pods are those out of rotation first, then the
+//! newest (the highest index), as a ReplicaSet ranks them; their places
+//! are reused by later scale-ups.
+
+use serde::{Deserialize, Serialize};
+use sim_core::time::{SimDuration, SimTime};
+
+use crate::config::{Problems, secs};
+
+/// What the autoscaler measures on each pod.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// The share of its cores busy with requests' own work (the service
+    /// needs `cores` and `work`): Kubernetes' CPU utilization.
+    #[default]
+    Cpu,
+    /// The share of its workers busy (the service needs `workers`).
+    Workers,
+    /// Requests it holds (on a worker or waiting for one): a per-pod
+    /// custom metric with an average-value target.
+    InFlight,
+}
+
+/// How one direction of scaling is limited (Kubernetes' `HPAScalingRules`;
+/// unset fields take that direction's defaults).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScalingRules {
+    /// Recommendations of this long ago still hold the change back
+    /// (default: up `0s`, down `300s`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stabilization_window: Option<SimDuration>,
+    /// Which policy's limit applies (default `max`: the one allowing the
+    /// largest change).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub select: Option<Select>,
+    /// The limits (default: up 4 pods and 100 % per 15 s; down 100 % per
+    /// 15 s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policies: Option<Vec<ScalingPolicy>>,
+}
+
+/// Which scaling policy applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Select {
+    /// The policy allowing the largest change.
+    Max,
+    /// The policy allowing the smallest change.
+    Min,
+    /// No scaling in this direction.
+    Disabled,
+}
+
+/// One limit on the change over a period.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScalingPolicy {
+    /// `pods` (a count) or `percent` (of the pods at the period's start).
+    #[serde(rename = "type")]
+    pub kind: PolicyKind,
+    /// How many pods, or what per cent.
+    pub value: u32,
+    /// The period the changes are counted over.
+    pub period: SimDuration,
+}
+
+/// What a policy's value counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyKind {
+    /// Pods.
+    Pods,
+    /// Per cent of the pods at the period's start.
+    Percent,
+}
+
+/// A service's autoscaler as configured (`autoscaling:` on a service).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AutoscalingSpec {
+    /// Fewest pods (default 1).
+    pub min_replicas: u32,
+    /// Most pods (required).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_replicas: Option<u32>,
+    /// What is measured (default `cpu`).
+    pub metric: Metric,
+    /// The target: per cent of cores or workers busy (default 80), or
+    /// requests held per pod for `in_flight` (required there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<f64>,
+    /// No change while the usage ratio is within this of 1 (default 0.1).
+    pub tolerance: f64,
+    /// Time between the controller's passes (default `15s`).
+    pub sync_period: SimDuration,
+    /// From a pod's creation to its joining rotation (default `30s`).
+    pub startup: SimDuration,
+    /// Longest a removed pod drains before what it holds fails (default
+    /// `30s`, Kubernetes' `terminationGracePeriodSeconds`).
+    pub termination_grace: SimDuration,
+    /// Scaling up.
+    pub scale_up: ScalingRules,
+    /// Scaling down.
+    pub scale_down: ScalingRules,
+}
+
+impl Default for AutoscalingSpec {
+    fn default() -> Self {
+        AutoscalingSpec {
+            min_replicas: 1,
+            max_replicas: None,
+            metric: Metric::Cpu,
+            target: None,
+            tolerance: 0.1,
+            sync_period: secs(15),
+            startup: secs(30),
+            termination_grace: secs(30),
+            scale_up: ScalingRules::default(),
+            scale_down: ScalingRules::default(),
+        }
+    }
+}
+
+/// Kubernetes' default policies: up 4 pods or 100 % per 15 s, down 100 %
+/// per 15 s.
+fn default_policies(up: bool) -> Vec<ScalingPolicy> {
+    let percent = ScalingPolicy {
+        kind: PolicyKind::Percent,
+        value: 100,
+        period: secs(15),
+    };
+    if up {
+        vec![
+            ScalingPolicy {
+                kind: PolicyKind::Pods,
+                value: 4,
+                period: secs(15),
+            },
+            percent,
+        ]
+    } else {
+        vec![percent]
+    }
+}
+
+impl AutoscalingSpec {
+    /// The most pods.
+    pub fn max(&self) -> u32 {
+        self.max_replicas.unwrap_or(self.min_replicas)
+    }
+
+    /// The target in the metric's unit: a share of capacity (0.8), or
+    /// requests per pod.
+    pub fn target_value(&self) -> f64 {
+        match self.metric {
+            Metric::InFlight => self.target.unwrap_or(1.0),
+            _ => self.target.unwrap_or(80.0) / 100.0,
+        }
+    }
+
+    fn window(&self, up: bool) -> SimDuration {
+        let r = if up { &self.scale_up } else { &self.scale_down };
+        r.stabilization_window
+            .unwrap_or(if up { SimDuration::ZERO } else { secs(300) })
+    }
+
+    fn select(&self, up: bool) -> Select {
+        let r = if up { &self.scale_up } else { &self.scale_down };
+        r.select.unwrap_or(Select::Max)
+    }
+
+    fn policies(&self, up: bool) -> Vec<ScalingPolicy> {
+        let r = if up { &self.scale_up } else { &self.scale_down };
+        r.policies.clone().unwrap_or_else(|| default_policies(up))
+    }
+
+    /// Checks the fields, `at` the section's path; `cores` and `workers`
+    /// tell what the service has to measure.
+    pub(crate) fn check(&self, at: &str, cores: bool, workers: bool, p: &mut Problems) {
+        match self.max_replicas {
+            None => p.add(
+                &format!("{at}.max_replicas"),
+                "must be given: the most pods the autoscaler may run",
+            ),
+            Some(m) if m < self.min_replicas.max(1) => p.add(
+                &format!("{at}.max_replicas"),
+                format!(
+                    "must be at least min_replicas ({}) and 1, found {m}",
+                    self.min_replicas
+                ),
+            ),
+            Some(_) => {}
+        }
+        if self.min_replicas == 0 {
+            p.add(
+                &format!("{at}.min_replicas"),
+                "must be at least 1 (Kubernetes scales to zero only behind a feature gate)",
+            );
+        }
+        match self.metric {
+            Metric::Cpu if !cores => p.add(
+                &format!("{at}.metric"),
+                "cpu needs the service's `cores` (and its `work`) to measure",
+            ),
+            Metric::Workers if !workers => p.add(
+                &format!("{at}.metric"),
+                "workers needs the service's `workers` to measure",
+            ),
+            Metric::InFlight if self.target.is_none() => p.add(
+                &format!("{at}.target"),
+                "must be given for in_flight: the requests a pod should hold on average",
+            ),
+            _ => {}
+        }
+        if let Some(t) = self.target
+            && !(t.is_finite() && t > 0.0 && t <= 1e9)
+        {
+            p.add(
+                &format!("{at}.target"),
+                format!("must be a number above 0 (at most 10^9), found {t}"),
+            );
+        }
+        if !(self.tolerance.is_finite() && (0.0..1.0).contains(&self.tolerance)) {
+            p.add(
+                &format!("{at}.tolerance"),
+                format!("must be at least 0 and below 1, found {}", self.tolerance),
+            );
+        }
+        p.positive(&format!("{at}.sync_period"), self.sync_period);
+        if self.sync_period.as_nanos() < 15 {
+            p.add(
+                &format!("{at}.sync_period"),
+                "must be at least 15ns (the metric is sampled fifteen times a period)",
+            );
+        }
+        for (name, r) in [
+            ("scale_up", &self.scale_up),
+            ("scale_down", &self.scale_down),
+        ] {
+            if let Some(ps) = &r.policies {
+                if ps.is_empty() && r.select != Some(Select::Disabled) {
+                    p.add(
+                        &format!("{at}.{name}.policies"),
+                        "must hold at least one policy (or set select: disabled)",
+                    );
+                }
+                for (i, pol) in ps.iter().enumerate() {
+                    p.positive(&format!("{at}.{name}.policies[{i}].period"), pol.period);
+                    if pol.value == 0 {
+                        p.add(
+                            &format!("{at}.{name}.policies[{i}].value"),
+                            "must be at least 1",
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What the autoscaler knows of one pod at a pass.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PodReading {
+    /// In rotation, with its usage averaged over the period, and its
+    /// capacity (cores or workers; 1 for `in_flight`).
+    Ready { usage: f64, capacity: f64 },
+    /// In rotation without a sample yet.
+    Missing { capacity: f64 },
+    /// Out of rotation (starting, restarting, failing readiness).
+    Unready { capacity: f64 },
+}
+
+/// A change the autoscaler made, for its rate limits.
+#[derive(Clone, Copy, Debug)]
+struct ScaleEvent {
+    at: SimTime,
+    change: u32,
+}
+
+/// The controller's memory for one service: its recommendations and the
+/// changes it made, each kept only as long as a window or a period needs
+/// them (so it holds a bounded number, whatever the run's length).
+#[derive(Clone, Debug)]
+pub struct Autoscaler {
+    spec: AutoscalingSpec,
+    recommendations: Vec<(SimTime, u32)>,
+    ups: Vec<ScaleEvent>,
+    downs: Vec<ScaleEvent>,
+}
+
+impl Autoscaler {
+    /// An autoscaler with no history.
+    pub fn new(spec: &AutoscalingSpec) -> Self {
+        Autoscaler {
+            spec: spec.clone(),
+            recommendations: Vec::new(),
+            ups: Vec::new(),
+            downs: Vec::new(),
+        }
+    }
+
+    /// Its configuration.
+    pub fn spec(&self) -> &AutoscalingSpec {
+        &self.spec
+    }
+
+    /// The replica count the metrics call for (`replica_calculator.go`'s
+    /// `GetResourceReplicas` and `calcPlainMetricReplicas`), or `None`
+    /// when no pod in rotation has a reading (the controller then leaves
+    /// the count alone).
+    pub fn metric_replicas(&self, current: u32, pods: &[PodReading]) -> Option<u32> {
+        let target = self.spec.target_value();
+        let tol = self.spec.tolerance;
+        let ratio = |usage: f64, capacity: f64, n: usize| match self.spec.metric {
+            Metric::InFlight => usage / n as f64 / target,
+            _ => usage / capacity / target,
+        };
+        let (mut usage, mut capacity, mut ready) = (0.0, 0.0, 0usize);
+        let (mut unready, mut missing) = (0usize, 0usize);
+        for r in pods {
+            match *r {
+                PodReading::Ready {
+                    usage: u,
+                    capacity: c,
+                } => {
+                    usage += u;
+                    capacity += c;
+                    ready += 1;
+                }
+                PodReading::Missing { .. } => missing += 1,
+                PodReading::Unready { .. } => unready += 1,
+            }
+        }
+        if ready == 0 {
+            return None;
+        }
+        let r0 = ratio(usage, capacity, ready);
+        let up_with_unready = unready > 0 && r0 > 1.0;
+        if !up_with_unready && missing == 0 {
+            if (1.0 - r0).abs() <= tol {
+                return Some(current);
+            }
+            return Some(ceil_u32(r0 * ready as f64));
+        }
+        // Take it again with the missing and unready pods filled in.
+        let mut n = ready;
+        for r in pods {
+            match *r {
+                PodReading::Missing { capacity: c } => {
+                    n += 1;
+                    capacity += c;
+                    if r0 < 1.0 {
+                        usage += match self.spec.metric {
+                            Metric::InFlight => target,
+                            _ => c * target.max(1.0),
+                        };
+                    }
+                }
+                PodReading::Unready { capacity: c } if up_with_unready => {
+                    n += 1;
+                    capacity += c;
+                }
+                _ => {}
+            }
+        }
+        let r1 = ratio(usage, capacity, n);
+        if (1.0 - r1).abs() <= tol || (r0 < 1.0 && r1 > 1.0) || (r0 > 1.0 && r1 < 1.0) {
+            return Some(current);
+        }
+        let proposed = ceil_u32(r1 * n as f64);
+        if (r1 < 1.0 && proposed > current) || (r1 > 1.0 && proposed < current) {
+            return Some(current);
+        }
+        Some(proposed)
+    }
+
+    /// One pass at `now` over `current` replicas (`reconcileAutoscaler`):
+    /// the count to scale to, the change recorded for the rate limits.
+    pub fn pass(&mut self, now: SimTime, current: u32, pods: &[PodReading]) -> u32 {
+        let (min, max) = (self.spec.min_replicas, self.spec.max());
+        let desired = if current > max {
+            max
+        } else if current < min {
+            min
+        } else {
+            let Some(wanted) = self.metric_replicas(current, pods) else {
+                return current;
+            };
+            let stable = self.stabilize(now, current, wanted);
+            self.limit_rate(now, current, stable)
+        };
+        if desired > current {
+            self.store(now, true, desired - current);
+        } else if desired < current {
+            self.store(now, false, current - desired);
+        }
+        desired
+    }
+
+    /// `stabilizeRecommendationWithBehaviors`: the current count brought
+    /// within the lowest recommendation of the up window and the highest
+    /// of the down window; this one recorded, in place of one older than
+    /// both windows if there is one.
+    fn stabilize(&mut self, now: SimTime, current: u32, wanted: u32) -> u32 {
+        let up_cut = cutoff(now, self.spec.window(true));
+        let down_cut = cutoff(now, self.spec.window(false));
+        let (mut up, mut down) = (wanted, wanted);
+        let mut old = None;
+        for (i, &(at, rec)) in self.recommendations.iter().enumerate() {
+            if up_cut.is_none_or(|c| at > c) {
+                up = up.min(rec);
+            }
+            if down_cut.is_none_or(|c| at > c) {
+                down = down.max(rec);
+            }
+            if up_cut.is_some_and(|c| at < c) && down_cut.is_some_and(|c| at < c) {
+                old = Some(i);
+            }
+        }
+        match old {
+            Some(i) => self.recommendations[i] = (now, wanted),
+            None => self.recommendations.push((now, wanted)),
+        }
+        current.max(up).min(down)
+    }
+
+    /// `convertDesiredReplicasWithBehaviorRate`: the policies' limit over
+    /// the changes of their periods, and the bounds.
+    fn limit_rate(&self, now: SimTime, current: u32, desired: u32) -> u32 {
+        let (min, max) = (self.spec.min_replicas, self.spec.max());
+        if desired > current {
+            let limit = self.limit(now, current, true).max(i64::from(current));
+            desired.min(max).min(clamp_u32(limit))
+        } else if desired < current {
+            let limit = self.limit(now, current, false).min(i64::from(current));
+            desired.max(min).max(clamp_u32(limit))
+        } else {
+            desired
+        }
+    }
+
+    /// `calculateScale{Up,Down}Limit...`: each policy's count from the
+    /// pods at its period's start, the largest change (or the smallest,
+    /// or none) selected.
+    fn limit(&self, now: SimTime, current: u32, up: bool) -> i64 {
+        let select = self.spec.select(up);
+        if select == Select::Disabled {
+            return i64::from(current);
+        }
+        let largest = select == Select::Max;
+        let mut result: Option<i64> = None;
+        for pol in self.spec.policies(up) {
+            let added = changes(&self.ups, now, pol.period);
+            let removed = changes(&self.downs, now, pol.period);
+            let start = i64::from(current) - added + removed;
+            let v = i64::from(pol.value);
+            let proposed = match (pol.kind, up) {
+                (PolicyKind::Pods, true) => start + v,
+                (PolicyKind::Pods, false) => start - v,
+                (PolicyKind::Percent, true) => {
+                    (start as f64 * (1.0 + v as f64 / 100.0)).ceil() as i64
+                }
+                (PolicyKind::Percent, false) => (start as f64 * (1.0 - v as f64 / 100.0)) as i64,
+            };
+            // Up: the largest change is the highest count; down, the lowest.
+            result = Some(match result {
+                None => proposed,
+                Some(r) if largest == up => r.max(proposed),
+                Some(r) => r.min(proposed),
+            });
+        }
+        result.unwrap_or(i64::from(current))
+    }
+
+    /// `storeScaleEvent`: the change recorded, in place of one older than
+    /// the direction's longest policy period if there is one.
+    fn store(&mut self, now: SimTime, up: bool, change: u32) {
+        let longest = self
+            .spec
+            .policies(up)
+            .iter()
+            .map(|p| p.period)
+            .max()
+            .unwrap_or(SimDuration::ZERO);
+        let cut = cutoff(now, longest);
+        let events = if up { &mut self.ups } else { &mut self.downs };
+        let e = ScaleEvent { at: now, change };
+        match events.iter().rposition(|x| cut.is_some_and(|c| x.at < c)) {
+            Some(i) => events[i] = e,
+            None => events.push(e),
+        }
+    }
+
+    /// Recommendations and changes held (bounded by the windows and
+    /// periods over the sync period).
+    pub fn held(&self) -> usize {
+        self.recommendations.len() + self.ups.len() + self.downs.len()
+    }
+}
+
+/// `now - window`, or `None` when the window reaches back before the
+/// start (everything recorded is within it).
+fn cutoff(now: SimTime, window: SimDuration) -> Option<SimTime> {
+    now.as_nanos()
+        .checked_sub(window.as_nanos())
+        .map(SimTime::from_nanos)
+}
+
+/// The changes made strictly after `now - period`.
+fn changes(events: &[ScaleEvent], now: SimTime, period: SimDuration) -> i64 {
+    let cut = cutoff(now, period);
+    events
+        .iter()
+        .filter(|e| cut.is_none_or(|c| e.at > c))
+        .map(|e| i64::from(e.change))
+        .sum()
+}
+
+fn ceil_u32(v: f64) -> u32 {
+    if v.is_finite() && v > 0.0 {
+        v.ceil().min(f64::from(u32::MAX)) as u32
+    } else {
+        0
+    }
+}
+
+fn clamp_u32(v: i64) -> u32 {
+    v.clamp(0, i64::from(u32::MAX)) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// At most `max` pods, a target of `target` per cent of cores.
+    fn spec(max: u32, target: f64) -> AutoscalingSpec {
+        AutoscalingSpec {
+            max_replicas: Some(max),
+            target: Some(target),
+            ..AutoscalingSpec::default()
+        }
+    }
+
+    fn rules(
+        window: Option<u64>,
+        select: Option<Select>,
+        policy: Option<(PolicyKind, u32, u64)>,
+    ) -> ScalingRules {
+        ScalingRules {
+            stabilization_window: window.map(secs),
+            select,
+            policies: policy.map(|(kind, value, period)| {
+                vec![ScalingPolicy {
+                    kind,
+                    value,
+                    period: secs(period),
+                }]
+            }),
+        }
+    }
+
+    fn ready(n: usize, usage: f64, capacity: f64) -> Vec<PodReading> {
+        vec![PodReading::Ready { usage, capacity }; n]
+    }
+
+    fn t(s: u64) -> SimTime {
+        SimTime::from_nanos(s * 1_000_000_000)
+    }
+
+    #[test]
+    fn ratio_and_tolerance_as_the_controller_takes_them() {
+        let a = Autoscaler::new(&spec(100, 50.0));
+        // 10 pods at 60 % of a 50 % target: ceil(1.2 × 10) = 12.
+        assert_eq!(a.metric_replicas(10, &ready(10, 0.6, 1.0)), Some(12));
+        // 54 %: a ratio of 1.08, within the tolerance.
+        assert_eq!(a.metric_replicas(10, &ready(10, 0.54, 1.0)), Some(10));
+        // 20 %: ceil(0.4 × 10) = 4.
+        assert_eq!(a.metric_replicas(10, &ready(10, 0.2, 1.0)), Some(4));
+        // Capacities weigh: 2 of 4 cores and 3 of 4 busy is 62.5 %.
+        let mixed = [
+            PodReading::Ready {
+                usage: 2.0,
+                capacity: 4.0,
+            },
+            PodReading::Ready {
+                usage: 3.0,
+                capacity: 4.0,
+            },
+        ];
+        assert_eq!(a.metric_replicas(2, &mixed), Some(3));
+        // Nothing ready: no reading.
+        assert_eq!(
+            a.metric_replicas(3, &[PodReading::Unready { capacity: 1.0 }]),
+            None
+        );
+    }
+
+    #[test]
+    fn unready_and_missing_pods_hold_back_as_the_controller_does() {
+        let a = Autoscaler::new(&spec(100, 50.0));
+        // 4 ready at 100 % (ratio 2) and 4 starting: counted idle, the
+        // ratio is 1.0 over 8 — within the tolerance, no change.
+        let mut pods = ready(4, 1.0, 1.0);
+        pods.extend([PodReading::Unready { capacity: 1.0 }; 4]);
+        assert_eq!(a.metric_replicas(8, &pods), Some(8));
+        // 2 starting: 4/6 / 0.5 = 1.33, ceil(1.33 × 6) = 8.
+        let mut pods = ready(4, 1.0, 1.0);
+        pods.extend([PodReading::Unready { capacity: 1.0 }; 2]);
+        assert_eq!(a.metric_replicas(6, &pods), Some(8));
+        // Scale-down with unready pods: they are left out (ratio 0.4 over 4).
+        let mut pods = ready(4, 0.2, 1.0);
+        pods.extend([PodReading::Unready { capacity: 1.0 }; 2]);
+        assert_eq!(a.metric_replicas(6, &pods), Some(2));
+        // Missing on a scale-down: at full capacity, (0.2 × 4 + 2) / 6 /
+        // 0.5 = 0.93, within the tolerance.
+        let mut pods = ready(4, 0.2, 1.0);
+        pods.extend([PodReading::Missing { capacity: 1.0 }; 2]);
+        assert_eq!(a.metric_replicas(6, &pods), Some(6));
+        // Missing on a scale-up: idle; 0.6 × 4 / 6 / 0.5 = 0.8 flips the
+        // direction: no change.
+        let mut pods = ready(4, 0.6, 1.0);
+        pods.extend([PodReading::Missing { capacity: 1.0 }; 2]);
+        assert_eq!(a.metric_replicas(6, &pods), Some(6));
+        // In flight: the target is requests per pod; missing pods on a
+        // scale-down hold the target.
+        let f = Autoscaler::new(&AutoscalingSpec {
+            metric: Metric::InFlight,
+            ..spec(100, 10.0)
+        });
+        assert_eq!(f.metric_replicas(4, &ready(4, 30.0, 1.0)), Some(12));
+        let mut pods = ready(3, 2.0, 1.0);
+        pods.push(PodReading::Missing { capacity: 1.0 });
+        // (6 + 10) / 4 / 10 = 0.4: ceil(1.6) = 2.
+        assert_eq!(f.metric_replicas(4, &pods), Some(2));
+    }
+
+    #[test]
+    fn scale_up_by_four_pods_or_double_each_fifteen_seconds() {
+        let mut a = Autoscaler::new(&spec(1000, 50.0));
+        // Saturated far past the target: each pass wants 10×.
+        let mut n = 1;
+        let mut seen = Vec::new();
+        for i in 0..6 {
+            n = a.pass(t(15 * i + 15), n, &ready(n as usize, 5.0, 1.0));
+            seen.push(n);
+        }
+        // max(1 + 4, 2) = 5, max(9, 10) = 10, then doubling.
+        assert_eq!(seen, [5, 10, 20, 40, 80, 160]);
+        // Within one period the changes count: a second pass 1 s later
+        // adds nothing.
+        let mut b = Autoscaler::new(&spec(1000, 50.0));
+        assert_eq!(b.pass(t(15), 4, &ready(4, 5.0, 1.0)), 8);
+        assert_eq!(b.pass(t(16), 8, &ready(8, 5.0, 1.0)), 8);
+        assert_eq!(b.pass(t(31), 8, &ready(8, 5.0, 1.0)), 16);
+        // The bound.
+        let mut c = Autoscaler::new(&spec(12, 50.0));
+        assert_eq!(c.pass(t(15), 10, &ready(10, 5.0, 1.0)), 12);
+    }
+
+    #[test]
+    fn scale_down_waits_for_the_highest_recommendation_of_five_minutes() {
+        let mut a = Autoscaler::new(&spec(100, 50.0));
+        // A busy pass recommends 10 for 10 pods (no change)...
+        assert_eq!(a.pass(t(15), 10, &ready(10, 0.5, 1.0)), 10);
+        // ...then idle: 2 recommended, but 10 stays for 300 s.
+        let mut n = 10;
+        let mut at = 30;
+        while at < 315 {
+            n = a.pass(t(at), n, &ready(n as usize, 0.1, 1.0));
+            assert_eq!(n, 10, "at {at} s");
+            at += 15;
+        }
+        // 300 s after the busy pass (a window's edge is not in it), it
+        // drops to 2 at once (100 % a period).
+        n = a.pass(t(315), n, &ready(n as usize, 0.1, 1.0));
+        assert_eq!(n, 2);
+        assert!(a.held() <= 22, "history held: {}", a.held());
+    }
+
+    #[test]
+    fn policies_select_and_bounds() {
+        // Down by one pod a minute.
+        let mut a = Autoscaler::new(&AutoscalingSpec {
+            scale_down: rules(Some(0), None, Some((PolicyKind::Pods, 1, 60))),
+            ..spec(100, 50.0)
+        });
+        assert_eq!(a.pass(t(15), 10, &ready(10, 0.05, 1.0)), 9);
+        assert_eq!(a.pass(t(30), 9, &ready(9, 0.05, 1.0)), 9);
+        assert_eq!(a.pass(t(74), 9, &ready(9, 0.05, 1.0)), 9);
+        // A period's start is not in it: the change at 15 s no longer
+        // counts at 75 s.
+        assert_eq!(a.pass(t(75), 9, &ready(9, 0.05, 1.0)), 8);
+        // Percent down truncates: 10 × (1 − 0.25) = 7.5 → 7; min bounds.
+        let mut b = Autoscaler::new(&AutoscalingSpec {
+            min_replicas: 8,
+            scale_down: rules(Some(0), None, Some((PolicyKind::Percent, 25, 15))),
+            ..spec(100, 50.0)
+        });
+        assert_eq!(b.pass(t(15), 10, &ready(10, 0.05, 1.0)), 8);
+        // select: min takes the smaller change; disabled none.
+        let mut c = Autoscaler::new(&AutoscalingSpec {
+            scale_up: rules(None, Some(Select::Min), None),
+            ..spec(100, 50.0)
+        });
+        assert_eq!(c.pass(t(15), 10, &ready(10, 5.0, 1.0)), 14);
+        let mut d = Autoscaler::new(&AutoscalingSpec {
+            scale_up: rules(None, Some(Select::Disabled), None),
+            ..spec(100, 50.0)
+        });
+        assert_eq!(d.pass(t(15), 10, &ready(10, 5.0, 1.0)), 10);
+        // Out of bounds: brought in without a reading.
+        let mut e = Autoscaler::new(&AutoscalingSpec {
+            min_replicas: 3,
+            ..spec(5, 80.0)
+        });
+        assert_eq!(e.pass(t(15), 8, &[]), 5);
+        assert_eq!(e.pass(t(30), 1, &[]), 3);
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let check = |a: AutoscalingSpec, cores: bool, workers: bool| {
+            let mut p = Problems::default();
+            a.check("service.autoscaling", cores, workers, &mut p);
+            p.0.iter()
+                .map(|e| format!("{}: {}", e.path, e.message))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let base = AutoscalingSpec {
+            max_replicas: Some(4),
+            ..AutoscalingSpec::default()
+        };
+        let found = check(AutoscalingSpec::default(), true, true);
+        assert!(
+            found.contains("service.autoscaling.max_replicas: must be given"),
+            "{found}"
+        );
+        assert!(check(base.clone(), false, true).contains("cpu needs the service's `cores`"));
+        let workers = AutoscalingSpec {
+            metric: Metric::Workers,
+            ..base.clone()
+        };
+        assert!(check(workers, true, false).contains("workers needs"));
+        let in_flight = AutoscalingSpec {
+            metric: Metric::InFlight,
+            ..base.clone()
+        };
+        assert!(check(in_flight, true, true).contains("target: must be given for in_flight"));
+        let min = AutoscalingSpec {
+            min_replicas: 5,
+            ..base.clone()
+        };
+        assert!(check(min, true, true).contains("must be at least min_replicas (5)"));
+        let tol = AutoscalingSpec {
+            tolerance: 1.0,
+            ..base.clone()
+        };
+        assert!(check(tol, true, true).contains("service.autoscaling.tolerance"));
+        let period = AutoscalingSpec {
+            scale_up: rules(None, None, Some((PolicyKind::Pods, 0, 0))),
+            ..base.clone()
+        };
+        let found = check(period, true, true);
+        assert!(
+            found.contains("scale_up.policies[0].period: must be longer than 0s"),
+            "{found}"
+        );
+        assert!(
+            found.contains("scale_up.policies[0].value: must be at least 1"),
+            "{found}"
+        );
+        assert_eq!(check(base, true, true), "");
+    }
+}
