@@ -566,6 +566,9 @@ fn explain_graph(world: &sim_models::config::WorldConfig, what: &str) -> Result<
         if let Some(o) = &c.outlier_detection {
             about.push(o.describe(c.pods));
         }
+        if let Some(a) = &c.autoscaling {
+            about.push(a.describe());
+        }
         crate::say!("#   {} ({})", s.name, about.join(", "));
         for (i, step) in s.steps.iter().enumerate() {
             let calls: Vec<String> = step
@@ -684,6 +687,9 @@ pub fn explain(file: &Path, limits: &InputLimits, cell: Option<&str>) -> Result<
         }
         if let Some(o) = &world.service.outlier_detection {
             crate::say!("#   {}", o.describe(world.service.pods));
+        }
+        if let Some(a) = &world.service.autoscaling {
+            crate::say!("#   {}", a.describe());
         }
     }
     crate::say!("#   cells: {}", all.len());

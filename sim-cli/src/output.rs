@@ -595,6 +595,7 @@ pub fn nodes_frame(
         ("bulkhead_waiting", |r| &r.bulkhead_waiting),
         ("ejected", |r| &r.ejected),
         ("bulkhead_limit", |r| &r.bulkhead_limit),
+        ("replicas", |r| &r.replicas),
     ] {
         cols.push(Column::new(
             format!("{name}_mean").as_str().into(),

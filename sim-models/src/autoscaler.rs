@@ -210,6 +210,52 @@ impl AutoscalingSpec {
         r.policies.clone().unwrap_or_else(|| default_policies(up))
     }
 
+    /// The autoscaler in one line, for `explain`.
+    pub fn describe(&self) -> String {
+        let target = match self.metric {
+            Metric::Cpu => format!("cpu at {} % of its cores", self.target_value() * 100.0),
+            Metric::Workers => format!("workers at {} % busy", self.target_value() * 100.0),
+            Metric::InFlight => format!("{} requests in flight a pod", self.target_value()),
+        };
+        let rules = |up: bool| {
+            let select = self.select(up);
+            if select == Select::Disabled {
+                return "never".to_string();
+            }
+            let each: Vec<String> = self
+                .policies(up)
+                .iter()
+                .map(|p| match p.kind {
+                    PolicyKind::Pods => format!("{} pods per {}", p.value, p.period),
+                    PolicyKind::Percent => format!("{} % per {}", p.value, p.period),
+                })
+                .collect();
+            let which = match (select, each.len()) {
+                (_, 1) => "",
+                (Select::Max, _) => "the larger of ",
+                _ => "the smaller of ",
+            };
+            let window = self.window(up);
+            let held = match (window.is_zero(), up) {
+                (true, _) => String::new(),
+                (false, true) => format!(", to the lowest recommendation of {window}"),
+                (false, false) => format!(", to the highest recommendation of {window}"),
+            };
+            format!("{which}{}{held}", each.join(", "))
+        };
+        format!(
+            "autoscaled between {} and {} pods on {target} (within {} of it: no change), a pass every {}; added pods join after {}, removed ones drain for up to {}; up {}; down {}",
+            self.min_replicas,
+            self.max(),
+            self.tolerance,
+            self.sync_period,
+            self.startup,
+            self.termination_grace,
+            rules(true),
+            rules(false)
+        )
+    }
+
     /// Checks the fields, `at` the section's path; `cores` and `workers`
     /// tell what the service has to measure.
     pub(crate) fn check(&self, at: &str, cores: bool, workers: bool, p: &mut Problems) {
@@ -297,13 +343,24 @@ impl AutoscalingSpec {
 /// What the autoscaler knows of one pod at a pass.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum PodReading {
-    /// In rotation, with its usage averaged over the period, and its
-    /// capacity (cores or workers; 1 for `in_flight`).
-    Ready { usage: f64, capacity: f64 },
+    /// In rotation, with a sample.
+    Ready {
+        /// Its usage averaged over the period: cores or workers busy, or
+        /// requests held.
+        usage: f64,
+        /// Its cores or workers (1 for `in_flight`).
+        capacity: f64,
+    },
     /// In rotation without a sample yet.
-    Missing { capacity: f64 },
+    Missing {
+        /// Its cores or workers (1 for `in_flight`).
+        capacity: f64,
+    },
     /// Out of rotation (starting, restarting, failing readiness).
-    Unready { capacity: f64 },
+    Unready {
+        /// Its cores or workers (1 for `in_flight`).
+        capacity: f64,
+    },
 }
 
 /// A change the autoscaler made, for its rate limits.
@@ -527,10 +584,25 @@ impl Autoscaler {
         }
     }
 
-    /// Recommendations and changes held (bounded by the windows and
-    /// periods over the sync period).
+    /// Recommendations and changes held.
     pub fn held(&self) -> usize {
         self.recommendations.len() + self.ups.len() + self.downs.len()
+    }
+
+    /// The most [`Autoscaler::held`] may be: a pass records at most one
+    /// of each, in place of one past its window or period when there is
+    /// one, so each holds at most a window's (a period's) passes and two.
+    pub fn held_bound(&self) -> u64 {
+        let s = &self.spec;
+        let passes = |w: SimDuration| w.as_nanos() / s.sync_period.as_nanos().max(1) + 2;
+        let longest = |up: bool| {
+            s.policies(up)
+                .iter()
+                .map(|p| p.period)
+                .max()
+                .unwrap_or(SimDuration::ZERO)
+        };
+        passes(s.window(true).max(s.window(false))) + passes(longest(true)) + passes(longest(false))
     }
 }
 
@@ -806,6 +878,10 @@ mod tests {
             found.contains("scale_up.policies[0].value: must be at least 1"),
             "{found}"
         );
-        assert_eq!(check(base, true, true), "");
+        assert_eq!(check(base.clone(), true, true), "");
+        assert_eq!(
+            base.describe(),
+            "autoscaled between 1 and 4 pods on cpu at 80 % of its cores (within 0.1 of it: no change), a pass every 15s; added pods join after 30s, removed ones drain for up to 30s; up the larger of 4 pods per 15s, 100 % per 15s; down 100 % per 15s, to the highest recommendation of 5m"
+        );
     }
 }

@@ -197,24 +197,29 @@ impl WorldLimits {
     /// goes, against `max_in_flight`.) Each refusal names the field that
     /// raises the limit.
     fn check(&self, cfg: &WorldConfig, p: &mut Problems) {
-        if cfg.service.pods > self.max_pods {
+        if cfg.service.pods_held() > u64::from(self.max_pods) {
             p.add(
                 "service.pods",
                 format!(
-                    "{} pods, over the limit of {} (raise it with limits.max_pods)",
-                    cfg.service.pods, self.max_pods
+                    "{} pods{}, over the limit of {} (raise it with limits.max_pods)",
+                    cfg.service.pods_held(),
+                    match cfg.service.autoscaling.is_some() {
+                        true => " (twice the autoscaler's max_replicas: removed pods drain while added ones start)",
+                        false => "",
+                    },
+                    self.max_pods
                 ),
             );
         }
         // A graph's pods count together: each holds a pool per call.
         let mut pods = 0u64;
         for (name, s) in &cfg.services {
-            pods += u64::from(s.pods) * (1 + s.calls.len() as u64);
+            pods += s.pods_held() * (1 + s.calls.len() as u64);
             if pods > u64::from(self.max_pods) {
                 p.add(
                     &format!("services.{name}.pods"),
                     format!(
-                        "the graph's pods, each counted once and once more per call it makes, come to {pods} by this service, over the limit of {} (raise it with limits.max_pods)",
+                        "the graph's pods, each counted once and once more per call it makes (with an autoscaler, twice its max_replicas), come to {pods} by this service, over the limit of {} (raise it with limits.max_pods)",
                         self.max_pods
                     ),
                 );

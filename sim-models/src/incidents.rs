@@ -28,6 +28,12 @@ impl<S: RowSink> World<S> {
         let parts = &mut self.parts;
         match step.action {
             StepAction::Set(param, node, v) => parts.set_param(param, node, v, cx),
+            // A pod the autoscaler removed, or is draining, is no longer
+            // the timeline's to act on.
+            StepAction::KillPod(service, pod)
+            | StepAction::RestartPod(service, pod)
+            | StepAction::PodFault(service, pod, _)
+                if parts.services[service as usize].is_leaving(pod) => {}
             StepAction::KillPod(service, pod) => {
                 let pods = &parts.services[service as usize].pods;
                 if (pod as usize) < pods.len() && pods[pod as usize].state != PodState::Killed {
@@ -56,6 +62,9 @@ impl<S: RowSink> World<S> {
         }
         for d in 0..parts.dependencies.len() {
             parts.with(cx, |p, cx| p.dependencies[d].sync_levels(cx));
+        }
+        for s in 0..parts.services.len() {
+            parts.with(cx, |p, cx| p.services[s].sync_replicas(cx));
         }
     }
 

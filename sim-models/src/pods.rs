@@ -12,6 +12,7 @@
 //! What a request does on its pod (its steps of calls, its end) is in
 //! `calls.rs`, on the same part.
 
+use crate::autoscaler::{Autoscaler, AutoscalingSpec, Metric, PodReading};
 use crate::config::{ClientConfig, ConfigError, PoolConfig, Problems, secs};
 use crate::context::{Ask, Ctx};
 use crate::graph::{ServiceNode, Topology, stream_name};
@@ -79,6 +80,26 @@ crate::part_events! {
             /// The service.
             service: u32,
         },
+        /// Time for the autoscaler to sample its metric on every pod.
+        AutoscalerSampleDue {
+            /// The service.
+            service: u32,
+        },
+        /// Time for the autoscaler's pass.
+        AutoscalerPassDue {
+            /// The service.
+            service: u32,
+        },
+        /// A pod the autoscaler removed is done draining (it holds
+        /// nothing, or its grace ran out).
+        PodTerminated {
+            /// The service.
+            service: u32,
+            /// The pod.
+            pod: u32,
+            /// Its incarnation when it began draining.
+            epoch: u32,
+        },
     }
 }
 
@@ -119,6 +140,15 @@ pub struct Pod {
     /// `pod_fault`: a pod gone bad on its own, its node, its disk, its
     /// configuration). Outlives restarts: the fault is where it runs.
     pub errors: f64,
+    /// Removed by the autoscaler and draining: out of rotation, finishing
+    /// what it holds.
+    pub draining: bool,
+    /// Removed by the autoscaler and gone: its place waits for a pod the
+    /// autoscaler adds.
+    pub removed: bool,
+    /// The autoscaler's samples of its metric since the last pass: their
+    /// sum and how many.
+    pub samples: (f64, u32),
 }
 
 impl Pod {
@@ -136,7 +166,17 @@ impl Pod {
             probe_failures: 0,
             ready: true,
             errors: 0.0,
+            draining: false,
+            removed: false,
+            samples: (0.0, 0),
         }
+    }
+
+    /// Whether it counts among the service's replicas: neither removed by
+    /// the autoscaler nor draining, nor killed (a restarting or starting
+    /// pod counts).
+    pub fn is_replica(&self) -> bool {
+        !self.removed && !self.draining && self.state != PodState::Killed
     }
 
     fn has_free_core(&self) -> bool {
@@ -187,6 +227,11 @@ impl Waiting<Waiter> for PoolWaiters<'_> {
     }
 }
 
+/// The autoscaler samples its metric fifteen times a pass.
+fn sample_period(sync: SimDuration) -> SimDuration {
+    SimDuration::from_nanos(sync.as_nanos() / 15)
+}
+
 /// A service: its pods and the balancer in front of them.
 pub struct Service {
     /// Its index among the services.
@@ -216,6 +261,14 @@ pub struct Service {
     fault_rng: SimRng,
     /// Sweeps' changes, kept to reuse the space.
     changes: Vec<Change>,
+    /// Its autoscaler, if configured.
+    pub(crate) autoscaler: Option<Autoscaler>,
+    /// Pods counted as replicas ([`Pod::is_replica`]): the count the
+    /// autoscaler scales from, brought up to date after each change
+    /// ([`Service::sync_replicas`]).
+    replicas: u32,
+    /// The autoscaler's readings, kept to reuse the space.
+    readings: Vec<PodReading>,
 }
 
 /// One step of a service's calls, as [`Service::steps`] holds it.
@@ -278,6 +331,9 @@ impl Service {
             }),
             fault_rng: streams.stream(stream_name("service/faults", &node.suffix).as_str()),
             changes: Vec::new(),
+            autoscaler: cfg.autoscaling.as_ref().map(Autoscaler::new),
+            replicas: cfg.pods,
+            readings: Vec::new(),
             cfg: cfg.clone(),
             counted: index == topo.entry,
         })
@@ -295,7 +351,11 @@ impl Service {
             ServiceEvent::WorkDone { req, .. } => self.on_work_done(req, ctx),
             ServiceEvent::PodCameBack { pod, epoch, .. } => self.on_pod_came_back(pod, epoch, ctx),
             ServiceEvent::OutlierSweepDue { .. } => self.on_outlier_sweep(ctx),
-            ServiceEvent::RequestDeadlinePassed { .. } | ServiceEvent::HealthProbeDue { .. } => {
+            ServiceEvent::AutoscalerSampleDue { .. } => self.on_autoscaler_sample(ctx),
+            ServiceEvent::AutoscalerPassDue { .. } => self.on_autoscaler_pass(ctx),
+            ServiceEvent::RequestDeadlinePassed { .. }
+            | ServiceEvent::HealthProbeDue { .. }
+            | ServiceEvent::PodTerminated { .. } => {
                 debug_assert!(false, "routed by the world");
             }
         }
@@ -462,6 +522,8 @@ impl Service {
         if let Some((next, _)) = next {
             self.pods[pod as usize].busy += 1;
             self.begin_request(next, ctx);
+        } else if p.draining && p.busy == 0 {
+            self.drained(pod, ctx);
         }
     }
 
@@ -500,7 +562,7 @@ impl Service {
             .into(),
         );
         let p = &mut self.pods[pod as usize];
-        if p.state != PodState::Up {
+        if p.state != PodState::Up || p.draining {
             return false;
         }
         let links = ctx.sh.links.pod(self.index, pod);
@@ -710,6 +772,305 @@ impl Service {
         self.pods.len() as u32
     }
 
+    /// Whether `pod` is draining or removed by the autoscaler: the
+    /// timeline's pod steps leave it be.
+    pub(crate) fn is_leaving(&self, pod: u32) -> bool {
+        self.pods
+            .get(pod as usize)
+            .is_some_and(|p| p.removed || p.draining)
+    }
+
+    /// Schedules the autoscaler's first sample and first pass.
+    pub(crate) fn schedule_autoscaler<S: RowSink>(&self, ctx: &mut Ctx<'_, S>) {
+        if let Some(a) = &self.autoscaler {
+            let period = a.spec().sync_period;
+            let service = self.index;
+            ctx.sched.schedule_in(
+                sample_period(period),
+                ServiceEvent::AutoscalerSampleDue { service }.into(),
+            );
+            ctx.sched
+                .schedule_in(period, ServiceEvent::AutoscalerPassDue { service }.into());
+        }
+    }
+
+    /// Samples the metric on every pod in rotation (`cold`: fifteen times
+    /// a pass, out of the request's way).
+    #[cold]
+    fn on_autoscaler_sample<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        let Some(a) = &self.autoscaler else {
+            return;
+        };
+        let (metric, period) = (a.spec().metric, a.spec().sync_period);
+        for p in &mut self.pods {
+            if p.state == PodState::Up && p.ready && !p.draining {
+                let v = match metric {
+                    Metric::Cpu => p.busy_cores,
+                    Metric::Workers => p.busy,
+                    Metric::InFlight => p.busy.saturating_add(p.worker_queue.len() as u32),
+                };
+                p.samples.0 += f64::from(v);
+                p.samples.1 += 1;
+            }
+        }
+        ctx.sched.schedule_in(
+            sample_period(period),
+            ServiceEvent::AutoscalerSampleDue {
+                service: self.index,
+            }
+            .into(),
+        );
+    }
+
+    /// The autoscaler's pass: every replica's reading (its mean over the
+    /// samples since the last pass; missing without one; unready out of
+    /// rotation), the controller's count, and the pods added or removed
+    /// to reach it.
+    #[cold]
+    fn on_autoscaler_pass<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        let Some(a) = self.autoscaler.as_mut() else {
+            return;
+        };
+        let (metric, period) = (a.spec().metric, a.spec().sync_period);
+        let mut readings = std::mem::take(&mut self.readings);
+        readings.clear();
+        for p in &mut self.pods {
+            let (sum, n) = std::mem::take(&mut p.samples);
+            if !p.is_replica() {
+                continue; // gone, or failed: the controller ignores it
+            }
+            let capacity = f64::from(match metric {
+                Metric::Cpu => p.cores.unwrap_or(1),
+                Metric::Workers => p.workers.unwrap_or(1),
+                Metric::InFlight => 1,
+            });
+            readings.push(match (p.state == PodState::Up && p.ready, n) {
+                (false, _) => PodReading::Unready { capacity },
+                (true, 0) => PodReading::Missing { capacity },
+                (true, n) => PodReading::Ready {
+                    usage: sum / f64::from(n),
+                    capacity,
+                },
+            });
+        }
+        let current = self.replicas;
+        let desired = a.pass(ctx.now(), current, &readings);
+        self.readings = readings;
+        if desired != current {
+            let name = match ctx.env.graph {
+                true => format!("{}: ", ctx.env.topo.services[self.index as usize].name),
+                false => String::new(),
+            };
+            let at = ctx.now();
+            ctx.sh.rec.sink_mut().event(WorldEvent {
+                at,
+                kind: "autoscaled",
+                detail: format!("{name}{current} → {desired} pods"),
+            });
+        }
+        if desired > current {
+            for _ in current..desired {
+                self.start_replica(ctx);
+            }
+        } else {
+            for _ in desired..current {
+                self.remove_replica(ctx);
+            }
+        }
+        self.sync_replicas(ctx);
+        ctx.sched.schedule_in(
+            period,
+            ServiceEvent::AutoscalerPassDue {
+                service: self.index,
+            }
+            .into(),
+        );
+    }
+
+    /// A pod the autoscaler adds, in the first place a removed pod left
+    /// (or a new one): out of rotation until its startup is over.
+    fn start_replica<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        let startup = self
+            .autoscaler
+            .as_ref()
+            .map_or(SimDuration::ZERO, |a| a.spec().startup);
+        let mut fresh = Pod::new(&self.cfg);
+        fresh.state = PodState::Restarting;
+        let pod = match self.pods.iter().position(|p| p.removed) {
+            Some(i) => {
+                // Its pools were emptied, and its balancer entry taken out
+                // of rotation, when it was terminated; its probes still run.
+                self.pods[i] = fresh;
+                i as u32
+            }
+            None => {
+                let pod = self.pods.len() as u32;
+                self.pods.push(fresh);
+                ctx.sh.links.add_pod(self.index, ctx.env);
+                self.lb.add_pod(pod);
+                self.lb.set_up(pod, false);
+                if let Some(d) = self.outlier.as_mut() {
+                    d.add_pod();
+                }
+                self.schedule_first_probe(pod, ctx);
+                pod
+            }
+        };
+        let now = ctx.now();
+        ctx.sh.rec.count(Count::PodsAdded, 1);
+        if self.counted {
+            ctx.sh.rec.level_add(Level::PodsDown, now, 1);
+        }
+        let epoch = ctx.sh.links.epoch(self.index, pod);
+        ctx.sched.schedule_in(
+            startup,
+            ServiceEvent::PodCameBack {
+                service: self.index,
+                pod,
+                epoch,
+            }
+            .into(),
+        );
+    }
+
+    /// The autoscaler removes a replica: a restarting or starting one
+    /// first, then one failing readiness, then one in rotation; the newest
+    /// (highest index) first among equals, as a ReplicaSet ranks the pods
+    /// it deletes. One not in rotation is gone at once; one in rotation
+    /// leaves it and drains.
+    fn remove_replica<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        let rank = |p: &Pod| match (p.state, p.ready) {
+            (PodState::Restarting | PodState::Killed, _) => 0,
+            (PodState::Up, false) => 1,
+            (PodState::Up, true) => 2,
+        };
+        let Some(pod) = (0..self.pods.len())
+            .rev()
+            .filter(|&i| self.pods[i].is_replica())
+            .min_by_key(|&i| rank(&self.pods[i]))
+        else {
+            return;
+        };
+        let now = ctx.now();
+        ctx.sh.rec.count(Count::PodsRemoved, 1);
+        let p = &mut self.pods[pod];
+        if p.state != PodState::Up {
+            // Nothing on it: gone now (a starting pod's arrival finds it
+            // no longer restarting).
+            p.state = PodState::Killed;
+            p.removed = true;
+            if self.counted {
+                ctx.sh.rec.level_add(Level::PodsDown, now, -1);
+            }
+            return;
+        }
+        p.draining = true;
+        let was_ready = std::mem::replace(&mut p.ready, false);
+        let busy = p.busy;
+        if was_ready {
+            self.lb.set_up(pod as u32, false);
+            if self.counted {
+                ctx.sh.rec.level_add(Level::PodsUp, now, -1);
+                ctx.sh.rec.level_add(Level::PodsUnready, now, 1);
+            }
+        }
+        let detail = format!("{} draining", ctx.pod_name(self.index, pod as u32));
+        ctx.sh.rec.sink_mut().event(WorldEvent {
+            at: now,
+            kind: "pod_draining",
+            detail,
+        });
+        let grace = match busy {
+            0 => SimDuration::ZERO,
+            _ => self
+                .autoscaler
+                .as_ref()
+                .map_or(SimDuration::ZERO, |a| a.spec().termination_grace),
+        };
+        let epoch = ctx.sh.links.epoch(self.index, pod as u32);
+        ctx.sched.schedule_in(
+            grace,
+            ServiceEvent::PodTerminated {
+                service: self.index,
+                pod: pod as u32,
+                epoch,
+            }
+            .into(),
+        );
+    }
+
+    /// Counts the replicas again after a change (the autoscaler's, or the
+    /// timeline's kills, restarts and pod counts), the nodes table's level
+    /// with them.
+    pub(crate) fn sync_replicas<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
+        let n = self.pods.iter().filter(|p| p.is_replica()).count() as u32;
+        if n != self.replicas {
+            let delta = i64::from(n) - i64::from(self.replicas);
+            ctx.sh.rec.node_replicas(self.index, ctx.now(), delta);
+            self.replicas = n;
+        }
+    }
+
+    /// A draining pod's last request is done: it terminates now.
+    #[cold]
+    fn drained<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) {
+        let epoch = ctx.sh.links.epoch(self.index, pod);
+        ctx.sched.schedule_in(
+            SimDuration::ZERO,
+            ServiceEvent::PodTerminated {
+                service: self.index,
+                pod,
+                epoch,
+            }
+            .into(),
+        );
+    }
+
+    /// Whether `pod` is still the draining pod a termination at `epoch`
+    /// was scheduled for.
+    pub(crate) fn terminates(&self, pod: u32, epoch: u32, ctx: &Ctx<'_, impl RowSink>) -> bool {
+        self.pods.get(pod as usize).is_some_and(|p| p.draining)
+            && ctx.sh.links.epoch(self.index, pod) == epoch
+    }
+
+    /// A drained pod, taken down by the world ([`Service::go_down`], its
+    /// leftovers failed), is gone: it leaves every level.
+    pub(crate) fn terminated<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) {
+        let p = &mut self.pods[pod as usize];
+        p.draining = false;
+        p.removed = true;
+        let now = ctx.now();
+        if self.counted {
+            ctx.sh.rec.level_add(Level::PodsDown, now, -1);
+        }
+        let detail = format!("{} removed", ctx.pod_name(self.index, pod));
+        ctx.sh.rec.sink_mut().event(WorldEvent {
+            at: now,
+            kind: "pod_removed",
+            detail,
+        });
+    }
+
+    /// The per-event check of its replicas: the count kept against the
+    /// pods counted one by one, and the autoscaler's history bounded.
+    pub(crate) fn check_replicas(&self) -> Result<(), String> {
+        let counted = self.pods.iter().filter(|p| p.is_replica()).count() as u32;
+        if counted != self.replicas {
+            return Err(format!(
+                "counts {} replicas but holds {counted}",
+                self.replicas
+            ));
+        }
+        match &self.autoscaler {
+            Some(a) if a.held() as u64 > a.held_bound() => Err(format!(
+                "the autoscaler holds {} records, past its bound of {}",
+                a.held(),
+                a.held_bound()
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The per-event check of its outlier detection: the detector's count
     /// of ejected pods against its pods, and the balancer holding out
     /// exactly those.
@@ -912,6 +1273,10 @@ pub struct ServiceConfig {
     /// detection (`{}` for its defaults; default: none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outlier_detection: Option<OutlierSpec>,
+    /// A horizontal pod autoscaler setting the pod count, as Kubernetes'
+    /// (default: none, the pods stay as configured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<AutoscalingSpec>,
 }
 
 /// One call a service makes per request (an edge of the graph), or a
@@ -965,6 +1330,17 @@ impl Default for CallSpec {
 }
 
 impl ServiceConfig {
+    /// The most pods the service may hold at once, for `limits.max_pods`:
+    /// with an autoscaler, twice its `max_replicas` (pods it removes drain
+    /// while the ones it adds start).
+    pub fn pods_held(&self) -> u64 {
+        let scaled = self
+            .autoscaling
+            .as_ref()
+            .map_or(0, |a| 2 * u64::from(a.max()));
+        u64::from(self.pods).max(scaled)
+    }
+
     /// The number of pod groups reported.
     pub fn groups(&self) -> u32 {
         self.pod_groups
@@ -988,6 +1364,7 @@ impl Default for ServiceConfig {
             calls: Vec::new(),
             cancellation: false,
             outlier_detection: None,
+            autoscaling: None,
         }
     }
 }
@@ -1074,6 +1451,15 @@ impl ServiceConfig {
         }
         if let Some(o) = &self.outlier_detection {
             o.check(&format!("{at}.outlier_detection"), p);
+        }
+        if let Some(a) = &self.autoscaling {
+            let cores = self.cores.is_some() && self.work.is_some();
+            a.check(
+                &format!("{at}.autoscaling"),
+                cores,
+                self.workers.is_some(),
+                p,
+            );
         }
     }
 }

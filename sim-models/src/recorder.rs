@@ -272,6 +272,10 @@ counters! {
     EndedCancelled = "attempts_ended_cancelled",
     /// Pods a service's outlier detection ejected.
     Ejections = "ejections",
+    /// Pods an autoscaler added.
+    PodsAdded = "pods_added",
+    /// Pods an autoscaler removed.
+    PodsRemoved = "pods_removed",
 }
 
 impl Count {
@@ -713,6 +717,9 @@ pub struct NodeRow {
     /// Edge: the places its adaptive bulkheads allow, summed over them
     /// (0 without one). Others: 0.
     pub bulkhead_limit: GaugeBucket,
+    /// Service: its replicas (pods neither removed nor draining; killed
+    /// and restarting ones included). Others: 0.
+    pub replicas: GaugeBucket,
 }
 
 /// One node's open bucket.
@@ -733,6 +740,7 @@ struct NodeOpen {
     bulkhead_waiting: Gauge,
     ejected: Gauge,
     bulkhead_limit: Gauge,
+    replicas: Gauge,
 }
 
 impl NodeOpen {
@@ -753,6 +761,7 @@ impl NodeOpen {
             bulkhead_waiting: Gauge::new(),
             ejected: Gauge::new(),
             bulkhead_limit: Gauge::new(),
+            replicas: Gauge::new(),
         }
     }
 
@@ -784,6 +793,7 @@ impl NodeOpen {
             bulkhead_waiting: self.bulkhead_waiting.close(end),
             ejected: self.ejected.close(end),
             bulkhead_limit: self.bulkhead_limit.close(end),
+            replicas: self.replicas.close(end),
         };
         self.latency.clear();
         if let Some((latency, busy, waiting)) = mirrored {
@@ -1147,6 +1157,13 @@ impl<S: RowSink> Recorder<S> {
         }
     }
 
+    /// The replicas of `service` changed by `delta`.
+    pub fn node_replicas(&mut self, service: u32, now: SimTime, delta: i64) {
+        if let Some(n) = self.nodes.get_mut(service as usize) {
+            n.replicas.add(now, delta);
+        }
+    }
+
     /// Pods of `service` ejected by its outlier detection changed by
     /// `delta`.
     pub fn node_ejected(&mut self, service: u32, now: SimTime, delta: i64) {
@@ -1403,7 +1420,7 @@ mod tests {
         check(&Latency::ALL, |c| c as usize, Latency::name);
         check(&Reason::ALL, |c| c as usize, Reason::name);
         // The last variant of each enum is in its list.
-        assert_eq!(Count::Ejections as usize, Count::COUNT - 1);
+        assert_eq!(Count::PodsRemoved as usize, Count::COUNT - 1);
         assert_eq!(Level::BulkheadLimit as usize, Level::COUNT - 1);
         assert_eq!(Latency::RetryDelay as usize, Latency::COUNT - 1);
         assert_eq!(Reason::Abandoned as usize, Reason::COUNT - 1);

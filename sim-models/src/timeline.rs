@@ -692,6 +692,15 @@ impl TimelineEntry {
             }
             if let Err(e) = param.param.check(v) {
                 p.add(&format!("{path}.{field}"), format!("{param}: {e}"));
+            } else if param.param == Param::ServicePods
+                && service_config(cfg, param.node.as_deref())
+                    .autoscaling
+                    .is_some()
+            {
+                p.add(
+                    &format!("{path}.{field}"),
+                    format!("{param}: the service's autoscaler sets its pods, between its min_replicas and max_replicas"),
+                );
             } else if param.param == Param::ServicePods {
                 let (pods, limit) = (counted_pods(cfg, param, v), cfg.limits.max_pods);
                 if pods > u64::from(limit) {

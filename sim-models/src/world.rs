@@ -360,6 +360,9 @@ impl<S: RowSink> World<S> {
                 parts.with(cx, |p, cx| p.services[s].schedule_first_probe(pod, cx));
             }
             parts.with(cx, |p, cx| p.services[s].schedule_outlier_sweep(cx));
+            parts.with(cx, |p, cx| p.services[s].schedule_autoscaler(cx));
+            let pods = parts.services[s].pod_count();
+            cx.sh.rec.node_replicas(s as u32, now, i64::from(pods));
         }
         for e in 0..parts.clients.len() {
             parts.with(cx, |p, cx| p.clients[e].sync_bulkhead_limit(cx));
@@ -538,6 +541,7 @@ impl<S: RowSink> World<S> {
         for (s, service) in self.parts.services.iter().enumerate() {
             service
                 .check_ejections()
+                .and_then(|()| service.check_replicas())
                 .map_err(|m| format!("{}: {m}", topo.services[s].name))?;
         }
         for (d, dep) in self.parts.dependencies.iter().enumerate() {
@@ -797,6 +801,24 @@ impl Parts {
         self.with(cx, |p, cx| p.services[s].went_down(pod, state, cx));
     }
 
+    /// A pod the autoscaler removed is done draining: whatever it still
+    /// holds fails (`pod_restarted`, as a SIGKILL at the grace's end), and
+    /// it is gone.
+    #[cold]
+    pub(crate) fn terminate_pod<S: RowSink>(
+        &mut self,
+        service: u32,
+        pod: u32,
+        cx: &mut Ctx<'_, S>,
+    ) {
+        let s = service as usize;
+        let held = self.with(cx, |p, cx| p.services[s].go_down(pod, PodState::Killed, cx));
+        for req in held {
+            self.complete_request(req, Reason::PodRestarted, cx);
+        }
+        self.with(cx, |p, cx| p.services[s].terminated(pod, cx));
+    }
+
     /// Routes a load event; the deadline line's wake-up delivers one
     /// deadline at a time, so what each asks is done before the next.
     #[inline(never)]
@@ -828,10 +850,21 @@ impl Parts {
                     self.take_pod_down(service, pod, PodState::Restarting, cx);
                 }
             }
+            ServiceEvent::PodTerminated {
+                service,
+                pod,
+                epoch,
+            } => {
+                if self.services[service as usize].terminates(pod, epoch, cx) {
+                    self.terminate_pod(service, pod, cx);
+                }
+            }
             ServiceEvent::RequestReachedPod { service, .. }
             | ServiceEvent::WorkDone { service, .. }
             | ServiceEvent::PodCameBack { service, .. }
-            | ServiceEvent::OutlierSweepDue { service } => {
+            | ServiceEvent::OutlierSweepDue { service }
+            | ServiceEvent::AutoscalerSampleDue { service }
+            | ServiceEvent::AutoscalerPassDue { service } => {
                 self.with(cx, |p, cx| p.services[service as usize].on_event(e, cx));
             }
         }

@@ -1,5 +1,6 @@
 //! The crate's integration tests, one binary (one link) for all of them.
 
+mod autoscaling;
 mod common;
 mod drawn;
 mod fidelity;
