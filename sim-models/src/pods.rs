@@ -898,9 +898,13 @@ impl Service {
         fresh.state = PodState::Restarting;
         let pod = match self.pods.iter().position(|p| p.removed) {
             Some(i) => {
-                // Its pools were emptied, and its balancer entry taken out
-                // of rotation, when it was terminated; its probes still run.
+                // A new life: a comeback still scheduled for the pod that
+                // was here (one removed while it restarted) must not bring
+                // this one in early. Its balancer entry is out of rotation
+                // since it was removed; its probes still run.
                 self.pods[i] = fresh;
+                ctx.sh.links.restart(self.index, i as u32);
+                ctx.sync_pools(self.index, i as u32);
                 i as u32
             }
             None => {

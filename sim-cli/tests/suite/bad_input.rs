@@ -329,6 +329,42 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "service.outlier_detection.interval",
         "",
     ),
+    (
+        "service:\n  autoscaling: { min_replicas: 2 }\n",
+        2,
+        "service.autoscaling.max_replicas",
+        "must be given: the most pods the autoscaler may run",
+    ),
+    (
+        "service:\n  autoscaling: { max_replicas: 4 }\n",
+        2,
+        "service.autoscaling.metric",
+        "cpu needs the service's `cores` (and its `work`) to measure",
+    ),
+    (
+        "service:\n  autoscaling:\n    max_replicas: 4\n    metric: in_fligth\n",
+        4,
+        "service.autoscaling.metric",
+        "unknown variant `in_fligth`, expected one of `cpu`, `workers`, `in_flight`",
+    ),
+    (
+        "service:\n  workers: 10\n  autoscaling:\n    max_replicas: 4\n    metric: workers\n    scale_down:\n      policies:\n        - { type: pods, value: 1, period: 0s }\n",
+        8,
+        "service.autoscaling.scale_down.policies[0].period",
+        "must be longer than 0s",
+    ),
+    (
+        "service:\n  workers: 10\n  autoscaling: { max_replicas: 4, metric: workers }\ntimeline:\n  - at: 10s\n    set: { param: service.pods, value: 4 }\n",
+        6,
+        "timeline[0].set.value",
+        "service.pods: the service's autoscaler sets its pods, between its min_replicas and max_replicas",
+    ),
+    (
+        "service:\n  workers: 10\n  autoscaling: { max_replicas: 60000, metric: workers }\n",
+        1,
+        "service.pods",
+        "120000 pods (twice the autoscaler's max_replicas: removed pods drain while added ones start), over the limit of 100000 (raise it with limits.max_pods)",
+    ),
     // Sweeps.
     (
         "sweep:\n  axes:\n    - path: client.retry.max_retires\n      values: [1, 2]\n",
@@ -1149,6 +1185,18 @@ const EDGES: &[(&str, &[&str])] = &[
             "{ enforcing_failure_percentage: 100, failure_percentage_threshold: 0, failure_percentage_minimum_hosts: 0, failure_percentage_request_volume: 0, max_ejection_percent: 100 }",
             "{ enforcing_failure_percentage: 30, failure_percentage_threshold: 100, failure_percentage_minimum_hosts: 4294967295, failure_percentage_request_volume: 4294967295 }",
             "{ rules: grpc, enforcing_success_rate: 100, enforcing_failure_percentage: 100, failure_percentage_threshold: 0, max_ejection_percent: 100, success_rate_request_volume: 0, failure_percentage_request_volume: 0, success_rate_minimum_hosts: 0, failure_percentage_minimum_hosts: 0, interval: 1ns }",
+        ],
+    ),
+    (
+        "service.autoscaling",
+        &[
+            "{ max_replicas: 1, metric: in_flight, target: 1e-9 }",
+            "{ max_replicas: 50000, metric: in_flight, target: 1e-9, sync_period: 15ns, startup: 0s, termination_grace: 0s }",
+            "{ max_replicas: 1000, metric: in_flight, target: 1e9, sync_period: 15ns, tolerance: 0, scale_down: { stabilization_window: 0s } }",
+            "{ max_replicas: 4294967295, min_replicas: 4294967295, metric: in_flight, target: 1 }",
+            "{ max_replicas: 100, metric: in_flight, target: 1, scale_up: { policies: [{ type: percent, value: 4294967295, period: 1ns }] }, scale_down: { stabilization_window: 0s, policies: [{ type: pods, value: 4294967295, period: 1000000h }] } }",
+            "{ max_replicas: 64, metric: in_flight, target: 0.5, startup: 1000000h, termination_grace: 1000000h, sync_period: 1000000h }",
+            "{ min_replicas: 3, max_replicas: 3, metric: in_flight, target: 1, scale_up: { select: disabled, policies: [] }, scale_down: { select: min } }",
         ],
     ),
     ("service.pool.max_connections", &["1", "1000000"]),

@@ -503,3 +503,22 @@ fn a_deploy_on_a_graphs_calls_turns_their_retries_off_mid_storm() {
         "{report}"
     );
 }
+
+/// `explain` tells an autoscaled service's rules in one line, the
+/// defaults it took included.
+#[test]
+fn explain_tells_an_autoscaler() {
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("explain-autoscaling.yaml");
+    std::fs::write(
+        &file,
+        "entry: api\nservices:\n  api:\n    pods: 4\n    workers: 20\n    autoscaling: { max_replicas: 12, metric: workers, target: 60, scale_up: { policies: [{ type: pods, value: 2, period: 1m }] } }\n",
+    )
+    .unwrap();
+    let o = common::stormsim(&["explain", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains("api (4 pods, 20 workers, autoscaled between 1 and 12 pods on workers at 60 % busy (within 0.1 of it: no change), a pass every 15s; added pods join after 30s, removed ones drain for up to 30s; up 2 pods per 1m; down 100 % per 15s, to the highest recommendation of 5m)"),
+        "{text}"
+    );
+}

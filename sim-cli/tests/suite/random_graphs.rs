@@ -253,9 +253,12 @@ fn graph(seed: u64) -> String {
         ])
     );
     out.push_str("entry: s0\nservices:\n");
+    let mut autoscaled = Vec::new();
     for i in 0..services {
         let _ = writeln!(out, "  s{i}:\n    pods: {}", d.int(1, 4));
+        let (mut workers, mut cpu) = (false, false);
         if d.chance(0.5) {
+            workers = true;
             let _ = writeln!(out, "    workers: {}", d.int(1, 20));
         }
         if d.chance(0.3) {
@@ -265,8 +268,33 @@ fn graph(seed: u64) -> String {
             let mean = d.pick(&["1ms", "5ms"]);
             let _ = writeln!(out, "    work: {{ exponential: {{ mean: {mean} }} }}");
             if d.chance(0.5) {
+                cpu = true;
                 let _ = writeln!(out, "    cores: {}", d.int(1, 4));
             }
+        }
+        if d.chance(0.3) {
+            autoscaled.push(i);
+            let metric = match (cpu, workers, d.int(0, 2)) {
+                (true, _, 0) => "cpu, target: 50",
+                (_, true, 1) => "workers, target: 70",
+                _ => "in_flight, target: 2",
+            };
+            let rules = d.pick(&[
+                "",
+                ", scale_down: { stabilization_window: 0s }",
+                ", scale_up: { select: min, policies: [{ type: pods, value: 1, period: 1s }] }, scale_down: { stabilization_window: 1s, policies: [{ type: percent, value: 50, period: 500ms }] }",
+                ", scale_up: { select: disabled }",
+                ", tolerance: 0, scale_down: { stabilization_window: 0s, select: min }",
+            ]);
+            let _ = writeln!(
+                out,
+                "    autoscaling: {{ min_replicas: {}, max_replicas: {}, metric: {metric}, sync_period: {}, startup: {}, termination_grace: {}{rules} }}",
+                d.int(1, 2),
+                d.int(2, 8),
+                d.pick(&["1s", "300ms", "15s"]),
+                d.pick(&["0s", "200ms", "2s"]),
+                d.pick(&["0s", "100ms", "5s"]),
+            );
         }
         if d.chance(0.3) {
             out.push_str("    cancellation: true\n");
@@ -365,11 +393,14 @@ fn graph(seed: u64) -> String {
         );
         if d.chance(0.4) {
             let s = d.int(0, services as u64 - 1);
-            let _ = writeln!(
-                out,
-                "  - at: 5s\n    set: {{ param: services.s{s}.pods, value: {} }}",
-                d.int(1, 5)
-            );
+            // An autoscaled service's pods are its autoscaler's to set.
+            if !autoscaled.contains(&(s as usize)) {
+                let _ = writeln!(
+                    out,
+                    "  - at: 5s\n    set: {{ param: services.s{s}.pods, value: {} }}",
+                    d.int(1, 5)
+                );
+            }
         }
         if d.chance(0.3) {
             let s = d.int(0, services as u64 - 1);
@@ -792,7 +823,12 @@ fn a_step_changes_nothing_before_its_instant_on_every_graph() {
         "set: { param: services.s0.pods, value: 6 }",
     ];
     on_drawn_graphs(|seed, drawn| {
-        let step = STEPS[(seed % STEPS.len() as u64) as usize];
+        let mut step = STEPS[(seed % STEPS.len() as u64) as usize];
+        // An autoscaled entry's pods are its autoscaler's to set.
+        let entry = drawn.split("\n  s1:").next().unwrap_or_default();
+        if step.contains(".pods") && entry.contains("autoscaling:") {
+            step = STEPS[0];
+        }
         let mut stepped = drawn.clone();
         if !stepped.contains("\ntimeline:\n") {
             stepped.push_str("timeline:\n");

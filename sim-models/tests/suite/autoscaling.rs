@@ -7,10 +7,10 @@
 //! the grace is long enough, and failing it when it is not.
 
 use sim_core::dist::DistSpec;
-use sim_models::autoscaler::{AutoscalingSpec, Metric};
+use sim_models::autoscaler::{AutoscalingSpec, Metric, PolicyKind, ScalingPolicy, ScalingRules};
 use sim_models::config::WorldConfig;
 use sim_models::outcome::Reason;
-use sim_models::recorder::Count;
+use sim_models::recorder::{Count, Level};
 use sim_models::timeline::{Param, SetAction, TimelineEntry};
 
 use crate::common::{ms, secs};
@@ -146,4 +146,60 @@ fn a_short_grace_fails_what_a_removed_pod_still_holds() {
     assert_eq!(totals.count(Count::PodsRemoved), 5);
     let failed = totals.outcome(Reason::PodRestarted);
     assert!((12..=28).contains(&failed), "{failed} failed");
+}
+
+#[test]
+fn a_place_reused_while_its_former_pod_was_still_starting_waits_its_own_startup() {
+    // 2 pods at the target (100 requests/s of 100 ms: 5 a pod). At 12 s
+    // the load doubles: the pass at 15 s adds one pod (one a period),
+    // pod 2, in rotation at 27 s. At 16 s it falls to a fifth: the pass at
+    // 20 s removes the pod still starting. At 21 s it doubles again: the
+    // pass at 25 s adds a pod in pod 2's place, in rotation only at 37 s —
+    // the comeback scheduled for the removed one (27 s) is not its own.
+    let mut cfg = ten_minutes_into_a(1, 100.0);
+    cfg.clock.duration = secs(45);
+    cfg.clock.bucket = secs(1);
+    cfg.load.arrivals = sim_models::load::ArrivalProcess::Constant;
+    let mut a = service(2, Vec::new());
+    a.work = Some(DistSpec::Constant(ms(100)));
+    let one_a_second = |window| ScalingRules {
+        stabilization_window: window,
+        select: None,
+        policies: Some(vec![ScalingPolicy {
+            kind: PolicyKind::Pods,
+            value: 1,
+            period: secs(1),
+        }]),
+    };
+    a.autoscaling = Some(AutoscalingSpec {
+        max_replicas: Some(4),
+        metric: Metric::InFlight,
+        target: Some(5.0),
+        sync_period: secs(5),
+        startup: secs(12),
+        scale_up: one_a_second(None),
+        scale_down: one_a_second(Some(secs(0))),
+        ..AutoscalingSpec::default()
+    });
+    cfg.services.insert("a".into(), a);
+    for (at, rate) in [(12, 200.0), (16, 20.0), (21, 200.0)] {
+        cfg.timeline.push(TimelineEntry {
+            set: Some(SetAction {
+                param: Param::LoadRate.into(),
+                value: rate,
+            }),
+            ..TimelineEntry::at_offset(secs(at))
+        });
+    }
+    let (nodes, totals) = go(&cfg);
+    let up: Vec<i64> = nodes
+        .buckets
+        .iter()
+        .map(|b| b.level(Level::PodsUp).max)
+        .collect();
+    assert!(up[..37].iter().all(|&n| n == 2), "{up:?}");
+    assert_eq!(up[37], 3, "{up:?}");
+    let r = replicas(&nodes);
+    assert_eq!((r[15], r[20], r[25], r[30]), (3, 2, 3, 4), "{r:?}");
+    assert_eq!(totals.count(Count::PodsRemoved), 1);
 }
