@@ -96,6 +96,7 @@ const NODES_READ: &[&str] = &[
     "timeouts",
     "latency_p99_s",
     "per_request",
+    "replicas_max",
 ];
 
 fn report_reads(name: &str) -> bool {
@@ -622,6 +623,8 @@ struct NodeTotals {
     failed: f64,
     timeouts: f64,
     p99_max: f64,
+    /// A service's fewest and most replicas in a bucket.
+    pods: Option<(f64, f64)>,
 }
 
 /// The service graph's tiers: per node and run, what it was offered, its
@@ -667,6 +670,12 @@ fn tiers_section(
     );
     let p99 = optional_floats(nodes, "latency_p99_s")?;
     let (t, per) = (num("t_s")?, optional_floats(nodes, "per_request")?);
+    // Written by every run since services have replicas; an older
+    // dataset's nodes have none.
+    let replicas = match nodes.column("replicas_max") {
+        Ok(_) => optional_floats(nodes, "replicas_max")?,
+        Err(_) => vec![None; node.len()],
+    };
     let runs = strings(summary, "run_id")?;
     let names = cell_names(summary, axes)?;
     let users: std::collections::BTreeMap<String, f64> = {
@@ -688,6 +697,10 @@ fn tiers_section(
         e.failed += failed[i];
         e.timeouts += timeouts[i];
         e.p99_max = e.p99_max.max(p99[i].unwrap_or(0.0));
+        if let (Some(r), "service") = (replicas[i], kind[i].as_str()) {
+            let (lo, hi) = e.pods.unwrap_or((r, r));
+            e.pods = Some((lo.min(r), hi.max(r)));
+        }
     }
     let mut rows = Vec::new();
     for (r, name) in runs.iter().zip(&names) {
@@ -727,6 +740,11 @@ fn tiers_section(
                 } else {
                     format!("{:.3}", x.p99_max)
                 },
+                match x.pods {
+                    Some((lo, hi)) if lo == hi => format!("{hi:.0}"),
+                    Some((lo, hi)) => format!("{lo:.0}–{hi:.0}"),
+                    None => String::new(),
+                },
             ]);
             rows.push(row);
         }
@@ -741,6 +759,7 @@ fn tiers_section(
         "failed",
         "timeouts",
         "worst bucket p99 s",
+        "pods",
     ];
     if runs.len() > 1 {
         head.insert(0, "run");
@@ -776,9 +795,55 @@ fn tiers_section(
             charts::lines(&title, "per user request", &lines, marks, label)?,
         ));
     }
+    // Pods over time where they changed (an autoscaler's, or the
+    // timeline's): each such service's for a run; the first such
+    // service's, run by run, for a comparison.
+    let changed: Vec<&String> = order
+        .iter()
+        .filter(|n| {
+            totals
+                .iter()
+                .any(|((_, m), x)| m == *n && x.pods.is_some_and(|(lo, hi)| lo != hi))
+        })
+        .collect();
+    if let Some(first) = changed.first() {
+        let k = order.iter().position(|n| n == *first).unwrap_or(0);
+        let mut lines = Vec::new();
+        if runs.len() == 1 {
+            for n in &changed {
+                let k = order.iter().position(|m| m == *n).unwrap_or(0);
+                lines.push(charts::Series {
+                    name: (*n).clone(),
+                    points: rows_of[k]
+                        .iter()
+                        .filter_map(|&i| replicas[i].map(|v| (t[i], v)))
+                        .collect(),
+                });
+            }
+        } else {
+            for (r, name) in runs.iter().zip(&names) {
+                lines.push(charts::Series {
+                    name: name.clone(),
+                    points: rows_of[k]
+                        .iter()
+                        .filter(|&&i| &run[i] == r)
+                        .filter_map(|&i| replicas[i].map(|v| (t[i], v)))
+                        .collect(),
+                });
+            }
+        }
+        let title = match runs.len() {
+            1 => "Pods of each service whose count changed (the most in each bucket)".to_string(),
+            _ => format!("Pods of {first}, run by run (the most in each bucket)"),
+        };
+        charts_out.push((
+            "pods_per_service.svg".to_string(),
+            charts::lines(&title, "pods", &lines, marks, label)?,
+        ));
+    }
     Ok(Some(Section {
         title: "Tiers".into(),
-        text: "Every service, edge (a service's calls to another node) and dependency of the graph over the run: what reached it, its own count per user request (a service's requests, an edge's attempts, a dependency's arrivals: the amplification at that tier, multiplied along the path), the share of an edge's attempts that were retries, answers, failures and timeouts, and its worst one-bucket p99 (a service: from reaching a pod to its answer; an edge: per attempt). The `nodes` table has them bucket by bucket.".into(),
+        text: "Every service, edge (a service's calls to another node) and dependency of the graph over the run: what reached it, its own count per user request (a service's requests, an edge's attempts, a dependency's arrivals: the amplification at that tier, multiplied along the path), the share of an edge's attempts that were retries, answers, failures and timeouts, its worst one-bucket p99 (a service: from reaching a pod to its answer; an edge: per attempt), and a service's pods (the fewest and the most in a bucket: an autoscaler's changes, or the timeline's), drawn over time where they changed. The `nodes` table has them bucket by bucket.".into(),
         charts: charts_out,
         table: Some(table_html(&head, &rows)),
     }))

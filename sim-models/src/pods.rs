@@ -522,7 +522,9 @@ impl Service {
         if let Some((next, _)) = next {
             self.pods[pod as usize].busy += 1;
             self.begin_request(next, ctx);
-        } else if p.draining && p.busy == 0 {
+        } else if p.busy == 0 && p.draining {
+            // Tested in this order: the count is at hand, and rarely 0
+            // under load.
             self.drained(pod, ctx);
         }
     }

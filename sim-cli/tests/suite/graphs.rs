@@ -522,3 +522,29 @@ fn explain_tells_an_autoscaler() {
         "{text}"
     );
 }
+
+/// Where an autoscaler changed a service's pods, the tiers table gives
+/// their range and the report draws them, run by run in a comparison.
+#[test]
+fn the_report_draws_the_pods_an_autoscaler_ran() {
+    let (dir, file) = extending(
+        "graph-autoscaling",
+        "experiments/policies/autoscaling.yaml",
+        "clock: { duration: 90s }\nload: { rate: 300 }\ntimeline:\n  - at: 30s\n    pulse: { param: load.rate, value: 3000, for: 30s }\noutputs: { recovery: { horizon: 10s, sustain: 5s } }\nsweep:\n  axes:\n    - path: services.api.autoscaling\n      values:\n        - { label: none, value: null }\n        - { label: cpu, value: { max_replicas: 30 } }\n",
+    );
+    let out = dir.join("out");
+    let out_s = out.to_str().unwrap();
+    common::stormsim_ok(&["sweep", file.to_str().unwrap(), "--quiet", "--out", out_s]);
+    common::stormsim_ok(&["report", out_s, "--quiet"]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Pods of api, run by run"), "no pods chart");
+    assert!(out.join("charts/pods_per_service.svg").exists());
+    // The fixed run's 6 pods; the autoscaled one's from 1 (calm at 12 %)
+    // up through the surge.
+    assert!(html.contains("<td>6</td>"), "{html}");
+    let range = html
+        .split("<td>")
+        .filter_map(|c| c.split("</td>").next())
+        .find(|c| c.starts_with("1–"));
+    assert!(range.is_some(), "no range of pods in the tiers table");
+}
