@@ -496,6 +496,30 @@ impl<S: RowSink> World<S> {
                 rec.level_value(Level::PodsEjected)
             )));
         }
+        // The entry's pods, counted one by one, against the levels kept
+        // as they moved: in rotation as far as their state and readiness
+        // go, up but out of it (unready, or draining), down (restarting,
+        // starting, killed); one an autoscaler removed is in none.
+        let (mut up, mut unready, mut down) = (0i64, 0i64, 0i64);
+        for p in &entry.pods {
+            match p.state {
+                PodState::Up if p.ready => up += 1,
+                PodState::Up => unready += 1,
+                PodState::Killed if p.removed => {}
+                PodState::Restarting | PodState::Killed => down += 1,
+            }
+        }
+        let levels = (
+            rec.level_value(Level::PodsUp),
+            rec.level_value(Level::PodsUnready),
+            rec.level_value(Level::PodsDown),
+        );
+        if (up, unready, down) != levels {
+            return Err(unbalanced(format!(
+                "the entry's pods are {up} up, {unready} unready and {down} down, the levels say {}, {} and {}",
+                levels.0, levels.1, levels.2
+            )));
+        }
         // From what the recorder saw, not from a counter kept beside it:
         // every attempt that started has ended or is still in progress.
         let started = rec.attempts_started_so_far();
