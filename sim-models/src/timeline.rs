@@ -576,7 +576,9 @@ fn call_paths(cfg: &WorldConfig) -> Vec<String> {
     out
 }
 
-/// A restart of every pod the service has at that moment.
+/// A restart of every pod the service has at that moment (with an
+/// autoscaler, every place it may fill: those without a pod then are
+/// passed over, their turns kept).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RestartAll {
@@ -796,9 +798,17 @@ impl TimelineEntry {
             let Some(pod) = pod else { continue };
             // The most pods the timeline ever gives the service: a scan of
             // the timeline, made only for an entry naming a pod.
-            let pods = service_config(cfg, target.as_deref())
+            // An autoscaler may fill twice its max_replicas places; a step
+            // naming one with no pod then is passed over.
+            let service = service_config(cfg, target.as_deref());
+            let scaled = service
+                .autoscaling
+                .as_ref()
+                .map_or(0, |a| a.max().saturating_mul(2));
+            let pods = service
                 .pods
-                .max(max_pods(cfg, target.as_deref()));
+                .max(max_pods(cfg, target.as_deref()))
+                .max(scaled);
             if pod >= pods {
                 p.add(
                     &format!("{path}.{field}"),
@@ -968,11 +978,19 @@ pub fn resolve(cfg: &WorldConfig) -> Vec<Step> {
         } else if e.deploy.is_some() {
             steps.push(step(at, StepAction::Deploy(i as u32), true));
         } else if let Some(r) = &e.restart_all {
-            // The pods the service has then, as the steps before leave it.
+            // The pods the service has then, as the steps before leave it;
+            // with an autoscaler, every place it may fill (a place with no
+            // pod then, or one it removed, is passed over when its turn
+            // comes).
             let target = e.pod_service(cfg);
-            let pods = value_of(&current, &pods_of(target.as_deref()))
+            let scaled = service_config(cfg, target.as_deref())
+                .autoscaling
+                .as_ref()
+                .map_or(0, |a| a.max().saturating_mul(2));
+            let pods = (value_of(&current, &pods_of(target.as_deref()))
                 .round()
-                .max(0.0) as u32;
+                .max(0.0) as u32)
+                .max(scaled);
             let service = pod_service(e);
             for pod in 0..pods {
                 let t = at.saturating_add(r.every.saturating_mul(u64::from(pod)));

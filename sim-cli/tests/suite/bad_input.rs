@@ -330,6 +330,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "",
     ),
     (
+        "service:\n  workers: 10\n  autoscaling: { max_replicas: 6, metric: workers }\ntimeline:\n  - at: 10s\n    kill_pod: 12\n",
+        6,
+        "timeline[0].kill_pod",
+        "pod 12 does not exist (pods of the service are numbered from 0 to 11)",
+    ),
+    (
         "service:\n  autoscaling: { min_replicas: 2 }\n",
         2,
         "service.autoscaling.max_replicas",

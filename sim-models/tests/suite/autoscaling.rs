@@ -11,7 +11,7 @@ use sim_models::autoscaler::{AutoscalingSpec, Metric, PolicyKind, ScalingPolicy,
 use sim_models::config::WorldConfig;
 use sim_models::outcome::Reason;
 use sim_models::recorder::{Count, Level};
-use sim_models::timeline::{Param, SetAction, TimelineEntry};
+use sim_models::timeline::{Param, RestartAll, SetAction, TimelineEntry};
 
 use crate::common::{ms, secs};
 use crate::graphs::{Nodes, go, service, ten_minutes_into_a};
@@ -202,4 +202,21 @@ fn a_place_reused_while_its_former_pod_was_still_starting_waits_its_own_startup(
     let r = replicas(&nodes);
     assert_eq!((r[15], r[20], r[25], r[30]), (3, 2, 3, 4), "{r:?}");
     assert_eq!(totals.count(Count::PodsRemoved), 1);
+}
+
+#[test]
+fn restart_all_restarts_the_pods_an_autoscaler_added_too() {
+    // From 5 pods to about 20 by 300 s, when the operator restarts them
+    // all at once: every one restarts, those the autoscaler added too.
+    let mut cfg = cpu_bound(6, 5, 4_000.0);
+    cfg.clock.duration = secs(320);
+    cfg.timeline.push(TimelineEntry {
+        restart_all: Some(RestartAll::default()),
+        service: Some("a".into()),
+        ..TimelineEntry::at_offset(secs(300))
+    });
+    let (nodes, totals) = go(&cfg);
+    let r = replicas(&nodes);
+    assert!(r[59] >= 19, "{r:?}");
+    assert_eq!(totals.count(Count::PodRestarts), u64::from(r[59]));
 }
