@@ -194,20 +194,34 @@ impl AutoscalingSpec {
         }
     }
 
+    /// The places it may fill: twice `max_replicas` (pods it removes
+    /// drain while the ones it adds start).
+    pub fn places(&self) -> u32 {
+        self.max().saturating_mul(2)
+    }
+
+    fn rules(&self, up: bool) -> &ScalingRules {
+        if up { &self.scale_up } else { &self.scale_down }
+    }
+
     fn window(&self, up: bool) -> SimDuration {
-        let r = if up { &self.scale_up } else { &self.scale_down };
-        r.stabilization_window
-            .unwrap_or(if up { SimDuration::ZERO } else { secs(300) })
+        self.rules(up).stabilization_window.unwrap_or(if up {
+            SimDuration::ZERO
+        } else {
+            secs(300)
+        })
     }
 
     fn select(&self, up: bool) -> Select {
-        let r = if up { &self.scale_up } else { &self.scale_down };
-        r.select.unwrap_or(Select::Max)
+        self.rules(up).select.unwrap_or(Select::Max)
     }
 
-    fn policies(&self, up: bool) -> Vec<ScalingPolicy> {
-        let r = if up { &self.scale_up } else { &self.scale_down };
-        r.policies.clone().unwrap_or_else(|| default_policies(up))
+    /// The direction's policies, as written or Kubernetes' defaults.
+    fn policies(&self, up: bool) -> std::borrow::Cow<'_, [ScalingPolicy]> {
+        match &self.rules(up).policies {
+            Some(p) => std::borrow::Cow::Borrowed(p.as_slice()),
+            None => std::borrow::Cow::Owned(default_policies(up)),
+        }
     }
 
     /// The autoscaler in one line, for `explain`.
@@ -542,7 +556,7 @@ impl Autoscaler {
         }
         let largest = select == Select::Max;
         let mut result: Option<i64> = None;
-        for pol in self.spec.policies(up) {
+        for &pol in self.spec.policies(up).iter() {
             let added = changes(&self.ups, now, pol.period);
             let removed = changes(&self.downs, now, pol.period);
             let start = i64::from(current) - added + removed;

@@ -910,6 +910,18 @@ impl Service {
                 i as u32
             }
             None => {
+                // Every place is filled or draining: a new one, within
+                // `limits.max_pods` (checked before the run against twice
+                // `max_replicas`, which pods draining long requests while
+                // the load swings can outgrow).
+                if let Some(held) = self.over_pod_limit(ctx) {
+                    let limit = ctx.env.limits.max_pods;
+                    let name = ctx.env.topo.services[self.index as usize].name.clone();
+                    ctx.limit_reached(|| {
+                        format!("{name}'s autoscaler needs a new pod while {held} are held, counted as limits.max_pods counts them, over the limit of {limit} (pods it removed still drain; raise it with limits.max_pods)")
+                    });
+                    return;
+                }
                 let pod = self.pods.len() as u32;
                 self.pods.push(fresh);
                 ctx.sh.links.add_pod(self.index, ctx.env);
@@ -937,6 +949,21 @@ impl Service {
             }
             .into(),
         );
+    }
+
+    /// The pods the world holds, counted as `limits.max_pods` counts them
+    /// (in a graph, each once and once more per call it makes), if one more
+    /// of this service's would pass the limit.
+    fn over_pod_limit<S: RowSink>(&self, ctx: &Ctx<'_, S>) -> Option<u64> {
+        let topo = &ctx.env.topo;
+        let weight = |s: usize| match ctx.env.graph {
+            true => 1 + topo.services[s].edges.len() as u64,
+            false => 1,
+        };
+        let held: u64 = (ctx.sh.links.all().iter().enumerate())
+            .map(|(s, pods)| pods.len() as u64 * weight(s))
+            .sum();
+        (held + weight(self.index as usize) > u64::from(ctx.env.limits.max_pods)).then_some(held)
     }
 
     /// The autoscaler removes a replica: a restarting or starting one
@@ -1340,11 +1367,8 @@ impl ServiceConfig {
     /// with an autoscaler, twice its `max_replicas` (pods it removes drain
     /// while the ones it adds start).
     pub fn pods_held(&self) -> u64 {
-        let scaled = self
-            .autoscaling
-            .as_ref()
-            .map_or(0, |a| 2 * u64::from(a.max()));
-        u64::from(self.pods).max(scaled)
+        let places = self.autoscaling.as_ref().map_or(0, |a| a.places());
+        u64::from(self.pods.max(places))
     }
 
     /// The number of pod groups reported.

@@ -801,10 +801,7 @@ impl TimelineEntry {
             // An autoscaler may fill twice its max_replicas places; a step
             // naming one with no pod then is passed over.
             let service = service_config(cfg, target.as_deref());
-            let scaled = service
-                .autoscaling
-                .as_ref()
-                .map_or(0, |a| a.max().saturating_mul(2));
+            let scaled = service.autoscaling.as_ref().map_or(0, |a| a.places());
             let pods = service
                 .pods
                 .max(max_pods(cfg, target.as_deref()))
@@ -865,7 +862,7 @@ fn counted_pods(cfg: &WorldConfig, pods: &ParamRef, v: f64) -> u64 {
         .map(|(name, s)| {
             let n = match pods.node.as_deref() == Some(name.as_str()) {
                 true => v,
-                false => u64::from(s.pods),
+                false => s.pods_held(),
             };
             n.saturating_mul(1 + s.calls.len() as u64)
         })
@@ -986,7 +983,7 @@ pub fn resolve(cfg: &WorldConfig) -> Vec<Step> {
             let scaled = service_config(cfg, target.as_deref())
                 .autoscaling
                 .as_ref()
-                .map_or(0, |a| a.max().saturating_mul(2));
+                .map_or(0, |a| a.places());
             let pods = (value_of(&current, &pods_of(target.as_deref()))
                 .round()
                 .max(0.0) as u32)

@@ -540,11 +540,21 @@ fn the_report_draws_the_pods_an_autoscaler_ran() {
     assert!(html.contains("Pods of api, run by run"), "no pods chart");
     assert!(out.join("charts/pods_per_service.svg").exists());
     // The fixed run's 6 pods; the autoscaled one's from 1 (calm at 12 %)
-    // up through the surge.
-    assert!(html.contains("<td>6</td>"), "{html}");
-    let range = html
-        .split("<td>")
-        .filter_map(|c| c.split("</td>").next())
-        .find(|c| c.starts_with("1–"));
-    assert!(range.is_some(), "no range of pods in the tiers table");
+    // up through the surge: the last cell of each run's row for api.
+    let pods_of = |run: &str| {
+        let row = html
+            .split("<tr>")
+            .find(|r| r.starts_with(&format!("<td>{run}</td><td>service</td><td>api</td>")))
+            .unwrap_or_else(|| panic!("no row for {run}'s api"));
+        let cells: Vec<&str> = row
+            .split("<td>")
+            .filter_map(|c| c.split("</td>").next())
+            .collect();
+        cells.last().unwrap().to_string()
+    };
+    assert_eq!(pods_of("none"), "6");
+    let range = pods_of("cpu");
+    let (low, high) = range.split_once('–').unwrap_or_else(|| panic!("{range}"));
+    assert_eq!(low, "1");
+    assert!(high.parse::<u32>().unwrap() > 1, "{range}");
 }

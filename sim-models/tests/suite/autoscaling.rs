@@ -8,13 +8,15 @@
 
 use sim_core::dist::DistSpec;
 use sim_models::autoscaler::{AutoscalingSpec, Metric, PolicyKind, ScalingPolicy, ScalingRules};
-use sim_models::config::WorldConfig;
+use sim_models::config::{ClientConfig, WorldConfig};
 use sim_models::outcome::Reason;
-use sim_models::recorder::{Count, Level};
+use sim_models::recorder::{Count, Discard, Level};
 use sim_models::timeline::{Param, RestartAll, SetAction, TimelineEntry};
 
 use crate::common::{ms, secs};
-use crate::graphs::{Nodes, go, service, ten_minutes_into_a};
+use sim_models::world::{RunFailure, WorldError, run};
+
+use crate::graphs::{Nodes, call, failing, go, service, ten_minutes_into_a};
 
 /// `a`: `pods` pods of 4 cores, each request 10 ms of its own work and
 /// no call, autoscaled on CPU at a 50 % target up to 40 pods; `lambda`
@@ -219,4 +221,73 @@ fn restart_all_restarts_the_pods_an_autoscaler_added_too() {
     let r = replicas(&nodes);
     assert!(r[59] >= 19, "{r:?}");
     assert_eq!(totals.count(Count::PodRestarts), u64::from(r[59]));
+}
+
+/// `a` swinging between 200 requests/s and none every 20 s, each request
+/// 1 s of its own work and one in 200 then a 300 s call; autoscaled on
+/// requests in flight (50 a pod) between 1 and 4 pods with a grace of
+/// 1,000 s, under `max_pods`.
+fn swinging(max_pods: u32) -> WorldConfig {
+    let mut cfg = ten_minutes_into_a(3, 200.0);
+    cfg.clock.duration = secs(200);
+    cfg.clock.bucket = secs(5);
+    cfg.limits.max_pods = max_pods;
+    cfg.load.arrivals = sim_models::load::ArrivalProcess::Constant;
+    let mut slow = call(
+        "slow",
+        ClientConfig {
+            attempt_timeout: Some(secs(400)),
+            ..ClientConfig::default()
+        },
+    );
+    slow.probability = 0.005;
+    let mut a = service(1, vec![slow]);
+    a.work = Some(DistSpec::Constant(secs(1)));
+    let mut spec = AutoscalingSpec {
+        max_replicas: Some(4),
+        metric: Metric::InFlight,
+        target: Some(50.0),
+        sync_period: secs(5),
+        startup: secs(0),
+        termination_grace: secs(1000),
+        ..AutoscalingSpec::default()
+    };
+    spec.scale_down.stabilization_window = Some(secs(0));
+    a.autoscaling = Some(spec);
+    cfg.services.insert("a".into(), a);
+    let mut db = failing(0.0);
+    db.latency = DistSpec::Constant(secs(300));
+    cfg.dependencies.insert("slow".into(), db);
+    for i in 1..9 {
+        cfg.timeline.push(TimelineEntry {
+            set: Some(SetAction {
+                param: Param::LoadRate.into(),
+                value: if i % 2 == 1 { 0.0 } else { 200.0 },
+            }),
+            ..TimelineEntry::at_offset(secs(20 * i))
+        });
+    }
+    cfg
+}
+
+#[test]
+fn pods_draining_long_requests_stop_the_run_at_the_pod_limit_it_names() {
+    // Each swing up adds 3 pods while the 3 removed at the last swing down
+    // still drain their 300 s calls: 4, 7, 10, 13, 16 pods held. Counted
+    // as the limit counts them (each once, once more for its pool: twice
+    // max_replicas is 16 before the run), 16 allows the first two swings
+    // only (14 held, the third wants 20), 40 lets the run end.
+    assert!(run(&swinging(40), Discard::default()).is_ok());
+    match run(&swinging(16), Discard::default()) {
+        Err(WorldError::Run {
+            failure: RunFailure::Limit(v),
+            ..
+        }) => {
+            let said = v.to_string();
+            assert!(said.contains("raise it with limits.max_pods"), "{said}");
+            assert_eq!(v.at.as_nanos(), 85 * 1_000_000_000, "{said}");
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("ran past the pod limit"),
+    }
 }
