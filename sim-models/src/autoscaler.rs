@@ -1,15 +1,19 @@
 //! A horizontal pod autoscaler: Kubernetes' `HorizontalPodAutoscaler`
 //! (`autoscaling/v2`), as its controller computes it.
 //!
-//! Every `sync_period` (the controller's 15 s) the autoscaler reads one
-//! metric per pod, averaged over the period (samples taken fifteen times
+//! Every `sync_period` (the controller's 15 s) the autoscaler reads its
+//! metrics per pod, averaged over the period (samples taken fifteen times
 //! a period, as the metrics pipeline's rate over its window): the busy
 //! share of its cores (`cpu`, Kubernetes' CPU utilization against the
-//! pod's request), of its workers (`workers`), or the requests it holds
-//! (`in_flight`, a custom per-pod metric as the Prometheus adapter serves
-//! one). The rules are the controller's own (`replica_calculator.go`,
+//! pod's request), of its workers (`workers`), the requests it holds
+//! (`in_flight`) or the requests a second that reach it (`requests`,
+//! retries included: the `http_requests_per_second` a Prometheus adapter
+//! serves). The rules are the controller's own (`replica_calculator.go`,
 //! `horizontal.go`), read in its source:
 //!
+//! - with several metrics, each proposes a count and the largest wins
+//!   (`computeReplicasForMetrics`): a scale-down needs every metric to
+//!   call for it;
 //! - the usage ratio is the ready pods' usage over their capacity, over
 //!   the target; within `tolerance` (0.1) of 1 nothing changes, else the
 //!   recommendation is `ceil(ratio × ready pods)`;
@@ -48,12 +52,101 @@ pub enum Metric {
     /// The share of its cores busy with requests' own work (the service
     /// needs `cores` and `work`): Kubernetes' CPU utilization.
     #[default]
-    Cpu,
+    Cpu = 0,
     /// The share of its workers busy (the service needs `workers`).
-    Workers,
+    Workers = 1,
     /// Requests it holds (on a worker or waiting for one): a per-pod
     /// custom metric with an average-value target.
-    InFlight,
+    InFlight = 2,
+    /// Requests a second reaching it, whatever becomes of them (retries
+    /// and requests it fails at once count): a per-pod custom metric with
+    /// an average-value target.
+    Requests = 3,
+}
+
+/// How many metrics there are (a pod samples each of them).
+pub const METRICS: usize = 4;
+
+impl Metric {
+    /// Whether its target is a value a pod (an average-value target), not
+    /// a share of the pod's capacity.
+    pub fn per_pod(self) -> bool {
+        matches!(self, Metric::InFlight | Metric::Requests)
+    }
+
+    /// Its name as written.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Cpu => "cpu",
+            Metric::Workers => "workers",
+            Metric::InFlight => "in_flight",
+            Metric::Requests => "requests",
+        }
+    }
+}
+
+/// One metric the autoscaler follows and its target (an entry of
+/// `metrics:`; `metric:` and `target:` write a single one).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricTarget {
+    /// What is measured.
+    pub metric: Metric,
+    /// Per cent of cores or workers busy (default 80), or the value a
+    /// pod for `in_flight` and `requests` (required there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<f64>,
+}
+
+impl MetricTarget {
+    /// The target in the metric's unit: a share of capacity (0.8), or
+    /// requests (a second) a pod.
+    pub fn value(&self) -> f64 {
+        match (self.metric.per_pod(), self.target) {
+            (true, t) => t.unwrap_or(1.0),
+            (false, t) => t.unwrap_or(80.0) / 100.0,
+        }
+    }
+
+    fn describe(&self) -> String {
+        let v = self.value();
+        match self.metric {
+            Metric::Cpu => format!("cpu at {} % of its cores", v * 100.0),
+            Metric::Workers => format!("workers at {} % busy", v * 100.0),
+            Metric::InFlight => format!("{v} requests in flight a pod"),
+            Metric::Requests => format!("{v} requests a second a pod"),
+        }
+    }
+
+    fn check(&self, at: &str, cores: bool, workers: bool, p: &mut Problems) {
+        match self.metric {
+            Metric::Cpu if !cores => p.add(
+                &format!("{at}.metric"),
+                "cpu needs the service's `cores` (and its `work`) to measure",
+            ),
+            Metric::Workers if !workers => p.add(
+                &format!("{at}.metric"),
+                "workers needs the service's `workers` to measure",
+            ),
+            Metric::InFlight if self.target.is_none() => p.add(
+                &format!("{at}.target"),
+                "must be given for in_flight: the requests a pod should hold on average",
+            ),
+            Metric::Requests if self.target.is_none() => p.add(
+                &format!("{at}.target"),
+                "must be given for requests: the requests a second a pod should take on average",
+            ),
+            _ => {}
+        }
+        if let Some(t) = self.target
+            && !(t.is_finite() && t > 0.0 && t <= 1e9)
+        {
+            p.add(
+                &format!("{at}.target"),
+                format!("must be a number above 0 (at most 10^9), found {t}"),
+            );
+        }
+    }
 }
 
 /// How one direction of scaling is limited (Kubernetes' `HPAScalingRules`;
@@ -119,12 +212,17 @@ pub struct AutoscalingSpec {
     /// Most pods (required).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_replicas: Option<u32>,
-    /// What is measured (default `cpu`).
-    pub metric: Metric,
+    /// What is measured (default `cpu`), when one metric is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric: Option<Metric>,
     /// The target: per cent of cores or workers busy (default 80), or
-    /// requests held per pod for `in_flight` (required there).
+    /// the value a pod for `in_flight` and `requests` (required there).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<f64>,
+    /// Several metrics, each with its target, in place of `metric` and
+    /// `target`: the largest count any of them calls for is taken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Vec<MetricTarget>>,
     /// No change while the usage ratio is within this of 1 (default 0.1).
     pub tolerance: f64,
     /// Time between the controller's passes (default `15s`).
@@ -145,8 +243,9 @@ impl Default for AutoscalingSpec {
         AutoscalingSpec {
             min_replicas: 1,
             max_replicas: None,
-            metric: Metric::Cpu,
+            metric: None,
             target: None,
+            metrics: None,
             tolerance: 0.1,
             sync_period: secs(15),
             startup: secs(30),
@@ -185,12 +284,15 @@ impl AutoscalingSpec {
         self.max_replicas.unwrap_or(self.min_replicas)
     }
 
-    /// The target in the metric's unit: a share of capacity (0.8), or
-    /// requests per pod.
-    pub fn target_value(&self) -> f64 {
-        match self.metric {
-            Metric::InFlight => self.target.unwrap_or(1.0),
-            _ => self.target.unwrap_or(80.0) / 100.0,
+    /// The metrics followed, with their targets: `metrics`, or the one
+    /// `metric` and `target` write.
+    pub fn targets(&self) -> Vec<MetricTarget> {
+        match &self.metrics {
+            Some(m) => m.clone(),
+            None => vec![MetricTarget {
+                metric: self.metric.unwrap_or_default(),
+                target: self.target,
+            }],
         }
     }
 
@@ -226,10 +328,15 @@ impl AutoscalingSpec {
 
     /// The autoscaler in one line, for `explain`.
     pub fn describe(&self) -> String {
-        let target = match self.metric {
-            Metric::Cpu => format!("cpu at {} % of its cores", self.target_value() * 100.0),
-            Metric::Workers => format!("workers at {} % busy", self.target_value() * 100.0),
-            Metric::InFlight => format!("{} requests in flight a pod", self.target_value()),
+        let targets = self.targets();
+        let each: Vec<String> = targets.iter().map(MetricTarget::describe).collect();
+        let target = match each.len() {
+            1 => format!("{} (within {} of it: no change)", each[0], self.tolerance),
+            _ => format!(
+                "{}, the most pods any calls for (each within {} of its target: no change)",
+                each.join(" and "),
+                self.tolerance
+            ),
         };
         let rules = |up: bool| {
             let select = self.select(up);
@@ -258,10 +365,9 @@ impl AutoscalingSpec {
             format!("{which}{}{held}", each.join(", "))
         };
         format!(
-            "autoscaled between {} and {} pods on {target} (within {} of it: no change), a pass every {}; added pods join after {}, removed ones drain for up to {}; up {}; down {}",
+            "autoscaled between {} and {} pods on {target}, a pass every {}; added pods join after {}, removed ones drain for up to {}; up {}; down {}",
             self.min_replicas,
             self.max(),
-            self.tolerance,
             self.sync_period,
             self.startup,
             self.termination_grace,
@@ -293,28 +399,28 @@ impl AutoscalingSpec {
                 "must be at least 1 (Kubernetes scales to zero only behind a feature gate)",
             );
         }
-        match self.metric {
-            Metric::Cpu if !cores => p.add(
-                &format!("{at}.metric"),
-                "cpu needs the service's `cores` (and its `work`) to measure",
+        match &self.metrics {
+            None => self.targets()[0].check(at, cores, workers, p),
+            Some(_) if self.metric.is_some() || self.target.is_some() => p.add(
+                &format!("{at}.metrics"),
+                "give either `metric` (and `target`) or `metrics`, not both",
             ),
-            Metric::Workers if !workers => p.add(
-                &format!("{at}.metric"),
-                "workers needs the service's `workers` to measure",
+            Some(m) if m.is_empty() => p.add(
+                &format!("{at}.metrics"),
+                "must hold at least one metric (or leave it out for cpu at 80 %)",
             ),
-            Metric::InFlight if self.target.is_none() => p.add(
-                &format!("{at}.target"),
-                "must be given for in_flight: the requests a pod should hold on average",
-            ),
-            _ => {}
-        }
-        if let Some(t) = self.target
-            && !(t.is_finite() && t > 0.0 && t <= 1e9)
-        {
-            p.add(
-                &format!("{at}.target"),
-                format!("must be a number above 0 (at most 10^9), found {t}"),
-            );
+            Some(m) => {
+                for (i, t) in m.iter().enumerate() {
+                    let here = format!("{at}.metrics[{i}]");
+                    t.check(&here, cores, workers, p);
+                    if m[..i].iter().any(|o| o.metric == t.metric) {
+                        p.add(
+                            &format!("{here}.metric"),
+                            format!("{} is listed twice", t.metric.name()),
+                        );
+                    }
+                }
+            }
         }
         if !(self.tolerance.is_finite() && (0.0..1.0).contains(&self.tolerance)) {
             p.add(
@@ -390,6 +496,7 @@ struct ScaleEvent {
 #[derive(Clone, Debug)]
 pub struct Autoscaler {
     spec: AutoscalingSpec,
+    targets: Vec<MetricTarget>,
     recommendations: Vec<(SimTime, u32)>,
     ups: Vec<ScaleEvent>,
     downs: Vec<ScaleEvent>,
@@ -400,6 +507,7 @@ impl Autoscaler {
     pub fn new(spec: &AutoscalingSpec) -> Self {
         Autoscaler {
             spec: spec.clone(),
+            targets: spec.targets(),
             recommendations: Vec::new(),
             ups: Vec::new(),
             downs: Vec::new(),
@@ -411,16 +519,23 @@ impl Autoscaler {
         &self.spec
     }
 
-    /// The replica count the metrics call for (`replica_calculator.go`'s
-    /// `GetResourceReplicas` and `calcPlainMetricReplicas`), or `None`
-    /// when no pod in rotation has a reading (the controller then leaves
-    /// the count alone).
-    pub fn metric_replicas(&self, current: u32, pods: &[PodReading]) -> Option<u32> {
-        let target = self.spec.target_value();
+    /// The metrics it follows, in the order [`Autoscaler::pass`] takes
+    /// their readings.
+    pub fn targets(&self) -> &[MetricTarget] {
+        &self.targets
+    }
+
+    /// The replica count its `which`th metric calls for
+    /// (`replica_calculator.go`'s `GetResourceReplicas` and
+    /// `calcPlainMetricReplicas`), or `None` when no pod in rotation has
+    /// a reading (the controller then leaves the count alone).
+    pub fn metric_replicas(&self, which: usize, current: u32, pods: &[PodReading]) -> Option<u32> {
+        let m = self.targets[which];
+        let target = m.value();
         let tol = self.spec.tolerance;
-        let ratio = |usage: f64, capacity: f64, n: usize| match self.spec.metric {
-            Metric::InFlight => usage / n as f64 / target,
-            _ => usage / capacity / target,
+        let ratio = |usage: f64, capacity: f64, n: usize| match m.metric.per_pod() {
+            true => usage / n as f64 / target,
+            false => usage / capacity / target,
         };
         let (mut usage, mut capacity, mut ready) = (0.0, 0.0, 0usize);
         let (mut unready, mut missing) = (0usize, 0usize);
@@ -457,9 +572,9 @@ impl Autoscaler {
                     n += 1;
                     capacity += c;
                     if r0 < 1.0 {
-                        usage += match self.spec.metric {
-                            Metric::InFlight => target,
-                            _ => c * target.max(1.0),
+                        usage += match m.metric.per_pod() {
+                            true => target,
+                            false => c * target.max(1.0),
                         };
                     }
                 }
@@ -481,16 +596,23 @@ impl Autoscaler {
         Some(proposed)
     }
 
-    /// One pass at `now` over `current` replicas (`reconcileAutoscaler`):
-    /// the count to scale to, the change recorded for the rate limits.
-    pub fn pass(&mut self, now: SimTime, current: u32, pods: &[PodReading]) -> u32 {
+    /// One pass at `now` over `current` replicas (`reconcileAutoscaler`),
+    /// `readings` holding the pods' readings of each metric in the order
+    /// of [`Autoscaler::targets`]: the count to scale to, the change
+    /// recorded for the rate limits.
+    pub fn pass(&mut self, now: SimTime, current: u32, readings: &[Vec<PodReading>]) -> u32 {
         let (min, max) = (self.spec.min_replicas, self.spec.max());
         let desired = if current > max {
             max
         } else if current < min {
             min
         } else {
-            let Some(wanted) = self.metric_replicas(current, pods) else {
+            // `computeReplicasForMetrics`: the largest proposal.
+            let proposals = (0..self.targets.len()).zip(readings);
+            let wanted = proposals
+                .filter_map(|(i, pods)| self.metric_replicas(i, current, pods))
+                .max();
+            let Some(wanted) = wanted else {
                 return current;
             };
             let stable = self.stabilize(now, current, wanted);
@@ -507,8 +629,13 @@ impl Autoscaler {
     /// `stabilizeRecommendationWithBehaviors`: the current count brought
     /// within the lowest recommendation of the up window and the highest
     /// of the down window; this one recorded, in place of one older than
-    /// both windows if there is one.
+    /// both windows if there is one. At the first pass the count found is
+    /// recorded first (`recordInitialRecommendation`): a new autoscaler
+    /// scales down no sooner than its down window.
     fn stabilize(&mut self, now: SimTime, current: u32, wanted: u32) -> u32 {
+        if self.recommendations.is_empty() {
+            self.recommendations.push((now, current));
+        }
         let up_cut = cutoff(now, self.spec.window(true));
         let down_cut = cutoff(now, self.spec.window(false));
         let (mut up, mut down) = (wanted, wanted);
@@ -605,7 +732,8 @@ impl Autoscaler {
 
     /// The most [`Autoscaler::held`] may be: a pass records at most one
     /// of each, in place of one past its window or period when there is
-    /// one, so each holds at most a window's (a period's) passes and two.
+    /// one, so each holds at most a window's (a period's) passes and two
+    /// (and the first pass's count found).
     pub fn held_bound(&self) -> u64 {
         let s = &self.spec;
         let passes = |w: SimDuration| w.as_nanos() / s.sync_period.as_nanos().max(1) + 2;
@@ -616,7 +744,11 @@ impl Autoscaler {
                 .max()
                 .unwrap_or(SimDuration::ZERO)
         };
-        passes(s.window(true).max(s.window(false))) + passes(longest(true)) + passes(longest(false))
+        // The first pass's count found is one record more.
+        passes(s.window(true).max(s.window(false)))
+            + 1
+            + passes(longest(true))
+            + passes(longest(false))
     }
 }
 
@@ -693,11 +825,11 @@ mod tests {
     fn ratio_and_tolerance_as_the_controller_takes_them() {
         let a = Autoscaler::new(&spec(100, 50.0));
         // 10 pods at 60 % of a 50 % target: ceil(1.2 × 10) = 12.
-        assert_eq!(a.metric_replicas(10, &ready(10, 0.6, 1.0)), Some(12));
+        assert_eq!(a.metric_replicas(0, 10, &ready(10, 0.6, 1.0)), Some(12));
         // 54 %: a ratio of 1.08, within the tolerance.
-        assert_eq!(a.metric_replicas(10, &ready(10, 0.54, 1.0)), Some(10));
+        assert_eq!(a.metric_replicas(0, 10, &ready(10, 0.54, 1.0)), Some(10));
         // 20 %: ceil(0.4 × 10) = 4.
-        assert_eq!(a.metric_replicas(10, &ready(10, 0.2, 1.0)), Some(4));
+        assert_eq!(a.metric_replicas(0, 10, &ready(10, 0.2, 1.0)), Some(4));
         // Capacities weigh: 2 of 4 cores and 3 of 4 busy is 62.5 %.
         let mixed = [
             PodReading::Ready {
@@ -709,10 +841,10 @@ mod tests {
                 capacity: 4.0,
             },
         ];
-        assert_eq!(a.metric_replicas(2, &mixed), Some(3));
+        assert_eq!(a.metric_replicas(0, 2, &mixed), Some(3));
         // Nothing ready: no reading.
         assert_eq!(
-            a.metric_replicas(3, &[PodReading::Unready { capacity: 1.0 }]),
+            a.metric_replicas(0, 3, &[PodReading::Unready { capacity: 1.0 }]),
             None
         );
     }
@@ -724,36 +856,36 @@ mod tests {
         // ratio is 1.0 over 8 — within the tolerance, no change.
         let mut pods = ready(4, 1.0, 1.0);
         pods.extend([PodReading::Unready { capacity: 1.0 }; 4]);
-        assert_eq!(a.metric_replicas(8, &pods), Some(8));
+        assert_eq!(a.metric_replicas(0, 8, &pods), Some(8));
         // 2 starting: 4/6 / 0.5 = 1.33, ceil(1.33 × 6) = 8.
         let mut pods = ready(4, 1.0, 1.0);
         pods.extend([PodReading::Unready { capacity: 1.0 }; 2]);
-        assert_eq!(a.metric_replicas(6, &pods), Some(8));
+        assert_eq!(a.metric_replicas(0, 6, &pods), Some(8));
         // Scale-down with unready pods: they are left out (ratio 0.4 over 4).
         let mut pods = ready(4, 0.2, 1.0);
         pods.extend([PodReading::Unready { capacity: 1.0 }; 2]);
-        assert_eq!(a.metric_replicas(6, &pods), Some(2));
+        assert_eq!(a.metric_replicas(0, 6, &pods), Some(2));
         // Missing on a scale-down: at full capacity, (0.2 × 4 + 2) / 6 /
         // 0.5 = 0.93, within the tolerance.
         let mut pods = ready(4, 0.2, 1.0);
         pods.extend([PodReading::Missing { capacity: 1.0 }; 2]);
-        assert_eq!(a.metric_replicas(6, &pods), Some(6));
+        assert_eq!(a.metric_replicas(0, 6, &pods), Some(6));
         // Missing on a scale-up: idle; 0.6 × 4 / 6 / 0.5 = 0.8 flips the
         // direction: no change.
         let mut pods = ready(4, 0.6, 1.0);
         pods.extend([PodReading::Missing { capacity: 1.0 }; 2]);
-        assert_eq!(a.metric_replicas(6, &pods), Some(6));
+        assert_eq!(a.metric_replicas(0, 6, &pods), Some(6));
         // In flight: the target is requests per pod; missing pods on a
         // scale-down hold the target.
         let f = Autoscaler::new(&AutoscalingSpec {
-            metric: Metric::InFlight,
+            metric: Some(Metric::InFlight),
             ..spec(100, 10.0)
         });
-        assert_eq!(f.metric_replicas(4, &ready(4, 30.0, 1.0)), Some(12));
+        assert_eq!(f.metric_replicas(0, 4, &ready(4, 30.0, 1.0)), Some(12));
         let mut pods = ready(3, 2.0, 1.0);
         pods.push(PodReading::Missing { capacity: 1.0 });
         // (6 + 10) / 4 / 10 = 0.4: ceil(1.6) = 2.
-        assert_eq!(f.metric_replicas(4, &pods), Some(2));
+        assert_eq!(f.metric_replicas(0, 4, &pods), Some(2));
     }
 
     #[test]
@@ -763,7 +895,7 @@ mod tests {
         let mut n = 1;
         let mut seen = Vec::new();
         for i in 0..6 {
-            n = a.pass(t(15 * i + 15), n, &ready(n as usize, 5.0, 1.0));
+            n = a.pass(t(15 * i + 15), n, &[ready(n as usize, 5.0, 1.0)]);
             seen.push(n);
         }
         // max(1 + 4, 2) = 5, max(9, 10) = 10, then doubling.
@@ -771,32 +903,39 @@ mod tests {
         // Within one period the changes count: a second pass 1 s later
         // adds nothing.
         let mut b = Autoscaler::new(&spec(1000, 50.0));
-        assert_eq!(b.pass(t(15), 4, &ready(4, 5.0, 1.0)), 8);
-        assert_eq!(b.pass(t(16), 8, &ready(8, 5.0, 1.0)), 8);
-        assert_eq!(b.pass(t(31), 8, &ready(8, 5.0, 1.0)), 16);
+        assert_eq!(b.pass(t(15), 4, &[ready(4, 5.0, 1.0)]), 8);
+        assert_eq!(b.pass(t(16), 8, &[ready(8, 5.0, 1.0)]), 8);
+        assert_eq!(b.pass(t(31), 8, &[ready(8, 5.0, 1.0)]), 16);
         // The bound.
         let mut c = Autoscaler::new(&spec(12, 50.0));
-        assert_eq!(c.pass(t(15), 10, &ready(10, 5.0, 1.0)), 12);
+        assert_eq!(c.pass(t(15), 10, &[ready(10, 5.0, 1.0)]), 12);
     }
 
     #[test]
     fn scale_down_waits_for_the_highest_recommendation_of_five_minutes() {
         let mut a = Autoscaler::new(&spec(100, 50.0));
         // A busy pass recommends 10 for 10 pods (no change)...
-        assert_eq!(a.pass(t(15), 10, &ready(10, 0.5, 1.0)), 10);
+        assert_eq!(a.pass(t(15), 10, &[ready(10, 0.5, 1.0)]), 10);
         // ...then idle: 2 recommended, but 10 stays for 300 s.
         let mut n = 10;
         let mut at = 30;
         while at < 315 {
-            n = a.pass(t(at), n, &ready(n as usize, 0.1, 1.0));
+            n = a.pass(t(at), n, &[ready(n as usize, 0.1, 1.0)]);
             assert_eq!(n, 10, "at {at} s");
             at += 15;
         }
         // 300 s after the busy pass (a window's edge is not in it), it
         // drops to 2 at once (100 % a period).
-        n = a.pass(t(315), n, &ready(n as usize, 0.1, 1.0));
+        n = a.pass(t(315), n, &[ready(n as usize, 0.1, 1.0)]);
         assert_eq!(n, 2);
-        assert!(a.held() <= 22, "history held: {}", a.held());
+        assert!(a.held() <= 23, "history held: {}", a.held());
+        // A new autoscaler records the count it finds first: idle from
+        // its first pass, it still holds 10 pods for the window.
+        let mut b = Autoscaler::new(&spec(100, 50.0));
+        for at in (15..315).step_by(15) {
+            assert_eq!(b.pass(t(at), 10, &[ready(10, 0.1, 1.0)]), 10, "at {at} s");
+        }
+        assert_eq!(b.pass(t(315), 10, &[ready(10, 0.1, 1.0)]), 2);
     }
 
     #[test]
@@ -806,30 +945,30 @@ mod tests {
             scale_down: rules(Some(0), None, Some((PolicyKind::Pods, 1, 60))),
             ..spec(100, 50.0)
         });
-        assert_eq!(a.pass(t(15), 10, &ready(10, 0.05, 1.0)), 9);
-        assert_eq!(a.pass(t(30), 9, &ready(9, 0.05, 1.0)), 9);
-        assert_eq!(a.pass(t(74), 9, &ready(9, 0.05, 1.0)), 9);
+        assert_eq!(a.pass(t(15), 10, &[ready(10, 0.05, 1.0)]), 9);
+        assert_eq!(a.pass(t(30), 9, &[ready(9, 0.05, 1.0)]), 9);
+        assert_eq!(a.pass(t(74), 9, &[ready(9, 0.05, 1.0)]), 9);
         // A period's start is not in it: the change at 15 s no longer
         // counts at 75 s.
-        assert_eq!(a.pass(t(75), 9, &ready(9, 0.05, 1.0)), 8);
+        assert_eq!(a.pass(t(75), 9, &[ready(9, 0.05, 1.0)]), 8);
         // Percent down truncates: 10 × (1 − 0.25) = 7.5 → 7; min bounds.
         let mut b = Autoscaler::new(&AutoscalingSpec {
             min_replicas: 8,
             scale_down: rules(Some(0), None, Some((PolicyKind::Percent, 25, 15))),
             ..spec(100, 50.0)
         });
-        assert_eq!(b.pass(t(15), 10, &ready(10, 0.05, 1.0)), 8);
+        assert_eq!(b.pass(t(15), 10, &[ready(10, 0.05, 1.0)]), 8);
         // select: min takes the smaller change; disabled none.
         let mut c = Autoscaler::new(&AutoscalingSpec {
             scale_up: rules(None, Some(Select::Min), None),
             ..spec(100, 50.0)
         });
-        assert_eq!(c.pass(t(15), 10, &ready(10, 5.0, 1.0)), 14);
+        assert_eq!(c.pass(t(15), 10, &[ready(10, 5.0, 1.0)]), 14);
         let mut d = Autoscaler::new(&AutoscalingSpec {
             scale_up: rules(None, Some(Select::Disabled), None),
             ..spec(100, 50.0)
         });
-        assert_eq!(d.pass(t(15), 10, &ready(10, 5.0, 1.0)), 10);
+        assert_eq!(d.pass(t(15), 10, &[ready(10, 5.0, 1.0)]), 10);
         // Out of bounds: brought in without a reading.
         let mut e = Autoscaler::new(&AutoscalingSpec {
             min_replicas: 3,
@@ -837,6 +976,57 @@ mod tests {
         });
         assert_eq!(e.pass(t(15), 8, &[]), 5);
         assert_eq!(e.pass(t(30), 1, &[]), 3);
+    }
+
+    #[test]
+    fn several_metrics_take_the_largest_proposal() {
+        // Cpu at 50 % and 10 requests in flight a pod, no down window.
+        let two = |down_window: u64| AutoscalingSpec {
+            metrics: Some(vec![
+                MetricTarget {
+                    metric: Metric::Cpu,
+                    target: Some(50.0),
+                },
+                MetricTarget {
+                    metric: Metric::InFlight,
+                    target: Some(10.0),
+                },
+            ]),
+            scale_down: rules(Some(down_window), None, None),
+            ..spec(100, 50.0)
+        };
+        let spec2 = AutoscalingSpec {
+            target: None,
+            ..two(0)
+        };
+        let mut a = Autoscaler::new(&spec2);
+        // Cpu calls for 12 (60 % of 50 %), requests held for 20 (20 of
+        // 10): 20, within the rate's doubling.
+        assert_eq!(a.metric_replicas(0, 10, &ready(10, 0.6, 1.0)), Some(12));
+        assert_eq!(a.metric_replicas(1, 10, &ready(10, 20.0, 1.0)), Some(20));
+        let n = a.pass(t(15), 10, &[ready(10, 0.6, 1.0), ready(10, 20.0, 1.0)]);
+        assert_eq!(n, 20);
+        // Cpu idle (4 pods) but requests held at the target: no change, a
+        // scale-down needs every metric to call for it.
+        let n = a.pass(t(30), 20, &[ready(20, 0.1, 1.0), ready(20, 10.0, 1.0)]);
+        assert_eq!(n, 20);
+        // Both low: the larger of 4 (cpu) and 10 (5 of 10 held).
+        let n = a.pass(t(45), 20, &[ready(20, 0.1, 1.0), ready(20, 5.0, 1.0)]);
+        assert_eq!(n, 10);
+        // Requests a second: 150 a pod against 100 is 15 of 10 pods.
+        let r = Autoscaler::new(&AutoscalingSpec {
+            metric: Some(Metric::Requests),
+            target: Some(100.0),
+            ..spec(100, 50.0)
+        });
+        assert_eq!(r.metric_replicas(0, 10, &ready(10, 150.0, 1.0)), Some(15));
+        assert_eq!(r.metric_replicas(0, 10, &ready(10, 95.0, 1.0)), Some(10));
+        assert_eq!(
+            spec2.describe().split(", a pass").next(),
+            Some(
+                "autoscaled between 1 and 100 pods on cpu at 50 % of its cores and 10 requests in flight a pod, the most pods any calls for (each within 0.1 of its target: no change)"
+            )
+        );
     }
 
     #[test]
@@ -860,12 +1050,12 @@ mod tests {
         );
         assert!(check(base.clone(), false, true).contains("cpu needs the service's `cores`"));
         let workers = AutoscalingSpec {
-            metric: Metric::Workers,
+            metric: Some(Metric::Workers),
             ..base.clone()
         };
         assert!(check(workers, true, false).contains("workers needs"));
         let in_flight = AutoscalingSpec {
-            metric: Metric::InFlight,
+            metric: Some(Metric::InFlight),
             ..base.clone()
         };
         assert!(check(in_flight, true, true).contains("target: must be given for in_flight"));
@@ -892,6 +1082,35 @@ mod tests {
             found.contains("scale_up.policies[0].value: must be at least 1"),
             "{found}"
         );
+        let both = AutoscalingSpec {
+            metric: Some(Metric::Cpu),
+            metrics: Some(vec![]),
+            ..base.clone()
+        };
+        assert!(check(both, true, true).contains("metrics: give either `metric`"));
+        let empty = AutoscalingSpec {
+            metrics: Some(vec![]),
+            ..base.clone()
+        };
+        assert!(check(empty, true, true).contains("metrics: must hold at least one"));
+        let m = |metric, target| MetricTarget { metric, target };
+        let listed = AutoscalingSpec {
+            metrics: Some(vec![
+                m(Metric::Requests, None),
+                m(Metric::Workers, Some(50.0)),
+                m(Metric::Workers, Some(-1.0)),
+            ]),
+            ..base.clone()
+        };
+        let found = check(listed, true, false);
+        for part in [
+            "metrics[0].target: must be given for requests",
+            "metrics[1].metric: workers needs",
+            "metrics[2].metric: workers is listed twice",
+            "metrics[2].target: must be a number above 0",
+        ] {
+            assert!(found.contains(part), "{part} not in {found}");
+        }
         assert_eq!(check(base.clone(), true, true), "");
         assert_eq!(
             base.describe(),

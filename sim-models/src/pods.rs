@@ -12,7 +12,7 @@
 //! What a request does on its pod (its steps of calls, its end) is in
 //! `calls.rs`, on the same part.
 
-use crate::autoscaler::{Autoscaler, AutoscalingSpec, Metric, PodReading};
+use crate::autoscaler::{Autoscaler, AutoscalingSpec, METRICS, Metric, PodReading};
 use crate::config::{ClientConfig, ConfigError, PoolConfig, Problems, secs};
 use crate::context::{Ask, Ctx};
 use crate::graph::{ServiceNode, Topology, stream_name};
@@ -146,9 +146,11 @@ pub struct Pod {
     /// Removed by the autoscaler and gone: its place waits for a pod the
     /// autoscaler adds.
     pub removed: bool,
-    /// The autoscaler's samples of its metric since the last pass: their
-    /// sum and how many.
-    pub samples: (f64, u32),
+    /// Requests that reached it since the autoscaler's last sample.
+    pub arrived: u32,
+    /// The autoscaler's samples since its last pass: each metric's sum
+    /// (indexed by [`Metric`]) and how many were taken.
+    pub samples: ([f64; METRICS], u32),
 }
 
 impl Pod {
@@ -168,7 +170,8 @@ impl Pod {
             errors: 0.0,
             draining: false,
             removed: false,
-            samples: (0.0, 0),
+            arrived: 0,
+            samples: ([0.0; METRICS], 0),
         }
     }
 
@@ -267,8 +270,9 @@ pub struct Service {
     /// autoscaler scales from, brought up to date after each change
     /// ([`Service::sync_replicas`]).
     replicas: u32,
-    /// The autoscaler's readings, kept to reuse the space.
-    readings: Vec<PodReading>,
+    /// The autoscaler's readings, one list a metric, kept to reuse the
+    /// space.
+    readings: Vec<Vec<PodReading>>,
 }
 
 /// One step of a service's calls, as [`Service::steps`] holds it.
@@ -415,7 +419,10 @@ impl Service {
         let (pod, epoch) = (q.pod, q.pod_epoch);
         ctx.sh.rec.node_service_arrived(self.index, now);
         let p = &mut self.pods[pod as usize];
-        let refused = if ctx.sh.links.epoch(self.index, pod) != epoch || p.state != PodState::Up {
+        let up = ctx.sh.links.epoch(self.index, pod) == epoch && p.state == PodState::Up;
+        // Counted for the autoscaler's `requests`, answered or not.
+        p.arrived = p.arrived.wrapping_add(u32::from(up));
+        let refused = if !up {
             // The pod went down while the request was on the wire.
             Reason::PodRestarted
         } else if p.errors > 0.0 && Self::fails_now(p.errors, &mut self.fault_rng) {
@@ -796,23 +803,24 @@ impl Service {
         }
     }
 
-    /// Samples the metric on every pod in rotation (`cold`: fifteen times
-    /// a pass, out of the request's way).
+    /// Samples every metric on every pod in rotation (`cold`: fifteen
+    /// times a pass, out of the request's way); requests that reached a
+    /// pod out of rotation are not counted.
     #[cold]
     fn on_autoscaler_sample<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
         let Some(a) = &self.autoscaler else {
             return;
         };
-        let (metric, period) = (a.spec().metric, a.spec().sync_period);
+        let period = a.spec().sync_period;
         for p in &mut self.pods {
+            let arrived = std::mem::take(&mut p.arrived);
             if p.state == PodState::Up && p.ready && !p.draining {
-                let v = match metric {
-                    Metric::Cpu => p.busy_cores,
-                    Metric::Workers => p.busy,
-                    Metric::InFlight => p.busy.saturating_add(p.worker_queue.len() as u32),
-                };
-                p.samples.0 += f64::from(v);
-                p.samples.1 += 1;
+                let (sums, n) = &mut p.samples;
+                sums[Metric::Cpu as usize] += f64::from(p.busy_cores);
+                sums[Metric::Workers as usize] += f64::from(p.busy);
+                sums[Metric::InFlight as usize] += f64::from(p.busy) + p.worker_queue.len() as f64;
+                sums[Metric::Requests as usize] += f64::from(arrived);
+                *n += 1;
             }
         }
         ctx.sched.schedule_in(
@@ -824,36 +832,44 @@ impl Service {
         );
     }
 
-    /// The autoscaler's pass: every replica's reading (its mean over the
-    /// samples since the last pass; missing without one; unready out of
-    /// rotation), the controller's count, and the pods added or removed
-    /// to reach it.
+    /// The autoscaler's pass: every replica's reading of each metric (its
+    /// mean over the samples since the last pass, a rate for `requests`;
+    /// missing without one; unready out of rotation), the controller's
+    /// count, and the pods added or removed to reach it.
     #[cold]
     fn on_autoscaler_pass<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
         let Some(a) = self.autoscaler.as_mut() else {
             return;
         };
-        let (metric, period) = (a.spec().metric, a.spec().sync_period);
+        let period = a.spec().sync_period;
+        let sample_secs = sample_period(period).as_secs_f64();
         let mut readings = std::mem::take(&mut self.readings);
-        readings.clear();
+        readings.resize_with(a.targets().len(), Vec::new);
+        readings.iter_mut().for_each(Vec::clear);
         for p in &mut self.pods {
-            let (sum, n) = std::mem::take(&mut p.samples);
+            let (sums, n) = std::mem::take(&mut p.samples);
             if !p.is_replica() {
                 continue; // gone, or failed: the controller ignores it
             }
-            let capacity = f64::from(match metric {
-                Metric::Cpu => p.cores.unwrap_or(1),
-                Metric::Workers => p.workers.unwrap_or(1),
-                Metric::InFlight => 1,
-            });
-            readings.push(match (p.state == PodState::Up && p.ready, n) {
-                (false, _) => PodReading::Unready { capacity },
-                (true, 0) => PodReading::Missing { capacity },
-                (true, n) => PodReading::Ready {
-                    usage: sum / f64::from(n),
-                    capacity,
-                },
-            });
+            for (m, of_metric) in a.targets().iter().zip(readings.iter_mut()) {
+                let capacity = f64::from(match m.metric {
+                    Metric::Cpu => p.cores.unwrap_or(1),
+                    Metric::Workers => p.workers.unwrap_or(1),
+                    Metric::InFlight | Metric::Requests => 1,
+                });
+                let per = match m.metric {
+                    Metric::Requests => sample_secs,
+                    _ => 1.0,
+                };
+                of_metric.push(match (p.state == PodState::Up && p.ready, n) {
+                    (false, _) => PodReading::Unready { capacity },
+                    (true, 0) => PodReading::Missing { capacity },
+                    (true, n) => PodReading::Ready {
+                        usage: sums[m.metric as usize] / f64::from(n) / per,
+                        capacity,
+                    },
+                });
+            }
         }
         let current = self.replicas;
         let desired = a.pass(ctx.now(), current, &readings);

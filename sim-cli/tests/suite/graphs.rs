@@ -511,7 +511,7 @@ fn explain_tells_an_autoscaler() {
     let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("explain-autoscaling.yaml");
     std::fs::write(
         &file,
-        "entry: api\nservices:\n  api:\n    pods: 4\n    workers: 20\n    autoscaling: { max_replicas: 12, metric: workers, target: 60, scale_up: { policies: [{ type: pods, value: 2, period: 1m }] } }\n",
+        "entry: api\nservices:\n  api:\n    pods: 4\n    workers: 20\n    autoscaling: { max_replicas: 12, metric: workers, target: 60, scale_up: { policies: [{ type: pods, value: 2, period: 1m }] } }\n  db:\n    pods: 2\n    autoscaling: { max_replicas: 5, tolerance: 0.05, metrics: [{ metric: requests, target: 80 }, { metric: in_flight, target: 4 }] }\n",
     )
     .unwrap();
     let o = common::stormsim(&["explain", file.to_str().unwrap()]);
@@ -519,6 +519,10 @@ fn explain_tells_an_autoscaler() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
         text.contains("api (4 pods, 20 workers, autoscaled between 1 and 12 pods on workers at 60 % busy (within 0.1 of it: no change), a pass every 15s; added pods join after 30s, removed ones drain for up to 30s; up 2 pods per 1m; down 100 % per 15s, to the highest recommendation of 5m)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("db (2 pods, autoscaled between 1 and 5 pods on 80 requests a second a pod and 4 requests in flight a pod, the most pods any calls for (each within 0.05 of its target: no change), a pass every 15s;"),
         "{text}"
     );
 }

@@ -274,10 +274,17 @@ fn graph(seed: u64) -> String {
         }
         if d.chance(0.3) {
             autoscaled.push(i);
-            let metric = match (cpu, workers, d.int(0, 2)) {
-                (true, _, 0) => "cpu, target: 50",
-                (_, true, 1) => "workers, target: 70",
-                _ => "in_flight, target: 2",
+            let metric = match (cpu, workers, d.int(0, 4)) {
+                (true, _, 0) => "metric: cpu, target: 50",
+                (_, true, 1) => "metric: workers, target: 70",
+                (_, _, 2) => "metric: requests, target: 20",
+                (true, _, 3) => {
+                    "metrics: [{ metric: requests, target: 50 }, { metric: cpu }, { metric: in_flight, target: 3 }]"
+                }
+                (_, true, 3) => {
+                    "metrics: [{ metric: workers, target: 60 }, { metric: requests, target: 5 }]"
+                }
+                _ => "metric: in_flight, target: 2",
             };
             let rules = d.pick(&[
                 "",
@@ -288,7 +295,7 @@ fn graph(seed: u64) -> String {
             ]);
             let _ = writeln!(
                 out,
-                "    autoscaling: {{ min_replicas: {}, max_replicas: {}, metric: {metric}, sync_period: {}, startup: {}, termination_grace: {}{rules} }}",
+                "    autoscaling: {{ min_replicas: {}, max_replicas: {}, {metric}, sync_period: {}, startup: {}, termination_grace: {}{rules} }}",
                 d.int(1, 2),
                 d.int(2, 8),
                 d.pick(&["1s", "300ms", "15s"]),
@@ -520,6 +527,19 @@ fn a_seed_draws_one_graph() {
     assert_eq!(graph(7), graph(7));
     let distinct: std::collections::BTreeSet<String> = (1..=20).map(graph).collect();
     assert_eq!(distinct.len(), 20);
+    // Among a few hundred graphs, autoscalers on every metric, and on
+    // several at once.
+    let drawn: Vec<String> = (1..=300).map(graph).collect();
+    for form in [
+        "metric: cpu",
+        "metric: workers",
+        "metric: in_flight",
+        "metric: requests",
+        "metrics: [{ metric: requests",
+        "metrics: [{ metric: workers",
+    ] {
+        assert!(drawn.iter().any(|g| g.contains(form)), "no graph with {form}");
+    }
 }
 
 /// What a drawn graph's run keeps: its bucket rows, per node (by its

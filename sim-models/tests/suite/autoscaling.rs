@@ -7,8 +7,12 @@
 //! the grace is long enough, and failing it when it is not.
 
 use sim_core::dist::DistSpec;
-use sim_models::autoscaler::{AutoscalingSpec, Metric, PolicyKind, ScalingPolicy, ScalingRules};
+use sim_core::time::SimDuration;
+use sim_models::autoscaler::{
+    AutoscalingSpec, Metric, MetricTarget, PolicyKind, ScalingPolicy, ScalingRules,
+};
 use sim_models::config::{ClientConfig, WorldConfig};
+use sim_models::load::GatewayRetry;
 use sim_models::outcome::Reason;
 use sim_models::recorder::{Count, Discard, Level};
 use sim_models::timeline::{Param, RestartAll, SetAction, TimelineEntry};
@@ -16,7 +20,7 @@ use sim_models::timeline::{Param, RestartAll, SetAction, TimelineEntry};
 use crate::common::{ms, secs};
 use sim_models::world::{RunFailure, WorldError, run};
 
-use crate::graphs::{Nodes, call, failing, go, service, ten_minutes_into_a};
+use crate::graphs::{Nodes, call, failing, go, hold_at_a, service, ten_minutes_into_a};
 
 /// `a`: `pods` pods of 4 cores, each request 10 ms of its own work and
 /// no call, autoscaled on CPU at a 50 % target up to 40 pods; `lambda`
@@ -123,7 +127,7 @@ fn slow_requests(grace: u64) -> WorldConfig {
     a.work = Some(DistSpec::Constant(secs(5)));
     let mut spec = AutoscalingSpec {
         max_replicas: Some(10),
-        metric: Metric::InFlight,
+        metric: Some(Metric::InFlight),
         target: Some(10.0),
         termination_grace: secs(grace),
         ..AutoscalingSpec::default()
@@ -175,7 +179,7 @@ fn a_place_reused_while_its_former_pod_was_still_starting_waits_its_own_startup(
     };
     a.autoscaling = Some(AutoscalingSpec {
         max_replicas: Some(4),
-        metric: Metric::InFlight,
+        metric: Some(Metric::InFlight),
         target: Some(5.0),
         sync_period: secs(5),
         startup: secs(12),
@@ -245,7 +249,7 @@ fn swinging(max_pods: u32) -> WorldConfig {
     a.work = Some(DistSpec::Constant(secs(1)));
     let mut spec = AutoscalingSpec {
         max_replicas: Some(4),
-        metric: Metric::InFlight,
+        metric: Some(Metric::InFlight),
         target: Some(50.0),
         sync_period: secs(5),
         startup: secs(0),
@@ -289,5 +293,131 @@ fn pods_draining_long_requests_stop_the_run_at_the_pod_limit_it_names() {
         }
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("ran past the pod limit"),
+    }
+}
+
+#[test]
+fn on_requests_a_second_it_doubles_holds_for_the_starting_pods_and_settles_on_the_rate() {
+    // 4,000 requests a second over 5 pods against 200 a pod: a ratio of
+    // 4, but 4 pods or 100 % a period: 10 at 15 s. At 30 s the five new
+    // pods still start and count as taking none: 4,000 / 10 / 200 = 2,
+    // so 20 (the change at 15 s has left the period: 100 % of 10). At
+    // 45 s and 60 s the pods that joined have no full sample yet or the
+    // newest still start: the ratio over all of them is 1.0, no change;
+    // from then on 20 pods take 200 a second each (±0.5 % over a pass):
+    // no change for the rest of the run.
+    for seed in [1, 2, 3] {
+        let mut cfg = ten_minutes_into_a(seed, 4_000.0);
+        cfg.clock.duration = secs(300);
+        cfg.clock.bucket = secs(5);
+        let mut a = service(5, Vec::new());
+        a.work = Some(DistSpec::Exponential { mean: ms(10) });
+        a.autoscaling = Some(AutoscalingSpec {
+            max_replicas: Some(40),
+            metric: Some(Metric::Requests),
+            target: Some(200.0),
+            ..AutoscalingSpec::default()
+        });
+        cfg.services.insert("a".into(), a);
+        let (nodes, totals) = go(&cfg);
+        let r = replicas(&nodes);
+        assert!(r[..3].iter().all(|&n| n == 5), "seed {seed}: {r:?}");
+        assert!(r[3..6].iter().all(|&n| n == 10), "seed {seed}: {r:?}");
+        assert!(r[6..].iter().all(|&n| n == 20), "seed {seed}: {r:?}");
+        assert_eq!(totals.count(Count::PodsAdded), 15, "seed {seed}");
+        assert_eq!(totals.count(Count::PodsRemoved), 0, "seed {seed}");
+    }
+}
+
+/// `a`: 4 pods of 4 cores, each request 0.4 ms of its own work and then
+/// a 250 ms call to `db`, 2,500 requests a second (1 core busy, 626
+/// requests held), for 400 s; autoscaled on `metrics`.
+fn waiting_on_a_call(seed: u64, metrics: Vec<MetricTarget>) -> WorldConfig {
+    let mut cfg = ten_minutes_into_a(seed, 2_500.0);
+    cfg.clock.duration = secs(400);
+    cfg.clock.bucket = secs(5);
+    let mut a = service(4, Vec::new());
+    a.cores = Some(4);
+    a.autoscaling = Some(AutoscalingSpec {
+        max_replicas: Some(40),
+        metrics: Some(metrics),
+        ..AutoscalingSpec::default()
+    });
+    let mut cfg_a = a;
+    cfg_a.work = Some(DistSpec::Constant(SimDuration::from_nanos(400_000)));
+    hold_at_a(&mut cfg, cfg_a, DistSpec::Constant(ms(250)), true);
+    cfg
+}
+
+#[test]
+fn with_several_metrics_the_one_calling_for_most_pods_wins() {
+    // Cpu at 50 %: 1 core busy needs one pod of 4 (at half its cores),
+    // but a new autoscaler holds its first count for the 300 s window: 4
+    // pods, then 1. Add requests held, 50 a pod: 626 held over 4 pods is
+    // a ratio of 3.1: 8 at 15 s (4 pods or 100 %), 13 at 30 s (the four
+    // starting counted idle: 626 / 8 / 50 = 1.57, ceil(1.57 × 8) — a
+    // pass's mean held is within 1 % of 626), then no change: 626 / 13 /
+    // 50 = 0.96 is within the tolerance — cpu outvoted all the way.
+    let cpu = MetricTarget {
+        metric: Metric::Cpu,
+        target: Some(50.0),
+    };
+    let held = MetricTarget {
+        metric: Metric::InFlight,
+        target: Some(50.0),
+    };
+    for seed in [1, 2, 3] {
+        let (nodes, _) = go(&waiting_on_a_call(seed, vec![cpu]));
+        let r = replicas(&nodes);
+        assert!(r[..63].iter().all(|&n| n == 4), "seed {seed}: {r:?}");
+        assert!(r[63..].iter().all(|&n| n == 1), "seed {seed}: {r:?}");
+        let (nodes, _) = go(&waiting_on_a_call(seed, vec![cpu, held]));
+        let r = replicas(&nodes);
+        assert!(r[3..6].iter().all(|&n| n == 8), "seed {seed}: {r:?}");
+        assert!(r[6..].iter().all(|&n| n == 13), "seed {seed}: {r:?}");
+        let busy: Vec<f64> = nodes.of("a").skip(60).map(|r| r.busy.mean).collect();
+        let mean = busy.iter().sum::<f64>() / busy.len() as f64;
+        assert!(
+            (mean / 626.0 - 1.0).abs() < 0.02,
+            "seed {seed}: {mean} held"
+        );
+    }
+}
+
+#[test]
+fn requests_a_second_count_the_gateways_retries() {
+    // 2,000 requests a second whose call fails half the time, sent again
+    // by the gateway up to 3 times: 2,000 × (1 + 1/2 + 1/4 + 1/8) = 3,750
+    // reach the pods each second. At 240 a pod, 10 pods are at a ratio of
+    // 1.5625: 16 at 15 s (a pass's rate is within 0.7 % of 3,750), then
+    // 3,750 / 16 / 240 = 0.98: no change.
+    for seed in [1, 2, 3] {
+        let mut cfg = ten_minutes_into_a(seed, 2_000.0);
+        cfg.clock.duration = secs(120);
+        cfg.clock.bucket = secs(5);
+        cfg.gateway.retry = Some(GatewayRetry {
+            max_retries: 3,
+            on: vec![Reason::ServerError],
+        });
+        let mut a = service(10, vec![call("db", ClientConfig::default())]);
+        a.autoscaling = Some(AutoscalingSpec {
+            max_replicas: Some(40),
+            metric: Some(Metric::Requests),
+            target: Some(240.0),
+            ..AutoscalingSpec::default()
+        });
+        cfg.services.insert("a".into(), a);
+        cfg.dependencies.insert("db".into(), failing(0.5));
+        let (nodes, totals) = go(&cfg);
+        let r = replicas(&nodes);
+        assert!(r[..3].iter().all(|&n| n == 10), "seed {seed}: {r:?}");
+        assert!(r[3..].iter().all(|&n| n == 16), "seed {seed}: {r:?}");
+        let reached: u64 = nodes.of("a").map(|r| r.offered).sum();
+        let per_second = reached as f64 / 120.0;
+        assert!(
+            (per_second / 3_750.0 - 1.0).abs() < 0.01,
+            "seed {seed}: {per_second}"
+        );
+        assert_eq!(totals.count(Count::PodsAdded), 6, "seed {seed}");
     }
 }
