@@ -538,7 +538,10 @@ fn a_seed_draws_one_graph() {
         "metrics: [{ metric: requests",
         "metrics: [{ metric: workers",
     ] {
-        assert!(drawn.iter().any(|g| g.contains(form)), "no graph with {form}");
+        assert!(
+            drawn.iter().any(|g| g.contains(form)),
+            "no graph with {form}"
+        );
     }
 }
 
