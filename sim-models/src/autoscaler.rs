@@ -17,12 +17,18 @@
 //! - the usage ratio is the ready pods' usage over their capacity, over
 //!   the target; within `tolerance` (0.1) of 1 nothing changes, else the
 //!   recommendation is `ceil(ratio × ready pods)`;
-//! - pods out of rotation (starting, restarting, failing readiness) are
-//!   unready: on a scale-up they count as idle and the ratio is taken
-//!   again; pods in rotation without a sample yet are missing: idle on a
-//!   scale-up, at their capacity (or at the target, for `in_flight`) on a
-//!   scale-down; if that changes the direction, or lands within the
-//!   tolerance, nothing changes;
+//! - pods are grouped as `groupPods` groups them: a pod the autoscaler
+//!   added and still starting is unready (Kubernetes' `Pending`); one
+//!   without a sample (its container restarting, or just in) is missing;
+//!   on `cpu` only, a pod failing readiness that has never been ready, or
+//!   within `cpu_initialization_period` (5 min) of its creation one not
+//!   ready or ready for less than the sample window, is unready too; any
+//!   other pod counts with its samples, ready or not (a pod failing
+//!   readiness under overload still reads busy). On a scale-up unready
+//!   pods count as idle and the ratio is taken again; missing pods count
+//!   as idle on a scale-up and at their capacity (or at the target, for
+//!   a per-pod metric) on a scale-down; if that changes the direction,
+//!   or lands within the tolerance, nothing changes;
 //! - recommendations are stabilized: a scale-up goes only to the lowest
 //!   recommendation of its window (`scale_up.stabilization_window`, 0 s),
 //!   a scale-down only to the highest of its window (300 s);
@@ -229,6 +235,11 @@ pub struct AutoscalingSpec {
     pub sync_period: SimDuration,
     /// From a pod's creation to its joining rotation (default `30s`).
     pub startup: SimDuration,
+    /// For `cpu`, how long after a pod's creation a reading taken while
+    /// it was not ready is left out (the controller's
+    /// `--horizontal-pod-autoscaler-cpu-initialization-period`, default
+    /// `5m`).
+    pub cpu_initialization_period: SimDuration,
     /// Longest a removed pod drains before what it holds fails (default
     /// `30s`, Kubernetes' `terminationGracePeriodSeconds`).
     pub termination_grace: SimDuration,
@@ -249,6 +260,7 @@ impl Default for AutoscalingSpec {
             tolerance: 0.1,
             sync_period: secs(15),
             startup: secs(30),
+            cpu_initialization_period: secs(300),
             termination_grace: secs(30),
             scale_up: ScalingRules::default(),
             scale_down: ScalingRules::default(),
@@ -463,7 +475,7 @@ impl AutoscalingSpec {
 /// What the autoscaler knows of one pod at a pass.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum PodReading {
-    /// In rotation, with a sample.
+    /// With a sample, counted (in rotation or failing readiness).
     Ready {
         /// Its usage averaged over the period: cores or workers busy, or
         /// requests held.
@@ -471,16 +483,34 @@ pub enum PodReading {
         /// Its cores or workers (1 for `in_flight`).
         capacity: f64,
     },
-    /// In rotation without a sample yet.
+    /// Without a sample: its container restarting, or just in rotation.
     Missing {
         /// Its cores or workers (1 for `in_flight`).
         capacity: f64,
     },
-    /// Out of rotation (starting, restarting, failing readiness).
+    /// Still starting; for `cpu`, also not ready (and never been, or
+    /// within its initialization period) or only just ready.
     Unready {
         /// Its cores or workers (1 for `in_flight`).
         capacity: f64,
     },
+}
+
+/// What the controller's `groupPods` knows of one replica at a pass.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PodStatus {
+    /// Added by the autoscaler and not yet started (Kubernetes'
+    /// `Pending`).
+    pub pending: bool,
+    /// Its readiness condition.
+    pub ready: bool,
+    /// Whether it has been ready since it was created.
+    pub ever_ready: bool,
+    /// When it was created; `None` before the run (long past any
+    /// initialization period).
+    pub created: Option<SimTime>,
+    /// When its readiness condition last changed.
+    pub ready_changed: SimTime,
 }
 
 /// A change the autoscaler made, for its rate limits.
@@ -523,6 +553,42 @@ impl Autoscaler {
     /// their readings.
     pub fn targets(&self) -> &[MetricTarget] {
         &self.targets
+    }
+
+    /// How the controller takes a replica's reading of `metric` at `now`
+    /// (`groupPods`): `usage`, its mean over the samples since the last
+    /// pass, `None` without one (its container restarting, or just in
+    /// rotation).
+    pub fn reading(
+        &self,
+        metric: Metric,
+        now: SimTime,
+        pod: &PodStatus,
+        usage: Option<f64>,
+        capacity: f64,
+    ) -> PodReading {
+        if pod.pending {
+            return PodReading::Unready { capacity };
+        }
+        let Some(usage) = usage else {
+            return PodReading::Missing { capacity };
+        };
+        if metric == Metric::Cpu {
+            let initializing = pod
+                .created
+                .is_some_and(|c| now < c.saturating_add(self.spec.cpu_initialization_period));
+            let unready = if initializing {
+                // Not ready, or ready for less than the sample window (a
+                // pass's samples reach back one sync period).
+                !pod.ready || now < pod.ready_changed.saturating_add(self.spec.sync_period)
+            } else {
+                !pod.ready && !pod.ever_ready
+            };
+            if unready {
+                return PodReading::Unready { capacity };
+            }
+        }
+        PodReading::Ready { usage, capacity }
     }
 
     /// The replica count its `which`th metric calls for
@@ -976,6 +1042,73 @@ mod tests {
         });
         assert_eq!(e.pass(t(15), 8, &[]), 5);
         assert_eq!(e.pass(t(30), 1, &[]), 3);
+    }
+
+    #[test]
+    fn pods_are_grouped_as_group_pods_groups_them() {
+        let a = Autoscaler::new(&spec(100, 50.0));
+        let old = PodStatus {
+            pending: false,
+            ready: true,
+            ever_ready: true,
+            created: None,
+            ready_changed: t(0),
+        };
+        let ready = PodReading::Ready {
+            usage: 3.0,
+            capacity: 4.0,
+        };
+        let unready = PodReading::Unready { capacity: 4.0 };
+        let at = |pod: &PodStatus, metric: Metric, now: u64| {
+            a.reading(metric, t(now), pod, Some(3.0), 4.0)
+        };
+        // Still starting: unready, whatever the metric; no sample: missing.
+        let pending = PodStatus {
+            pending: true,
+            ready: false,
+            ever_ready: false,
+            created: Some(t(100)),
+            ..old
+        };
+        assert_eq!(at(&pending, Metric::InFlight, 110), unready);
+        assert_eq!(
+            a.reading(Metric::Cpu, t(110), &old, None, 4.0),
+            PodReading::Missing { capacity: 4.0 }
+        );
+        // An old pod failing readiness still counts its samples, on any
+        // metric, once it has been ready; never ready, not on cpu.
+        let failing = PodStatus {
+            ready: false,
+            ready_changed: t(500),
+            ..old
+        };
+        assert_eq!(at(&failing, Metric::Cpu, 510), ready);
+        assert_eq!(at(&failing, Metric::Workers, 510), ready);
+        let never = PodStatus {
+            ever_ready: false,
+            ..failing
+        };
+        assert_eq!(at(&never, Metric::Cpu, 510), unready);
+        assert_eq!(at(&never, Metric::InFlight, 510), ready);
+        // Within 5 min of its creation, on cpu: not ready is unready, and
+        // so is a pod ready for less than a sync period (15 s).
+        let young = PodStatus {
+            created: Some(t(100)),
+            ready_changed: t(130),
+            ..old
+        };
+        assert_eq!(at(&young, Metric::Cpu, 140), unready);
+        assert_eq!(at(&young, Metric::Cpu, 145), ready);
+        assert_eq!(at(&young, Metric::Requests, 140), ready);
+        let young_failing = PodStatus {
+            ready: false,
+            ready_changed: t(200),
+            ..young
+        };
+        assert_eq!(at(&young_failing, Metric::Cpu, 399), unready);
+        // Past the period (its edge excluded, as Go's `After` excludes
+        // it), the rule for old pods.
+        assert_eq!(at(&young_failing, Metric::Cpu, 400), ready);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! What a request does on its pod (its steps of calls, its end) is in
 //! `calls.rs`, on the same part.
 
-use crate::autoscaler::{Autoscaler, AutoscalingSpec, METRICS, Metric, PodReading};
+use crate::autoscaler::{Autoscaler, AutoscalingSpec, METRICS, Metric, PodReading, PodStatus};
 use crate::config::{ClientConfig, ConfigError, PoolConfig, Problems, secs};
 use crate::context::{Ask, Ctx};
 use crate::graph::{ServiceNode, Topology, stream_name};
@@ -146,6 +146,16 @@ pub struct Pod {
     /// Removed by the autoscaler and gone: its place waits for a pod the
     /// autoscaler adds.
     pub removed: bool,
+    /// Added by the autoscaler and not yet started: Kubernetes'
+    /// `Pending`, for the autoscaler.
+    pub pending: bool,
+    /// Whether it has been ready since it was created.
+    pub ever_ready: bool,
+    /// When it was created (`None`: before the run).
+    pub created: Option<SimTime>,
+    /// When it last became ready or stopped being ready (its readiness
+    /// condition's last transition, for the autoscaler).
+    pub ready_changed: SimTime,
     /// Requests that reached it since the autoscaler's last sample.
     pub arrived: u32,
     /// The autoscaler's samples since its last pass: each metric's sum
@@ -170,8 +180,30 @@ impl Pod {
             errors: 0.0,
             draining: false,
             removed: false,
+            pending: false,
+            ever_ready: true,
+            created: None,
+            ready_changed: SimTime::ZERO,
             arrived: 0,
             samples: ([0.0; METRICS], 0),
+        }
+    }
+
+    /// It is up, ready: started at last if it was pending.
+    fn came_up(&mut self, now: SimTime) {
+        self.pending = false;
+        self.ever_ready = true;
+        self.ready_changed = now;
+    }
+
+    /// What the autoscaler's `groupPods` knows of it.
+    fn status(&self) -> PodStatus {
+        PodStatus {
+            pending: self.pending,
+            ready: self.state == PodState::Up && self.ready,
+            ever_ready: self.ever_ready,
+            created: self.created,
+            ready_changed: self.ready_changed,
         }
     }
 
@@ -613,6 +645,8 @@ impl Service {
             return;
         }
         p.ready = ready;
+        p.ready_changed = now;
+        p.ever_ready |= ready;
         self.lb.set_up(pod, ready);
         let d = if ready { 1 } else { -1 };
         if self.counted {
@@ -652,6 +686,7 @@ impl Service {
         p.core_queue.clear();
         p.probe_failures = 0;
         p.ready = true;
+        p.ready_changed = now;
         ctx.sync_pools(self.index, pod);
         if was_up {
             self.lb.set_up(pod, false);
@@ -730,9 +765,10 @@ impl Service {
         if ctx.sh.links.epoch(self.index, pod) != epoch || p.state != PodState::Restarting {
             return;
         }
-        p.state = PodState::Up;
-        self.lb.set_up(pod, true);
         let now = ctx.now();
+        p.state = PodState::Up;
+        p.came_up(now);
+        self.lb.set_up(pod, true);
         if self.counted {
             ctx.sh.rec.level_add(Level::PodsUp, now, 1);
             ctx.sh.rec.level_add(Level::PodsDown, now, -1);
@@ -751,10 +787,11 @@ impl Service {
         if p.state == PodState::Up {
             return;
         }
+        let now = ctx.now();
         p.state = PodState::Up;
+        p.came_up(now);
         self.lb.set_up(pod, true);
         if self.counted {
-            let now = ctx.now();
             ctx.sh.rec.level_add(Level::PodsUp, now, 1);
             ctx.sh.rec.level_add(Level::PodsDown, now, -1);
         }
@@ -764,7 +801,10 @@ impl Service {
     /// its first probe scheduled.
     pub(crate) fn add_pod<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
         let pod = self.pods.len() as u32;
-        self.pods.push(Pod::new(&self.cfg));
+        let mut fresh = Pod::new(&self.cfg);
+        fresh.created = Some(ctx.now());
+        fresh.ready_changed = ctx.now();
+        self.pods.push(fresh);
         ctx.sh.links.add_pod(self.index, ctx.env);
         self.lb.add_pod(pod);
         if let Some(d) = self.outlier.as_mut() {
@@ -803,9 +843,10 @@ impl Service {
         }
     }
 
-    /// Samples every metric on every pod in rotation (`cold`: fifteen
-    /// times a pass, out of the request's way); requests that reached a
-    /// pod out of rotation are not counted.
+    /// Samples every metric on every pod running (`cold`: fifteen times
+    /// a pass, out of the request's way), ready or not: a pod failing
+    /// readiness still reports what it holds; one restarting reports
+    /// nothing.
     #[cold]
     fn on_autoscaler_sample<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
         let Some(a) = &self.autoscaler else {
@@ -814,7 +855,7 @@ impl Service {
         let period = a.spec().sync_period;
         for p in &mut self.pods {
             let arrived = std::mem::take(&mut p.arrived);
-            if p.state == PodState::Up && p.ready && !p.draining {
+            if p.state == PodState::Up && !p.draining {
                 let (sums, n) = &mut p.samples;
                 sums[Metric::Cpu as usize] += f64::from(p.busy_cores);
                 sums[Metric::Workers as usize] += f64::from(p.busy);
@@ -833,15 +874,15 @@ impl Service {
     }
 
     /// The autoscaler's pass: every replica's reading of each metric (its
-    /// mean over the samples since the last pass, a rate for `requests`;
-    /// missing without one; unready out of rotation), the controller's
-    /// count, and the pods added or removed to reach it.
+    /// mean over the samples since the last pass, a rate for `requests`,
+    /// grouped as the controller groups pods), the controller's count,
+    /// and the pods added or removed to reach it.
     #[cold]
     fn on_autoscaler_pass<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
         let Some(a) = self.autoscaler.as_mut() else {
             return;
         };
-        let period = a.spec().sync_period;
+        let (now, period) = (ctx.now(), a.spec().sync_period);
         let sample_secs = sample_period(period).as_secs_f64();
         let mut readings = std::mem::take(&mut self.readings);
         readings.resize_with(a.targets().len(), Vec::new);
@@ -851,6 +892,9 @@ impl Service {
             if !p.is_replica() {
                 continue; // gone, or failed: the controller ignores it
             }
+            // A container restarting has no reading, whatever it had.
+            let sampled = p.state == PodState::Up && n > 0;
+            let status = p.status();
             for (m, of_metric) in a.targets().iter().zip(readings.iter_mut()) {
                 let capacity = f64::from(match m.metric {
                     Metric::Cpu => p.cores.unwrap_or(1),
@@ -861,14 +905,8 @@ impl Service {
                     Metric::Requests => sample_secs,
                     _ => 1.0,
                 };
-                of_metric.push(match (p.state == PodState::Up && p.ready, n) {
-                    (false, _) => PodReading::Unready { capacity },
-                    (true, 0) => PodReading::Missing { capacity },
-                    (true, n) => PodReading::Ready {
-                        usage: sums[m.metric as usize] / f64::from(n) / per,
-                        capacity,
-                    },
-                });
+                let usage = sampled.then(|| sums[m.metric as usize] / f64::from(n) / per);
+                of_metric.push(a.reading(m.metric, now, &status, usage, capacity));
             }
         }
         let current = self.replicas;
@@ -914,6 +952,10 @@ impl Service {
             .map_or(SimDuration::ZERO, |a| a.spec().startup);
         let mut fresh = Pod::new(&self.cfg);
         fresh.state = PodState::Restarting;
+        fresh.pending = true;
+        fresh.ever_ready = false;
+        fresh.created = Some(ctx.now());
+        fresh.ready_changed = ctx.now();
         let pod = match self.pods.iter().position(|p| p.removed) {
             Some(i) => {
                 // A new life: a comeback still scheduled for the pod that

@@ -14,6 +14,7 @@ use sim_models::autoscaler::{
 use sim_models::config::{ClientConfig, WorldConfig};
 use sim_models::load::GatewayRetry;
 use sim_models::outcome::Reason;
+use sim_models::pods::HealthConfig;
 use sim_models::recorder::{Count, Discard, Level};
 use sim_models::timeline::{Param, RestartAll, SetAction, TimelineEntry};
 
@@ -419,5 +420,52 @@ fn requests_a_second_count_the_gateways_retries() {
             "seed {seed}: {per_second}"
         );
         assert_eq!(totals.count(Count::PodsAdded), 6, "seed {seed}");
+    }
+}
+
+#[test]
+fn pods_failing_readiness_under_overload_still_count() {
+    // 2 pods of 4 workers, 10 s a request, 10 requests a second: 0.8 can
+    // be served. Within a second or two each pod's line waits past the
+    // 200 ms probe timeout and the pod leaves rotation; its line drains
+    // only as its workers free, 10 s on, and it is out again a second
+    // after it comes back. Kubernetes still reads a pod failing
+    // readiness (only `cpu` leaves some out): at the first pass neither
+    // pod is in rotation, but each holds 4 requests and more waiting
+    // against a target of 2, so it asks for as many as it may, 6 (4
+    // pods or 100 %). Were they left out, no pod would have a reading
+    // and nothing would change.
+    for seed in [1, 2, 3] {
+        let mut cfg = ten_minutes_into_a(seed, 10.0);
+        cfg.clock.duration = secs(20);
+        cfg.clock.bucket = secs(5);
+        cfg.load.arrivals = sim_models::load::ArrivalProcess::Constant;
+        let mut a = service(2, Vec::new());
+        a.workers = Some(4);
+        a.worker_queue = 10_000;
+        a.work = Some(DistSpec::Constant(secs(10)));
+        a.health = Some(HealthConfig {
+            period: secs(1),
+            timeout: ms(200),
+            failure_threshold: 1_000,
+            readiness_threshold: Some(1),
+            ..HealthConfig::default()
+        });
+        a.autoscaling = Some(AutoscalingSpec {
+            max_replicas: Some(10),
+            metric: Some(Metric::InFlight),
+            target: Some(2.0),
+            ..AutoscalingSpec::default()
+        });
+        cfg.services.insert("a".into(), a);
+        let (nodes, _) = go(&cfg);
+        let r = replicas(&nodes);
+        let up: Vec<i64> = nodes
+            .buckets
+            .iter()
+            .map(|b| b.level(Level::PodsUp).min)
+            .collect();
+        assert_eq!(up[2], 0, "seed {seed}: pods in rotation {up:?}");
+        assert_eq!(r, [2, 2, 2, 6], "seed {seed}");
     }
 }
