@@ -20,7 +20,8 @@
 //! - pods are grouped as `groupPods` groups them: a pod the autoscaler
 //!   added and still starting is unready (Kubernetes' `Pending`); one
 //!   without a sample (its container restarting, or just in) is missing;
-//!   on `cpu` only, a pod failing readiness that has never been ready, or
+//!   on `cpu` only, a pod failing readiness since within
+//!   `initial_readiness_delay` (30 s) of its creation (never ready), or
 //!   within `cpu_initialization_period` (5 min) of its creation one not
 //!   ready or ready for less than the sample window, is unready too; any
 //!   other pod counts with its samples, ready or not (a pod failing
@@ -240,6 +241,12 @@ pub struct AutoscalingSpec {
     /// `--horizontal-pod-autoscaler-cpu-initialization-period`, default
     /// `5m`).
     pub cpu_initialization_period: SimDuration,
+    /// For `cpu`, past that period: a pod failing readiness since within
+    /// this of its creation has never been ready, and its reading is left
+    /// out (the controller's
+    /// `--horizontal-pod-autoscaler-initial-readiness-delay`, default
+    /// `30s`).
+    pub initial_readiness_delay: SimDuration,
     /// Longest a removed pod drains before what it holds fails (default
     /// `30s`, Kubernetes' `terminationGracePeriodSeconds`).
     pub termination_grace: SimDuration,
@@ -261,6 +268,7 @@ impl Default for AutoscalingSpec {
             sync_period: secs(15),
             startup: secs(30),
             cpu_initialization_period: secs(300),
+            initial_readiness_delay: secs(30),
             termination_grace: secs(30),
             scale_up: ScalingRules::default(),
             scale_down: ScalingRules::default(),
@@ -504,10 +512,8 @@ pub struct PodStatus {
     pub pending: bool,
     /// Its readiness condition.
     pub ready: bool,
-    /// Whether it has been ready since it was created.
-    pub ever_ready: bool,
     /// When it was created; `None` before the run (long past any
-    /// initialization period).
+    /// initialization period or delay).
     pub created: Option<SimTime>,
     /// When its readiness condition last changed.
     pub ready_changed: SimTime,
@@ -582,7 +588,12 @@ impl Autoscaler {
                 // pass's samples reach back one sync period).
                 !pod.ready || now < pod.ready_changed.saturating_add(self.spec.sync_period)
             } else {
-                !pod.ready && !pod.ever_ready
+                // Not ready, its condition last changed within the delay
+                // of its creation: never ready.
+                !pod.ready
+                    && pod.created.is_some_and(|c| {
+                        pod.ready_changed < c.saturating_add(self.spec.initial_readiness_delay)
+                    })
             };
             if unready {
                 return PodReading::Unready { capacity };
@@ -1050,7 +1061,6 @@ mod tests {
         let old = PodStatus {
             pending: false,
             ready: true,
-            ever_ready: true,
             created: None,
             ready_changed: t(0),
         };
@@ -1066,7 +1076,6 @@ mod tests {
         let pending = PodStatus {
             pending: true,
             ready: false,
-            ever_ready: false,
             created: Some(t(100)),
             ..old
         };
@@ -1076,7 +1085,8 @@ mod tests {
             PodReading::Missing { capacity: 4.0 }
         );
         // An old pod failing readiness still counts its samples, on any
-        // metric, once it has been ready; never ready, not on cpu.
+        // metric; on cpu, not one failing since within 30 s of its
+        // creation (never ready), past its initialization period.
         let failing = PodStatus {
             ready: false,
             ready_changed: t(500),
@@ -1085,11 +1095,17 @@ mod tests {
         assert_eq!(at(&failing, Metric::Cpu, 510), ready);
         assert_eq!(at(&failing, Metric::Workers, 510), ready);
         let never = PodStatus {
-            ever_ready: false,
+            created: Some(t(100)),
+            ready_changed: t(129),
             ..failing
         };
         assert_eq!(at(&never, Metric::Cpu, 510), unready);
         assert_eq!(at(&never, Metric::InFlight, 510), ready);
+        let once = PodStatus {
+            ready_changed: t(130),
+            ..never
+        };
+        assert_eq!(at(&once, Metric::Cpu, 510), ready);
         // Within 5 min of its creation, on cpu: not ready is unready, and
         // so is a pod ready for less than a sync period (15 s).
         let young = PodStatus {

@@ -149,8 +149,6 @@ pub struct Pod {
     /// Added by the autoscaler and not yet started: Kubernetes'
     /// `Pending`, for the autoscaler.
     pub pending: bool,
-    /// Whether it has been ready since it was created.
-    pub ever_ready: bool,
     /// When it was created (`None`: before the run).
     pub created: Option<SimTime>,
     /// When it last became ready or stopped being ready (its readiness
@@ -181,7 +179,6 @@ impl Pod {
             draining: false,
             removed: false,
             pending: false,
-            ever_ready: true,
             created: None,
             ready_changed: SimTime::ZERO,
             arrived: 0,
@@ -192,7 +189,6 @@ impl Pod {
     /// It is up, ready: started at last if it was pending.
     fn came_up(&mut self, now: SimTime) {
         self.pending = false;
-        self.ever_ready = true;
         self.ready_changed = now;
     }
 
@@ -201,7 +197,6 @@ impl Pod {
         PodStatus {
             pending: self.pending,
             ready: self.state == PodState::Up && self.ready,
-            ever_ready: self.ever_ready,
             created: self.created,
             ready_changed: self.ready_changed,
         }
@@ -646,7 +641,6 @@ impl Service {
         }
         p.ready = ready;
         p.ready_changed = now;
-        p.ever_ready |= ready;
         self.lb.set_up(pod, ready);
         let d = if ready { 1 } else { -1 };
         if self.counted {
@@ -953,7 +947,6 @@ impl Service {
         let mut fresh = Pod::new(&self.cfg);
         fresh.state = PodState::Restarting;
         fresh.pending = true;
-        fresh.ever_ready = false;
         fresh.created = Some(ctx.now());
         fresh.ready_changed = ctx.now();
         let pod = match self.pods.iter().position(|p| p.removed) {

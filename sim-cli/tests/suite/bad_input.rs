@@ -1227,7 +1227,7 @@ const EDGES: &[(&str, &[&str])] = &[
             "{ max_replicas: 100, metric: in_flight, target: 1, scale_up: { policies: [{ type: percent, value: 4294967295, period: 1ns }] }, scale_down: { stabilization_window: 0s, policies: [{ type: pods, value: 4294967295, period: 1000000h }] } }",
             "{ max_replicas: 64, metric: in_flight, target: 0.5, startup: 1000000h, termination_grace: 1000000h, sync_period: 1000000h }",
             "{ min_replicas: 3, max_replicas: 3, metric: in_flight, target: 1, scale_up: { select: disabled, policies: [] }, scale_down: { select: min } }",
-            "{ max_replicas: 8, metric: requests, target: 1e9, sync_period: 15ns, cpu_initialization_period: 1000000h }",
+            "{ max_replicas: 8, metric: requests, target: 1e9, sync_period: 15ns, cpu_initialization_period: 1000000h, initial_readiness_delay: 1000000h }",
             "{ max_replicas: 1000, sync_period: 15ns, metrics: [{ metric: requests, target: 1e-9 }, { metric: in_flight, target: 1e9 }] }",
         ],
     ),

@@ -295,12 +295,13 @@ fn graph(seed: u64) -> String {
             ]);
             let _ = writeln!(
                 out,
-                "    autoscaling: {{ min_replicas: {}, max_replicas: {}, {metric}, sync_period: {}, startup: {}, cpu_initialization_period: {}, termination_grace: {}{rules} }}",
+                "    autoscaling: {{ min_replicas: {}, max_replicas: {}, {metric}, sync_period: {}, startup: {}, cpu_initialization_period: {}, initial_readiness_delay: {}, termination_grace: {}{rules} }}",
                 d.int(1, 2),
                 d.int(2, 8),
                 d.pick(&["1s", "300ms", "15s"]),
                 d.pick(&["0s", "200ms", "2s"]),
                 d.pick(&["0s", "3s", "5m"]),
+                d.pick(&["0s", "1s", "30s"]),
                 d.pick(&["0s", "100ms", "5s"]),
             );
         }
