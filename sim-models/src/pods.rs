@@ -156,9 +156,25 @@ pub struct Pod {
     pub ready_changed: SimTime,
     /// Requests that reached it since the autoscaler's last sample.
     pub arrived: u32,
-    /// The autoscaler's samples since its last pass: each metric's sum
-    /// (indexed by [`Metric`]) and how many were taken.
-    pub samples: ([f64; METRICS], u32),
+    /// Whether the autoscaler's last sample was taken on it (so the
+    /// requests counted since span a whole sample period).
+    pub sampled: bool,
+    /// The autoscaler's samples since its last pass.
+    pub samples: Samples,
+}
+
+/// A pod's samples since the autoscaler's last pass.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Samples {
+    /// Each metric's sum, indexed by [`Metric`]: the gauges' values at
+    /// each sample, the requests that reached the pod over each whole
+    /// sample period.
+    pub sums: [f64; METRICS],
+    /// Samples taken (of the gauges).
+    pub taken: u32,
+    /// Whole sample periods counted (of `requests`): one a pod joined
+    /// or came back within is left out, as it would read low.
+    pub periods: u32,
 }
 
 impl Pod {
@@ -182,7 +198,8 @@ impl Pod {
             created: None,
             ready_changed: SimTime::ZERO,
             arrived: 0,
-            samples: ([0.0; METRICS], 0),
+            sampled: true,
+            samples: Samples::default(),
         }
     }
 
@@ -798,6 +815,7 @@ impl Service {
         let mut fresh = Pod::new(&self.cfg);
         fresh.created = Some(ctx.now());
         fresh.ready_changed = ctx.now();
+        fresh.sampled = false;
         self.pods.push(fresh);
         ctx.sh.links.add_pod(self.index, ctx.env);
         self.lb.add_pod(pod);
@@ -850,12 +868,19 @@ impl Service {
         for p in &mut self.pods {
             let arrived = std::mem::take(&mut p.arrived);
             if p.state == PodState::Up && !p.draining {
-                let (sums, n) = &mut p.samples;
-                sums[Metric::Cpu as usize] += f64::from(p.busy_cores);
-                sums[Metric::Workers as usize] += f64::from(p.busy);
-                sums[Metric::InFlight as usize] += f64::from(p.busy) + p.worker_queue.len() as f64;
-                sums[Metric::Requests as usize] += f64::from(arrived);
-                *n += 1;
+                let s = &mut p.samples;
+                s.sums[Metric::Cpu as usize] += f64::from(p.busy_cores);
+                s.sums[Metric::Workers as usize] += f64::from(p.busy);
+                s.sums[Metric::InFlight as usize] +=
+                    f64::from(p.busy) + p.worker_queue.len() as f64;
+                s.taken += 1;
+                if p.sampled {
+                    s.sums[Metric::Requests as usize] += f64::from(arrived);
+                    s.periods += 1;
+                }
+                p.sampled = true;
+            } else {
+                p.sampled = false;
             }
         }
         ctx.sched.schedule_in(
@@ -882,12 +907,10 @@ impl Service {
         readings.resize_with(a.targets().len(), Vec::new);
         readings.iter_mut().for_each(Vec::clear);
         for p in &mut self.pods {
-            let (sums, n) = std::mem::take(&mut p.samples);
+            let samples = std::mem::take(&mut p.samples);
             if !p.is_replica() {
                 continue; // gone, or failed: the controller ignores it
             }
-            // A container restarting has no reading, whatever it had.
-            let sampled = p.state == PodState::Up && n > 0;
             let status = p.status();
             for (m, of_metric) in a.targets().iter().zip(readings.iter_mut()) {
                 let capacity = f64::from(match m.metric {
@@ -895,11 +918,15 @@ impl Service {
                     Metric::Workers => p.workers.unwrap_or(1),
                     Metric::InFlight | Metric::Requests => 1,
                 });
-                let per = match m.metric {
-                    Metric::Requests => sample_secs,
-                    _ => 1.0,
+                // A gauge's mean; requests over the whole periods counted,
+                // a second.
+                let (n, per) = match m.metric {
+                    Metric::Requests => (samples.periods, sample_secs),
+                    _ => (samples.taken, 1.0),
                 };
-                let usage = sampled.then(|| sums[m.metric as usize] / f64::from(n) / per);
+                // A container restarting has no reading, whatever it had.
+                let usage = (p.state == PodState::Up && n > 0)
+                    .then(|| samples.sums[m.metric as usize] / f64::from(n) / per);
                 of_metric.push(a.reading(m.metric, now, &status, usage, capacity));
             }
         }
@@ -947,6 +974,7 @@ impl Service {
         let mut fresh = Pod::new(&self.cfg);
         fresh.state = PodState::Restarting;
         fresh.pending = true;
+        fresh.sampled = false;
         fresh.created = Some(ctx.now());
         fresh.ready_changed = ctx.now();
         let pod = match self.pods.iter().position(|p| p.removed) {
