@@ -73,6 +73,10 @@ pub enum Metric {
 
 /// How many metrics there are (a pod samples each of them).
 pub const METRICS: usize = 4;
+const _: () = assert!(
+    Metric::Requests as usize + 1 == METRICS,
+    "METRICS counts every metric"
+);
 
 impl Metric {
     /// Whether its target is a value a pod (an average-value target), not

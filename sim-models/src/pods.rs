@@ -203,6 +203,17 @@ impl Pod {
         }
     }
 
+    /// A pod created at `now` during the run: its readiness starts then,
+    /// and its first sample period is not a whole one.
+    fn created_at(cfg: &ServiceConfig, now: SimTime) -> Self {
+        Pod {
+            created: Some(now),
+            ready_changed: now,
+            sampled: false,
+            ..Pod::new(cfg)
+        }
+    }
+
     /// It is up, ready: started at last if it was pending.
     fn came_up(&mut self, now: SimTime) {
         self.pending = false;
@@ -812,11 +823,7 @@ impl Service {
     /// its first probe scheduled.
     pub(crate) fn add_pod<S: RowSink>(&mut self, ctx: &mut Ctx<'_, S>) {
         let pod = self.pods.len() as u32;
-        let mut fresh = Pod::new(&self.cfg);
-        fresh.created = Some(ctx.now());
-        fresh.ready_changed = ctx.now();
-        fresh.sampled = false;
-        self.pods.push(fresh);
+        self.pods.push(Pod::created_at(&self.cfg, ctx.now()));
         ctx.sh.links.add_pod(self.index, ctx.env);
         self.lb.add_pod(pod);
         if let Some(d) = self.outlier.as_mut() {
@@ -931,16 +938,15 @@ impl Service {
             }
         }
         let current = self.replicas;
-        let desired = a.pass(ctx.now(), current, &readings);
+        let desired = a.pass(now, current, &readings);
         self.readings = readings;
         if desired != current {
             let name = match ctx.env.graph {
                 true => format!("{}: ", ctx.env.topo.services[self.index as usize].name),
                 false => String::new(),
             };
-            let at = ctx.now();
             ctx.sh.rec.sink_mut().event(WorldEvent {
-                at,
+                at: now,
                 kind: "autoscaled",
                 detail: format!("{name}{current} → {desired} pods"),
             });
@@ -971,12 +977,9 @@ impl Service {
             .autoscaler
             .as_ref()
             .map_or(SimDuration::ZERO, |a| a.spec().startup);
-        let mut fresh = Pod::new(&self.cfg);
+        let mut fresh = Pod::created_at(&self.cfg, ctx.now());
         fresh.state = PodState::Restarting;
         fresh.pending = true;
-        fresh.sampled = false;
-        fresh.created = Some(ctx.now());
-        fresh.ready_changed = ctx.now();
         let pod = match self.pods.iter().position(|p| p.removed) {
             Some(i) => {
                 // A new life: a comeback still scheduled for the pod that
