@@ -31,6 +31,7 @@ use polars::prelude::{
     SchemaExt,
 };
 use polars_arrow::array::{Array, BooleanArray, DictionaryArray, PrimitiveArray, Utf8ViewArray};
+use polars_arrow::datatypes::{ArrowDataType, IntegerType};
 use polars_arrow::types::NativeType;
 use polars_parquet::parquet::CowBuffer;
 use polars_parquet::parquet::encoding::hybrid_rle;
@@ -397,6 +398,8 @@ pub fn write_frame<W: Write>(
         }
         let mut chunks = Vec::with_capacity(batch.columns().len());
         for ((array, type_), encoding) in batch.columns().iter().zip(&types).zip(encodings.iter()) {
+            let (cast, encoding) = without_guessing(array.as_ref(), encoding)?;
+            let array = cast.as_ref().unwrap_or(array);
             for encoded in array_to_columns(array, type_.clone(), options, encoding)? {
                 let pages = encoded
                     .map(|page| compressor.compress(page?, options.compression))
@@ -408,6 +411,49 @@ pub fn write_frame<W: Write>(
         file.write(rows as u64, group)?;
     }
     Ok(())
+}
+
+/// A column's array cast to another form, if it was, and its encoding.
+type Decided<'a> = (Option<Box<dyn Array>>, &'a [Encoding]);
+
+/// A column of `write_frame` as polars would write it, without the
+/// estimate polars makes first of how many distinct values it holds
+/// (a HyperLogLog over 2^14 registers, about 10^5 instructions a column
+/// however short: a fifth of a short run's whole process). The estimate
+/// only picks between a dictionary and plain values, and here the
+/// outcome is known without it:
+/// - a float column is written plain whatever the estimate: polars then
+///   casts it to a dictionary, which it cannot do for floats, and falls
+///   back to plain values;
+/// - a column of text of 128 rows or fewer is made a dictionary whatever
+///   the estimate (polars heeds it only past 128 rows): it is cast here,
+///   as polars casts it, and written as the dictionary it is.
+///
+/// Every other column goes polars' way, untouched.
+///
+/// Gives the array cast, if it was, and the encoding to write.
+fn without_guessing<'a>(array: &dyn Array, encoding: &'a [Encoding]) -> PolarsResult<Decided<'a>> {
+    /// polars-parquet's bound (`encode_as_dictionary_optional`): at most
+    /// this many rows, a column is a dictionary whatever its estimate.
+    const ALWAYS_DICTIONARY: usize = 128;
+    if encoding != [Encoding::RleDictionary] {
+        return Ok((None, encoding));
+    }
+    Ok(match array.dtype() {
+        ArrowDataType::Float32 | ArrowDataType::Float64 => (None, &[Encoding::Plain][..]),
+        ArrowDataType::Utf8View | ArrowDataType::BinaryView
+            if !array.is_empty() && array.len() <= ALWAYS_DICTIONARY =>
+        {
+            let dictionary = ArrowDataType::Dictionary(
+                IntegerType::UInt32,
+                Box::new(array.dtype().clone()),
+                false,
+            );
+            let cast = polars_compute::cast::cast(array, &dictionary, Default::default())?;
+            (Some(cast), encoding)
+        }
+        _ => (None, encoding),
+    })
 }
 
 /// The values of a float column to be written byte-stream split, when
@@ -983,8 +1029,7 @@ mod tests {
     /// and uncompressed.
     #[test]
     fn a_frame_written_with_one_context_is_polars_own_file() {
-        let chunk = |base: u64| {
-            let n = 300;
+        let chunk = |base: u64, n: usize| {
             let f = |i: usize| (base as f64 + i as f64) / 3.0;
             DataFrame::new(
                 n,
@@ -1006,13 +1051,38 @@ mod tests {
                         (0..n as u64).map(|i| base + i % 11).collect::<Vec<_>>(),
                     ),
                     Column::new("up".into(), (0..n).map(|i| i % 3 == 0).collect::<Vec<_>>()),
+                    Column::new(
+                        "rate".into(),
+                        (0..n).map(|i| (i % 4) as f32 / 2.0).collect::<Vec<_>>(),
+                    ),
+                    Column::new(
+                        "id".into(),
+                        (0..n)
+                            .map(|i| format!("r{}", base + i as u64))
+                            .collect::<Vec<_>>(),
+                    ),
+                    Column::new(
+                        "cause".into(),
+                        (0..n)
+                            .map(|i| (i % 4 != 1).then(|| format!("c{}", i % 3)))
+                            .collect::<Vec<_>>(),
+                    ),
                 ],
             )
             .unwrap()
         };
-        let mut df = chunk(0);
-        df.vstack_mut(&chunk(1_000)).unwrap();
-        assert_eq!(df.first_col_n_chunks(), 2);
+        // Row groups of 300 rows, of 128 and of 129 (polars heeds its
+        // estimate of distinct values past 128 rows), of one, and of
+        // text all missing.
+        let mut df = chunk(0, 300);
+        for (base, rows) in [(1_000, 128), (2_000, 129), (3_000, 1)] {
+            df.vstack_mut(&chunk(base, rows)).unwrap();
+        }
+        let mut gaps = chunk(4_000, 20);
+        gaps.with_column(Column::full_null("cause".into(), 20, &DataType::String))
+            .unwrap();
+        df.vstack_mut(&gaps).unwrap();
+        assert_eq!(df.first_col_n_chunks(), 5);
         for compression in [
             ParquetCompression::Zstd(Some(polars_parquet::write::ZstdLevel::try_new(1).unwrap())),
             ParquetCompression::Uncompressed,
