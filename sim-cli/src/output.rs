@@ -22,6 +22,7 @@ use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use polars::frame::chunk_df_for_writing;
 use polars::io::parquet::write::BatchedWriter;
 use polars::prelude::*;
 use polars_parquet::write::ZstdLevel;
@@ -1215,22 +1216,31 @@ const COMPRESSED_FROM_ROWS: usize = 1024;
 /// Writes `df` to `path` atomically (a temporary file of `writer`'s, then
 /// a rename), with `meta` as key-value metadata: zstd compressed, unless
 /// it has fewer than [`COMPRESSED_FROM_ROWS`] rows (a summary's one).
+/// The file polars' `ParquetWriter::finish` writes (its row groups, its
+/// encodings), its frame written by [`columns::write_frame`], which
+/// spares a summary of one row polars' estimate of each column's
+/// distinct values.
 pub fn write_parquet(
     path: &Path,
     df: &mut DataFrame,
     meta: &[(String, String)],
     writer: &Writer,
 ) -> Result<(), String> {
+    /// polars' row group size when none is set (`ParquetWriter::finish`).
+    const ROW_GROUP: usize = 512 * 512;
     writer.write_with(path, |f, tmp| {
+        let failed = |e: PolarsError| format!("cannot write {}: {e}", tmp.display());
         let w = parquet_writer(table_file(f), meta);
         let w = if df.height() < COMPRESSED_FROM_ROWS {
             w.with_compression(ParquetCompression::Uncompressed)
         } else {
             w
         };
-        w.finish(df)
-            .map(|_| ())
-            .map_err(|e| format!("cannot write {}: {e}", tmp.display()))
+        let df = chunk_df_for_writing(df, ROW_GROUP).map_err(failed)?;
+        let mut w = w.batched(df.schema()).map_err(failed)?;
+        columns::write_frame(&mut w, &df, &mut columns::PageCompressor::default())
+            .map_err(failed)?;
+        w.finish().map(|_| ()).map_err(failed)
     })
 }
 
@@ -1281,6 +1291,68 @@ mod tests {
                 .finish()
                 .unwrap();
             assert!(back.equals(&df), "{rows} rows");
+        }
+        drop(writer);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `write_parquet` writes the file polars' own `finish` writes, byte
+    /// for byte: a summary's one row, and frames of several chunks,
+    /// uncompressed and compressed, with the run's metadata.
+    #[test]
+    fn write_parquet_writes_polars_own_file() {
+        let dir = std::env::temp_dir().join(format!("stormsim-polars-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let writer = Writer::register(&dir).unwrap();
+        let meta = vec![("run".to_string(), "c0ffee".to_string())];
+        let frame = |rows: usize, base: usize| {
+            let n = |i: usize| (base + i) as f64 / 7.0;
+            DataFrame::new(
+                rows,
+                vec![
+                    Column::new("name".into(), vec!["steady"; rows]),
+                    Column::new(
+                        "id".into(),
+                        (0..rows)
+                            .map(|i| format!("r{}", base + i))
+                            .collect::<Vec<_>>(),
+                    ),
+                    Column::new("x".into(), (0..rows).map(n).collect::<Vec<_>>()),
+                    Column::new(
+                        "p99".into(),
+                        (0..rows)
+                            .map(|i| (i % 3 != 0).then(|| n(i)))
+                            .collect::<Vec<_>>(),
+                    ),
+                    Column::new(
+                        "count".into(),
+                        (0..rows as u64).map(|i| i % 5).collect::<Vec<_>>(),
+                    ),
+                    Column::new(
+                        "up".into(),
+                        (0..rows).map(|i| i % 2 == 0).collect::<Vec<_>>(),
+                    ),
+                ],
+            )
+            .unwrap()
+        };
+        for (chunks, rows) in [(1, 1), (3, 100), (3, 700), (2, COMPRESSED_FROM_ROWS)] {
+            let mut df = frame(rows, 0);
+            for c in 1..chunks {
+                df.vstack_mut(&frame(rows, c * rows)).unwrap();
+            }
+            let ours = dir.join(format!("{chunks}x{rows}.parquet"));
+            write_parquet(&ours, &mut df.clone(), &meta, &writer).unwrap();
+            let mut polars = Vec::new();
+            let mut file = parquet_writer(&mut polars, &meta);
+            if df.height() < COMPRESSED_FROM_ROWS {
+                file = file.with_compression(ParquetCompression::Uncompressed);
+            }
+            file.finish(&mut df).unwrap();
+            assert!(
+                fs::read(&ours).unwrap() == polars,
+                "{chunks} chunks of {rows} rows"
+            );
         }
         drop(writer);
         fs::remove_dir_all(&dir).unwrap();
