@@ -429,7 +429,10 @@ type Decided<'a> = (Option<Box<dyn Array>>, &'a [Encoding]);
 ///   the estimate (polars heeds it only past 128 rows): it is cast here,
 ///   as polars casts it, and written as the dictionary it is.
 ///
-/// Every other column goes polars' way, untouched.
+/// Every other column goes polars' way, untouched. Both rules are
+/// polars-parquet's of this version: the test of `write_frame` against
+/// polars' own writer (low-cardinality floats, text of 128 and 129 rows)
+/// fails if a later one makes floats dictionaries or moves the bound.
 ///
 /// Gives the array cast, if it was, and the encoding to write.
 fn without_guessing<'a>(array: &dyn Array, encoding: &'a [Encoding]) -> PolarsResult<Decided<'a>> {
