@@ -398,7 +398,7 @@ pub fn write_frame<W: Write>(
         }
         let mut chunks = Vec::with_capacity(batch.columns().len());
         for ((array, type_), encoding) in batch.columns().iter().zip(&types).zip(encodings.iter()) {
-            let (cast, encoding) = without_guessing(array.as_ref(), encoding)?;
+            let (cast, encoding) = without_guessing(array.as_ref(), encoding);
             let array = cast.as_ref().unwrap_or(array);
             for encoded in array_to_columns(array, type_.clone(), options, encoding)? {
                 let pages = encoded
@@ -435,14 +435,14 @@ type Decided<'a> = (Option<Box<dyn Array>>, &'a [Encoding]);
 /// fails if a later one makes floats dictionaries or moves the bound.
 ///
 /// Gives the array cast, if it was, and the encoding to write.
-fn without_guessing<'a>(array: &dyn Array, encoding: &'a [Encoding]) -> PolarsResult<Decided<'a>> {
+fn without_guessing<'a>(array: &dyn Array, encoding: &'a [Encoding]) -> Decided<'a> {
     /// polars-parquet's bound (`encode_as_dictionary_optional`): at most
     /// this many rows, a column is a dictionary whatever its estimate.
     const ALWAYS_DICTIONARY: usize = 128;
     if encoding != [Encoding::RleDictionary] {
-        return Ok((None, encoding));
+        return (None, encoding);
     }
-    Ok(match array.dtype() {
+    match array.dtype() {
         ArrowDataType::Float32 | ArrowDataType::Float64 => (None, &[Encoding::Plain][..]),
         ArrowDataType::Utf8View | ArrowDataType::BinaryView
             if !array.is_empty() && array.len() <= ALWAYS_DICTIONARY =>
@@ -452,11 +452,14 @@ fn without_guessing<'a>(array: &dyn Array, encoding: &'a [Encoding]) -> PolarsRe
                 Box::new(array.dtype().clone()),
                 false,
             );
-            let cast = polars_compute::cast::cast(array, &dictionary, Default::default())?;
-            (Some(cast), encoding)
+            // As polars: a column it cannot cast is written plain.
+            match polars_compute::cast::cast(array, &dictionary, Default::default()) {
+                Ok(cast) => (Some(cast), encoding),
+                Err(_) => (None, &[Encoding::Plain][..]),
+            }
         }
         _ => (None, encoding),
-    })
+    }
 }
 
 /// The values of a float column to be written byte-stream split, when
