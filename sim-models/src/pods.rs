@@ -100,6 +100,16 @@ crate::part_events! {
             /// Its incarnation when it began draining.
             epoch: u32,
         },
+        /// A change to a pod's place in rotation reached the balancer,
+        /// `endpoint_lag` after it was made.
+        EndpointsUpdated {
+            /// The service.
+            service: u32,
+            /// The pod.
+            pod: u32,
+            /// Whether it is now in rotation.
+            up: bool,
+        },
     }
 }
 
@@ -412,6 +422,7 @@ impl Service {
             ServiceEvent::OutlierSweepDue { .. } => self.on_outlier_sweep(ctx),
             ServiceEvent::AutoscalerSampleDue { .. } => self.on_autoscaler_sample(ctx),
             ServiceEvent::AutoscalerPassDue { .. } => self.on_autoscaler_pass(ctx),
+            ServiceEvent::EndpointsUpdated { pod, up, .. } => self.lb.set_up(pod, up),
             ServiceEvent::RequestDeadlinePassed { .. }
             | ServiceEvent::HealthProbeDue { .. }
             | ServiceEvent::PodTerminated { .. } => {
@@ -659,6 +670,27 @@ impl Service {
         false
     }
 
+    /// `pod` enters or leaves rotation as far as the balancer knows: at
+    /// once, or `endpoint_lag` later. The lag is one duration for the
+    /// service's run, so the changes reach the balancer in the order they
+    /// were made.
+    fn rotate<S: RowSink>(&mut self, pod: u32, up: bool, ctx: &mut Ctx<'_, S>) {
+        match self.cfg.endpoint_lag {
+            None => self.lb.set_up(pod, up),
+            Some(lag) => {
+                ctx.sched.schedule_in(
+                    lag,
+                    ServiceEvent::EndpointsUpdated {
+                        service: self.index,
+                        pod,
+                        up,
+                    }
+                    .into(),
+                );
+            }
+        }
+    }
+
     /// Readiness: an up pod that fails its readiness probes leaves rotation
     /// but keeps what it holds; the first passing probe brings it back.
     fn set_ready<S: RowSink>(&mut self, pod: u32, ready: bool, ctx: &mut Ctx<'_, S>) {
@@ -669,7 +701,7 @@ impl Service {
         }
         p.ready = ready;
         p.ready_changed = now;
-        self.lb.set_up(pod, ready);
+        self.rotate(pod, ready, ctx);
         let d = if ready { 1 } else { -1 };
         if self.counted {
             ctx.sh.rec.level_add(Level::PodsUp, now, d);
@@ -711,7 +743,7 @@ impl Service {
         p.ready_changed = now;
         ctx.sync_pools(self.index, pod);
         if was_up {
-            self.lb.set_up(pod, false);
+            self.rotate(pod, false, ctx);
             if self.counted {
                 let from = if was_ready {
                     Level::PodsUp
@@ -790,7 +822,7 @@ impl Service {
         let now = ctx.now();
         p.state = PodState::Up;
         p.came_up(now);
-        self.lb.set_up(pod, true);
+        self.rotate(pod, true, ctx);
         if self.counted {
             ctx.sh.rec.level_add(Level::PodsUp, now, 1);
             ctx.sh.rec.level_add(Level::PodsDown, now, -1);
@@ -812,7 +844,7 @@ impl Service {
         let now = ctx.now();
         p.state = PodState::Up;
         p.came_up(now);
-        self.lb.set_up(pod, true);
+        self.rotate(pod, true, ctx);
         if self.counted {
             ctx.sh.rec.level_add(Level::PodsUp, now, 1);
             ctx.sh.rec.level_add(Level::PodsDown, now, -1);
@@ -826,6 +858,11 @@ impl Service {
         self.pods.push(Pod::created_at(&self.cfg, ctx.now()));
         ctx.sh.links.add_pod(self.index, ctx.env);
         self.lb.add_pod(pod);
+        if self.cfg.endpoint_lag.is_some() {
+            // The balancer hears of it a lag later.
+            self.lb.set_up(pod, false);
+            self.rotate(pod, true, ctx);
+        }
         if let Some(d) = self.outlier.as_mut() {
             d.add_pod();
         }
@@ -1083,7 +1120,7 @@ impl Service {
         let was_ready = std::mem::replace(&mut p.ready, false);
         let busy = p.busy;
         if was_ready {
-            self.lb.set_up(pod as u32, false);
+            self.rotate(pod as u32, false, ctx);
             if self.counted {
                 ctx.sh.rec.level_add(Level::PodsUp, now, -1);
                 ctx.sh.rec.level_add(Level::PodsUnready, now, 1);
@@ -1392,6 +1429,16 @@ pub struct ServiceConfig {
     /// (default: none, the pods stay as configured).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub autoscaling: Option<AutoscalingSpec>,
+    /// How long a change to a pod's place in rotation (down, killed,
+    /// unready, draining, back, added) takes to reach the balancer, as
+    /// Kubernetes' endpoints reach kube-proxy or a mesh's sidecars a
+    /// second or a few after the pod changed: meanwhile the balancer
+    /// still sends requests to a pod that is gone, which refuses them
+    /// (`pod_restarted`), and none to one that is back (default: none,
+    /// the balancer learns at once; `0s` learns in the same instant,
+    /// after what is already due then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint_lag: Option<SimDuration>,
 }
 
 /// One call a service makes per request (an edge of the graph), or a
@@ -1477,6 +1524,7 @@ impl Default for ServiceConfig {
             cancellation: false,
             outlier_detection: None,
             autoscaling: None,
+            endpoint_lag: None,
         }
     }
 }

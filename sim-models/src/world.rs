@@ -888,7 +888,8 @@ impl Parts {
             | ServiceEvent::PodCameBack { service, .. }
             | ServiceEvent::OutlierSweepDue { service }
             | ServiceEvent::AutoscalerSampleDue { service }
-            | ServiceEvent::AutoscalerPassDue { service } => {
+            | ServiceEvent::AutoscalerPassDue { service }
+            | ServiceEvent::EndpointsUpdated { service, .. } => {
                 self.with(cx, |p, cx| p.services[service as usize].on_event(e, cx));
             }
         }

@@ -157,6 +157,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "cannot be negative",
     ),
     (
+        "services:\n  api:\n    endpoint_lag: soon\n",
+        3,
+        "services.api.endpoint_lag",
+        "invalid duration \"soon\"",
+    ),
+    (
         "clock: { start: \"25:00:00\" }\n",
         1,
         "clock.start",

@@ -671,3 +671,93 @@ fn a_multiplexed_pool_carries_many_calls_on_few_connections() {
         "two one-call connections serve almost nobody"
     );
 }
+
+/// A balancer told late (`endpoint_lag`) keeps sending a killed pod its
+/// share until the news arrives, and the pod refuses each: with constant
+/// arrivals at 400 a second over four pods in turn, a lag of 2 s sends
+/// the killed pod exactly 200 more (plus the two it held, 20 ms each at
+/// 100 a second). Told at once, or in the same instant (`0s`), only what
+/// it held fails.
+#[test]
+fn a_balancer_told_late_sends_a_killed_pod_its_share_for_the_lag() {
+    let world = |lag: Option<SimDuration>| {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(40);
+        cfg.load.arrivals = sim_models::config::ArrivalProcess::Constant;
+        cfg.load.rate = 400.0;
+        cfg.service.pods = 4;
+        cfg.service.endpoint_lag = lag;
+        cfg.upstream.latency = DistSpec::Constant(ms(20));
+        cfg.timeline.push(TimelineEntry {
+            kill_pod: Some(0),
+            ..entry(20)
+        });
+        go(&cfg)
+    };
+    let (rows, t) = world(None);
+    let held = t.outcome(Reason::PodRestarted);
+    assert!((1..=4).contains(&held), "{held}");
+    // The pod's own level falls at once, whatever the balancer knows.
+    assert_eq!(rows[20].level(Level::PodsUp).last, 3);
+    assert_eq!(
+        world(Some(SimDuration::ZERO))
+            .1
+            .outcome(Reason::PodRestarted),
+        held
+    );
+    let (rows, t) = world(Some(secs(2)));
+    assert_eq!(t.outcome(Reason::PodRestarted), held + 200);
+    assert_eq!(rows[20].level(Level::PodsUp).last, 3);
+    // None after the news: the other three carry the load.
+    let refused = |r: &BucketRow| r.outcome(Reason::PodRestarted);
+    assert_eq!(per_second(&rows, 23..40, refused), 0.0);
+    assert_eq!(
+        per_second(&rows, 23..40, |r| r.outcome(Reason::Success)),
+        400.0
+    );
+}
+
+/// The lag holds for both news, in the order they happen: a pod that
+/// restarts in 1 s with a lag of 3 s is back before the balancer hears it
+/// left, so only the requests of its second down are refused (100), and
+/// the balancer then takes it out and puts it back a second later; with
+/// a lag of 500 ms, half a second's share (50).
+#[test]
+fn a_lagging_balancer_hears_of_a_restart_in_order() {
+    use sim_models::config::HealthConfig;
+    let world = |lag: SimDuration| {
+        let mut cfg = WorldConfig::default();
+        cfg.clock.duration = secs(40);
+        cfg.load.arrivals = sim_models::config::ArrivalProcess::Constant;
+        cfg.load.rate = 400.0;
+        cfg.service.pods = 4;
+        cfg.service.endpoint_lag = Some(lag);
+        cfg.service.health = Some(HealthConfig {
+            restart_time: secs(1),
+            failure_threshold: 1_000,
+            ..HealthConfig::default()
+        });
+        cfg.upstream.latency = DistSpec::Constant(ms(20));
+        cfg.timeline.push(TimelineEntry {
+            restart_pod: Some(0),
+            ..entry(20)
+        });
+        go(&cfg)
+    };
+    let held = world(SimDuration::ZERO).1.outcome(Reason::PodRestarted);
+    assert!((1..=4).contains(&held), "{held}");
+    let (rows, t) = world(secs(3));
+    assert_eq!(t.outcome(Reason::PodRestarted), held + 100);
+    // Pod 0 (its own group) serves from 21 s, gets nothing from 23 s
+    // (the news that it left) and serves again from 24 s (that it is
+    // back): its connections in use, two on average when it serves.
+    let in_use = |s: usize| rows[s].groups[0].in_use.mean;
+    assert!(
+        in_use(22) > 1.5 && in_use(25) > 1.5,
+        "{} {}",
+        in_use(22),
+        in_use(25)
+    );
+    assert!(in_use(23) < 0.1, "{}", in_use(23));
+    assert_eq!(world(ms(500)).1.outcome(Reason::PodRestarted), held + 50);
+}
