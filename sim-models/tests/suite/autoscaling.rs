@@ -117,6 +117,35 @@ fn scale_down_waits_five_minutes_and_drains_without_failing() {
     assert_eq!(totals.count(Count::PodRestarts), 0);
 }
 
+/// The same scale-down behind a balancer that hears of it 2 s late
+/// (`endpoint_lag`): each removed pod drains its few milliseconds of
+/// work, is gone, and refuses its share of the requests the balancer
+/// still sends it until the news arrives, at least a twentieth of 1,000
+/// a second for the 2 s (the pods it still counts, those removed
+/// included) and at most a fifth (as few as five).
+#[test]
+fn behind_a_lagging_balancer_removed_pods_refuse_their_share_until_it_hears() {
+    let mut cfg = cpu_bound(4, 20, 4_000.0);
+    cfg.clock.duration = secs(900);
+    cfg.timeline.push(TimelineEntry {
+        set: Some(SetAction {
+            param: Param::LoadRate.into(),
+            value: 1_000.0,
+        }),
+        ..TimelineEntry::at_offset(secs(300))
+    });
+    if let Some(a) = cfg.services.get_mut("a") {
+        a.endpoint_lag = Some(secs(2));
+    }
+    let (_, totals) = go(&cfg);
+    let removed = totals.count(Count::PodsRemoved);
+    assert!((13..=15).contains(&removed), "{removed}");
+    let refused = totals.outcome(Reason::PodRestarted) as f64;
+    let per_pod = refused / removed as f64;
+    assert!((90.0..=400.0).contains(&per_pod), "{refused} for {removed}");
+    assert_eq!(totals.count(Count::PodRestarts), 0);
+}
+
 /// `a`: 10 pods, each request 5 s of its own work with no core limit,
 /// autoscaled on requests in flight (10 a pod, no scale-down window);
 /// 10 requests a second: 50 in flight, so 5 pods.
