@@ -566,6 +566,11 @@ fn explain_graph(world: &sim_models::config::WorldConfig, what: &str) -> Result<
         if let Some(o) = &c.outlier_detection {
             about.push(o.describe(c.pods));
         }
+        if let Some(lag) = c.endpoint_lag {
+            about.push(format!(
+                "its balancer hears of pods leaving and joining {lag} late"
+            ));
+        }
         if let Some(a) = &c.autoscaling {
             about.push(a.describe());
         }

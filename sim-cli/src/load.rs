@@ -1063,6 +1063,14 @@ fn warnings(exp: &Experiment) -> Vec<InputError> {
                 format!("{n} cores limit the service's own work, and it has none: they change nothing (give it `work`, or remove `cores`)"),
             ));
         }
+        if let Some(a) = &s.autoscaling
+            && let Some(hook) = a.pre_stop.filter(|&h| h >= a.termination_grace)
+        {
+            out.push(exp.error_at(
+                &format!("{at}.autoscaling.pre_stop"),
+                format!("a preStop of {hook} reaches the termination grace of {}: each removed pod serves until the grace and what it holds then fails, as Kubernetes kills it (shorten `pre_stop`, or lengthen `termination_grace`)", a.termination_grace),
+            ));
+        }
         let line = format!("{at}.worker_queue");
         if s.workers.is_none() && exp.writes(&line) {
             out.push(exp.error_at(
@@ -1956,6 +1964,11 @@ mod tests {
                 "line.yaml",
                 "entry: a\nservices:\n  a: { worker_queue: 10, calls: [{ to: b }] }\n  b: { workers: 2, worker_queue: 10, calls: [{ to: d }] }\ndependencies: { d: {} }\n",
                 "line.yaml:3:8: services.a.worker_queue: the line for a worker, and the service's workers are unbounded",
+            ),
+            (
+                "hook.yaml",
+                "service:\n  autoscaling: { max_replicas: 4, metric: in_flight, target: 5, termination_grace: 10s, pre_stop: 10s }\n",
+                "hook.yaml:2:89: service.autoscaling.pre_stop: a preStop of 10s reaches the termination grace of 10s",
             ),
             (
                 "propagate.yaml",

@@ -43,7 +43,8 @@
 //! readiness probe). A pod it removes leaves rotation at once and drains:
 //! it finishes what it holds and is gone when it holds nothing, or after
 //! `termination_grace`, when whatever is left fails (`pod_restarted`, as
-//! a SIGKILL). Removed pods are those out of rotation first, then the
+//! a SIGKILL); with a `pre_stop` hook it first serves what still reaches
+//! it for that long (a balancer told late still sends it requests). Removed pods are those out of rotation first, then the
 //! newest (the highest index), as a ReplicaSet ranks them; their places
 //! are reused by later scale-ups.
 
@@ -254,6 +255,13 @@ pub struct AutoscalingSpec {
     /// Longest a removed pod drains before what it holds fails (default
     /// `30s`, Kubernetes' `terminationGracePeriodSeconds`).
     pub termination_grace: SimDuration,
+    /// A removed pod's preStop hook (a `sleep`): for this long it goes on
+    /// serving whatever still reaches it, and only then drains and may
+    /// terminate, within `termination_grace` counted from its removal
+    /// (default: none, it drains at once). The usual cure for a balancer
+    /// that hears late (the service's `endpoint_lag`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_stop: Option<SimDuration>,
     /// Scaling up.
     pub scale_up: ScalingRules,
     /// Scaling down.
@@ -274,6 +282,7 @@ impl Default for AutoscalingSpec {
             cpu_initialization_period: secs(300),
             initial_readiness_delay: secs(30),
             termination_grace: secs(30),
+            pre_stop: None,
             scale_up: ScalingRules::default(),
             scale_down: ScalingRules::default(),
         }
@@ -389,12 +398,16 @@ impl AutoscalingSpec {
             format!("{which}{}{held}", each.join(", "))
         };
         format!(
-            "autoscaled between {} and {} pods on {target}, a pass every {}; added pods join after {}, removed ones drain for up to {}; up {}; down {}",
+            "autoscaled between {} and {} pods on {target}, a pass every {}; added pods join after {}, removed ones drain for up to {}{}; up {}; down {}",
             self.min_replicas,
             self.max(),
             self.sync_period,
             self.startup,
             self.termination_grace,
+            match self.pre_stop {
+                Some(d) => format!(" (serving for a preStop of {d} first)"),
+                None => String::new(),
+            },
             rules(true),
             rules(false)
         )

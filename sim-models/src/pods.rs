@@ -100,6 +100,15 @@ crate::part_events! {
             /// Its incarnation when it began draining.
             epoch: u32,
         },
+        /// A removed pod's preStop hook is over: it drains now.
+        PreStopDone {
+            /// The service.
+            service: u32,
+            /// The pod.
+            pod: u32,
+            /// Its incarnation when it was removed.
+            epoch: u32,
+        },
         /// A change to a pod's place in rotation reached the balancer,
         /// `endpoint_lag` after it was made.
         EndpointsUpdated {
@@ -153,6 +162,9 @@ pub struct Pod {
     /// Removed by the autoscaler and draining: out of rotation, finishing
     /// what it holds.
     pub draining: bool,
+    /// Removed and still in its preStop hook: serving what reaches it,
+    /// not yet draining to terminate.
+    pub stopping: bool,
     /// Removed by the autoscaler and gone: its place waits for a pod the
     /// autoscaler adds.
     pub removed: bool,
@@ -203,6 +215,7 @@ impl Pod {
             ready: true,
             errors: 0.0,
             draining: false,
+            stopping: false,
             removed: false,
             pending: false,
             created: None,
@@ -423,6 +436,7 @@ impl Service {
             ServiceEvent::AutoscalerSampleDue { .. } => self.on_autoscaler_sample(ctx),
             ServiceEvent::AutoscalerPassDue { .. } => self.on_autoscaler_pass(ctx),
             ServiceEvent::EndpointsUpdated { pod, up, .. } => self.lb.set_up(pod, up),
+            ServiceEvent::PreStopDone { pod, epoch, .. } => self.pre_stop_done(pod, epoch, ctx),
             ServiceEvent::RequestDeadlinePassed { .. }
             | ServiceEvent::HealthProbeDue { .. }
             | ServiceEvent::PodTerminated { .. } => {
@@ -595,7 +609,7 @@ impl Service {
         if let Some((next, _)) = next {
             self.pods[pod as usize].busy += 1;
             self.begin_request(next, ctx);
-        } else if p.busy == 0 && p.draining {
+        } else if p.busy == 0 && p.draining && !p.stopping {
             // Tested in this order: the count is at hand, and rarely 0
             // under load.
             self.drained(pod, ctx);
@@ -1132,14 +1146,33 @@ impl Service {
             kind: "pod_draining",
             detail,
         });
-        let grace = match busy {
-            0 => SimDuration::ZERO,
-            _ => self
-                .autoscaler
-                .as_ref()
-                .map_or(SimDuration::ZERO, |a| a.spec().termination_grace),
-        };
+        let (full_grace, pre_stop) = self
+            .autoscaler
+            .as_ref()
+            .map_or((SimDuration::ZERO, None), |a| {
+                (a.spec().termination_grace, a.spec().pre_stop)
+            });
         let epoch = ctx.sh.links.epoch(self.index, pod as u32);
+        // With a preStop hook the pod takes what still reaches it, so its
+        // grace runs whatever it holds now; the hook's end, within the
+        // grace, lets it drain.
+        let grace = match (pre_stop, busy) {
+            (Some(_), _) => full_grace,
+            (None, 0) => SimDuration::ZERO,
+            (None, _) => full_grace,
+        };
+        self.pods[pod].stopping = pre_stop.is_some();
+        if let Some(hook) = pre_stop.filter(|&h| h < full_grace) {
+            ctx.sched.schedule_in(
+                hook,
+                ServiceEvent::PreStopDone {
+                    service: self.index,
+                    pod: pod as u32,
+                    epoch,
+                }
+                .into(),
+            );
+        }
         ctx.sched.schedule_in(
             grace,
             ServiceEvent::PodTerminated {
@@ -1178,6 +1211,19 @@ impl Service {
         );
     }
 
+    /// A removed pod's preStop hook is over: it drains, and terminates
+    /// at once if it holds nothing.
+    fn pre_stop_done<S: RowSink>(&mut self, pod: u32, epoch: u32, ctx: &mut Ctx<'_, S>) {
+        let p = &mut self.pods[pod as usize];
+        if !p.draining || ctx.sh.links.epoch(self.index, pod) != epoch {
+            return;
+        }
+        p.stopping = false;
+        if p.busy == 0 {
+            self.drained(pod, ctx);
+        }
+    }
+
     /// Whether `pod` is still the draining pod a termination at `epoch`
     /// was scheduled for.
     pub(crate) fn terminates(&self, pod: u32, epoch: u32, ctx: &Ctx<'_, impl RowSink>) -> bool {
@@ -1190,6 +1236,7 @@ impl Service {
     pub(crate) fn terminated<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) {
         let p = &mut self.pods[pod as usize];
         p.draining = false;
+        p.stopping = false;
         p.removed = true;
         let now = ctx.now();
         if self.counted {

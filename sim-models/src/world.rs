@@ -889,7 +889,8 @@ impl Parts {
             | ServiceEvent::OutlierSweepDue { service }
             | ServiceEvent::AutoscalerSampleDue { service }
             | ServiceEvent::AutoscalerPassDue { service }
-            | ServiceEvent::EndpointsUpdated { service, .. } => {
+            | ServiceEvent::EndpointsUpdated { service, .. }
+            | ServiceEvent::PreStopDone { service, .. } => {
                 self.with(cx, |p, cx| p.services[service as usize].on_event(e, cx));
             }
         }

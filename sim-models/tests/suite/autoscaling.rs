@@ -144,6 +144,29 @@ fn behind_a_lagging_balancer_removed_pods_refuse_their_share_until_it_hears() {
     let per_pod = refused / removed as f64;
     assert!((90.0..=400.0).contains(&per_pod), "{refused} for {removed}");
     assert_eq!(totals.count(Count::PodRestarts), 0);
+    // A preStop hook longer than the lag (Kubernetes' cure): each removed
+    // pod serves what still reaches it for 5 s, then drains; none refused.
+    // One shorter than the lag cuts the refusals without ending them.
+    let with_hook = |hook: SimDuration| {
+        let mut cfg = cfg.clone();
+        if let Some(a) = cfg
+            .services
+            .get_mut("a")
+            .and_then(|a| a.autoscaling.as_mut())
+        {
+            a.pre_stop = Some(hook);
+        }
+        go(&cfg).1
+    };
+    let t = with_hook(secs(5));
+    assert_eq!(t.count(Count::PodsRemoved), removed);
+    assert_eq!(t.outcome(Reason::PodRestarted), 0);
+    let t = with_hook(secs(1));
+    let short = t.outcome(Reason::PodRestarted) as f64;
+    assert!(
+        (0.3 * refused..=0.7 * refused).contains(&short),
+        "{short} against {refused}"
+    );
 }
 
 /// `a`: 10 pods, each request 5 s of its own work with no core limit,
