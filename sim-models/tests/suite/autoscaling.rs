@@ -85,14 +85,9 @@ fn from_too_few_pods_it_doubles_waits_for_the_new_ones_and_settles_in_the_tolera
     }
 }
 
-#[test]
-fn scale_down_waits_five_minutes_and_drains_without_failing() {
-    // 20 pods settled; at 300 s the load falls to a quarter: 5 pods are
-    // enough (6 or 7 by the noise of a pass's samples), but the window
-    // keeps the highest recommendation of 300 s: the pass at 300 s saw
-    // the busy period (20), so the pods go at 600 s, when that one leaves
-    // the window, nearly all at once (100 % a period), each draining its
-    // few milliseconds of work: nothing fails.
+/// [`cpu_bound`] settled on 20 pods at 4,000 requests a second, the
+/// load falling to a quarter at 300 s, for 900 s.
+fn falling_to_a_quarter() -> WorldConfig {
     let mut cfg = cpu_bound(4, 20, 4_000.0);
     cfg.clock.duration = secs(900);
     cfg.timeline.push(TimelineEntry {
@@ -102,6 +97,18 @@ fn scale_down_waits_five_minutes_and_drains_without_failing() {
         }),
         ..TimelineEntry::at_offset(secs(300))
     });
+    cfg
+}
+
+#[test]
+fn scale_down_waits_five_minutes_and_drains_without_failing() {
+    // 20 pods settled; at 300 s the load falls to a quarter: 5 pods are
+    // enough (6 or 7 by the noise of a pass's samples), but the window
+    // keeps the highest recommendation of 300 s: the pass at 300 s saw
+    // the busy period (20), so the pods go at 600 s, when that one leaves
+    // the window, nearly all at once (100 % a period), each draining its
+    // few milliseconds of work: nothing fails.
+    let cfg = falling_to_a_quarter();
     let (nodes, totals) = go(&cfg);
     let r = replicas(&nodes);
     let lowest: Vec<u32> = nodes.of("a").map(|r| r.replicas.min as u32).collect();
@@ -125,15 +132,7 @@ fn scale_down_waits_five_minutes_and_drains_without_failing() {
 /// included) and at most a fifth (as few as five).
 #[test]
 fn behind_a_lagging_balancer_removed_pods_refuse_their_share_until_it_hears() {
-    let mut cfg = cpu_bound(4, 20, 4_000.0);
-    cfg.clock.duration = secs(900);
-    cfg.timeline.push(TimelineEntry {
-        set: Some(SetAction {
-            param: Param::LoadRate.into(),
-            value: 1_000.0,
-        }),
-        ..TimelineEntry::at_offset(secs(300))
-    });
+    let mut cfg = falling_to_a_quarter();
     if let Some(a) = cfg.services.get_mut("a") {
         a.endpoint_lag = Some(secs(2));
     }
