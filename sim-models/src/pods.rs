@@ -1153,13 +1153,12 @@ impl Service {
                 (a.spec().termination_grace, a.spec().pre_stop)
             });
         let epoch = ctx.sh.links.epoch(self.index, pod as u32);
-        // With a preStop hook the pod takes what still reaches it, so its
-        // grace runs whatever it holds now; the hook's end, within the
-        // grace, lets it drain.
+        // Holding nothing and with no preStop hook, it is gone now. With a
+        // hook it takes what still reaches it, so its grace runs whatever
+        // it holds now; the hook's end, within the grace, lets it drain.
         let grace = match (pre_stop, busy) {
-            (Some(_), _) => full_grace,
             (None, 0) => SimDuration::ZERO,
-            (None, _) => full_grace,
+            _ => full_grace,
         };
         self.pods[pod].stopping = pre_stop.is_some();
         if let Some(hook) = pre_stop.filter(|&h| h < full_grace) {
