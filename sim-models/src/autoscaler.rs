@@ -44,9 +44,10 @@
 //! it finishes what it holds and is gone when it holds nothing, or after
 //! `termination_grace`, when whatever is left fails (`pod_restarted`, as
 //! a SIGKILL); with a `pre_stop` hook it first serves what still reaches
-//! it for that long (a balancer told late still sends it requests). Removed pods are those out of rotation first, then the
-//! newest (the highest index), as a ReplicaSet ranks them; their places
-//! are reused by later scale-ups.
+//! it for that long (a balancer told late still sends it requests).
+//! Removed pods are those out of rotation first, then the newest (the
+//! highest index), as a ReplicaSet ranks them; their places are reused
+//! by later scale-ups.
 
 use serde::{Deserialize, Serialize};
 use sim_core::time::{SimDuration, SimTime};

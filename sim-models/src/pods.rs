@@ -1036,7 +1036,10 @@ impl Service {
                 // A new life: a comeback still scheduled for the pod that
                 // was here (one removed while it restarted) must not bring
                 // this one in early. Its balancer entry is out of rotation
-                // since it was removed; its probes still run.
+                // since it was removed (or will be once the news of it,
+                // an `endpoint_lag` on, arrives: until then requests sent
+                // here are refused, as the place starts); its probes
+                // still run.
                 self.pods[i] = fresh;
                 ctx.sh.links.restart(self.index, i as u32);
                 ctx.sync_pools(self.index, i as u32);
