@@ -1093,29 +1093,6 @@ fn warnings(exp: &Experiment) -> Vec<InputError> {
     }));
     let r = &exp.outputs.recovery;
     let steps = sim_models::timeline::resolve(w);
-    // Recovery holds goodput to its level before the first trigger: a
-    // timeline that leaves the load at another rate cannot be judged by it.
-    let last_rate = steps.iter().rev().find_map(|s| match s.action {
-        sim_models::timeline::StepAction::Set(sim_models::timeline::Param::LoadRate, _, v) => {
-            Some((s.entry, v))
-        }
-        _ => None,
-    });
-    if let Some((entry, rate)) = last_rate
-        && rate != w.load.rate
-    {
-        let reads = match rate < w.load.rate {
-            true => "a lower goodput reads as not recovered (metastable) though nothing failed",
-            false => "a higher goodput reads as recovered even while part of the new load fails",
-        };
-        out.push(exp.error_at(
-            &format!("timeline[{entry}]"),
-            format!(
-                "leaves the load at {rate} requests/s where the run began at {}: recovery is judged against the goodput before the first trigger, so {reads} (end the load where it began, with a `pulse` or a last `set`, or read the error and SLO figures instead)",
-                w.load.rate
-            ),
-        ));
-    }
     let run_end = sim_core::time::SimTime::ZERO.saturating_add(w.clock.duration);
     if let Some(end) = sim_models::timeline::last_trigger_end(&steps)
         && end.saturating_add(r.horizon).saturating_add(r.sustain) > run_end
@@ -1987,11 +1964,6 @@ mod tests {
                 "line.yaml",
                 "entry: a\nservices:\n  a: { worker_queue: 10, calls: [{ to: b }] }\n  b: { workers: 2, worker_queue: 10, calls: [{ to: d }] }\ndependencies: { d: {} }\n",
                 "line.yaml:3:8: services.a.worker_queue: the line for a worker, and the service's workers are unbounded",
-            ),
-            (
-                "rate.yaml",
-                "clock: { duration: 10m }\nload: { rate: 100 }\ntimeline:\n  - at: 1m\n    ramp: { param: load.rate, to: 250, over: 1m }\n",
-                "rate.yaml:4:3: timeline[0]: leaves the load at 250 requests/s where the run began at 100: recovery is judged against the goodput before the first trigger, so a higher goodput reads as recovered",
             ),
             (
                 "hook.yaml",

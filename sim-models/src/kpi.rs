@@ -8,9 +8,10 @@
 //! a 10 s mean. The onset figures time the storm from the first trigger.
 //!
 //! Recovery is measured the way an operator would: goodput (successful
-//! requests per second) before the first trigger is the baseline; after
-//! the last trigger ends, the system has recovered at the first bucket
-//! from which goodput stays within `tolerance` of the baseline for
+//! requests per second) before the first trigger is the baseline, moved
+//! by whatever change of the open-loop rate the timeline leaves behind;
+//! after the last trigger ends, the system has recovered at the first
+//! bucket from which goodput stays within `tolerance` of it for
 //! `sustain` (judged as means over `smoothing`-long chunks, so Poisson
 //! noise in one second does not count as a relapse). A run that has not
 //! recovered within `horizon` of the trigger's end is flagged metastable,
@@ -23,7 +24,7 @@ use sim_core::time::{SimDuration, SimTime};
 
 use crate::outcome::Reason;
 use crate::recorder::{BucketRow, Count, Latency, Level, RunTotals};
-use crate::timeline::{Step, last_trigger_end};
+use crate::timeline::{Param, Step, StepAction, last_trigger_end};
 
 /// Attempt rates are read as means over this span (a rate graph's usual
 /// resolution).
@@ -502,8 +503,13 @@ pub fn kpis_for(
     let run_end = rows
         .last()
         .map_or(SimTime::ZERO, |r| r.start.saturating_add(r.span));
+    let rates = Rates {
+        began: totals.load_rate,
+        ends: final_load_rate(steps).unwrap_or(totals.load_rate),
+        closed_loop: totals.closed_loop,
+    };
     let criteria = match (first_trigger, trigger_end) {
-        (Some(first), Some(end)) => recover(rows, first, end, recovery),
+        (Some(first), Some(end)) => recover(rows, first, end, rates, recovery),
         _ => Recovery::default(),
     };
     let (recovered, judged) = match trigger_end {
@@ -675,29 +681,95 @@ impl Recovery {
     }
 }
 
+/// The open-loop rate a run began at and the one its timeline leaves it
+/// at, requests per second, and whether closed-loop users add to it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Rates {
+    began: f64,
+    ends: f64,
+    closed_loop: bool,
+}
+
+impl Rates {
+    /// The goodput expected once the load is where the timeline leaves
+    /// it, of a baseline goodput `goodput` out of `offered` requests that
+    /// `successes` succeeded. An open load alone scales it by the rates
+    /// (so the Poisson noise in the count of arrivals does not shift the
+    /// target); with closed-loop users, only the open part moves, by the
+    /// share of offered requests that succeeded.
+    fn expected(&self, goodput: f64, offered: u64, successes: u64) -> f64 {
+        if self.began == self.ends {
+            goodput
+        } else if !self.closed_loop && self.began > 0.0 {
+            goodput * self.ends / self.began
+        } else {
+            let share = ratio(successes, offered).min(1.0);
+            (goodput + (self.ends - self.began) * share).max(0.0)
+        }
+    }
+}
+
+/// The last `load.rate` the timeline sets, if it sets one.
+fn final_load_rate(steps: &[Step]) -> Option<f64> {
+    steps
+        .iter()
+        .filter(|s| matches!(s.action, StepAction::Set(Param::LoadRate, ..)))
+        .max_by_key(|s| s.at)
+        .and_then(|s| match s.action {
+            StepAction::Set(_, _, v) => Some(v),
+            _ => None,
+        })
+}
+
 /// When the system recovered from a trigger that ended at `end`: the first
 /// bucket from which what users feel is back near the pre-trigger baseline
 /// and stays there for `sustain`, judged on `smoothing`-long chunks so one
 /// noisy second is no relapse. Three criteria, each against its own
 /// baseline over `baseline` before the first trigger:
-/// - goodput (successes per second) at least `1 − tolerance` of its mean;
+/// - goodput (successes per second) at least `1 − tolerance` of what is
+///   expected of it: its mean, moved as the open-loop rate moved from
+///   where the run began to where the timeline leaves it
+///   ([`Rates::expected`]: a load that ends at a quarter is not a goodput
+///   lost, nor one that ends higher a goodput regained while part of it
+///   fails; closed-loop users, whose load a storm itself lowers, are held
+///   to their baseline);
 /// - backlog (users waiting, dependency queue) at most `1 +
-///   backlog_tolerance` of its mean, plus one request;
+///   backlog_tolerance` of its mean scaled as the expected goodput is
+///   (Little's law, at the baseline's latency), plus one request;
 /// - p99 (end to end, each chunk's mean of its buckets' p99, so the
 ///   dashboard window's lag is not counted against a recovery) at most
-///   `1 + p99_tolerance` of its baseline mean.
+///   `1 + p99_tolerance` of its baseline mean, whatever the load: a load
+///   that leaves the p99 higher leaves users worse off.
 ///
 /// A draining backlog or a p99 still high is not a recovery; a relapse
 /// inside the sustain span restarts the count.
-fn recover(rows: &[KpiRow], first: SimTime, end: SimTime, c: &RecoveryConfig) -> Recovery {
+fn recover(
+    rows: &[KpiRow],
+    first: SimTime,
+    end: SimTime,
+    rates: Rates,
+    c: &RecoveryConfig,
+) -> Recovery {
     let before = baseline_rows(rows, first, c.baseline);
     if before.is_empty() {
         return Recovery::default();
     }
     let n = before.len() as f64;
-    let goodput_floor = before.iter().map(|r| r.goodput()).sum::<f64>() / n * (1.0 - c.tolerance);
+    let base_goodput = before.iter().map(|r| r.goodput()).sum::<f64>() / n;
+    let expected = rates.expected(
+        base_goodput,
+        before.iter().map(|r| r.offered).sum(),
+        before.iter().map(|r| r.successes).sum(),
+    );
+    let scale = if base_goodput > 0.0 {
+        expected / base_goodput
+    } else {
+        1.0
+    };
+    let goodput_floor = expected * (1.0 - c.tolerance);
     let backlog_ceiling =
-        before.iter().map(|r| r.backlog).sum::<f64>() / n * (1.0 + c.backlog_tolerance) + 1.0;
+        before.iter().map(|r| r.backlog).sum::<f64>() / n * scale * (1.0 + c.backlog_tolerance)
+            + 1.0;
     let p99s: Vec<f64> = before
         .iter()
         .filter_map(|r| r.e2e_p99)
@@ -788,10 +860,25 @@ mod tests {
         SimTime::ZERO.saturating_add(SimDuration::from_secs(s))
     }
 
+    /// The timelines' open-loop rate: 100/s throughout.
+    fn steady() -> Rates {
+        Rates {
+            began: 100.0,
+            ends: 100.0,
+            closed_loop: false,
+        }
+    }
+
     /// (time to recover, judged, criterion that held it back last).
     fn judge(rows: &[KpiRow]) -> (Option<f64>, bool, Option<&'static str>) {
+        judge_at(rows, steady())
+    }
+
+    /// [`judge`], the open-loop rate going from `rates.began` to
+    /// `rates.ends` over the trigger.
+    fn judge_at(rows: &[KpiRow], rates: Rates) -> (Option<f64>, bool, Option<&'static str>) {
         let c = config();
-        let r = recover(rows, at(10), at(15), &c);
+        let r = recover(rows, at(10), at(15), rates, &c);
         let end = rows.last().map(|r| r.start.saturating_add(r.span)).unwrap();
         let (t, judged) = judge_recovery(r.all, at(15), end, &c);
         (t, judged, judged.then(|| r.held_by()).flatten())
@@ -854,5 +941,105 @@ mod tests {
             judge(&timeline(14, |_| (100, 20.0, 1.0))),
             (None, false, None)
         );
+    }
+
+    #[test]
+    fn goodput_is_expected_to_follow_the_load_the_timeline_leaves() {
+        let quarter = Rates {
+            ends: 25.0,
+            ..steady()
+        };
+        let more = Rates {
+            ends: 250.0,
+            ..steady()
+        };
+        // The load ends at a quarter and is served: 25/s, backlog 5.
+        let served = timeline(60, |_| (25, 5.0, 1.0));
+        assert_eq!(
+            judge_at(&served, quarter),
+            (Some(0.0), true, Some("goodput"))
+        );
+        // Held to the rate it began at, that reads as goodput lost for good.
+        assert_eq!(judge(&served), (None, true, Some("goodput")));
+        // Serving 23.75/s (25 × 0.95) is near enough; 23/s is not.
+        let short = timeline(60, |_| (23, 5.0, 1.0));
+        assert_eq!(judge_at(&short, quarter), (None, true, Some("goodput")));
+        // The load ends at 250/s: 100/s served is not a recovery, though
+        // it is the goodput before the trigger.
+        let capped = timeline(60, |_| (100, 20.0, 1.0));
+        assert_eq!(judge_at(&capped, more), (None, true, Some("goodput")));
+        // 250/s served, its backlog 2.5 times the baseline's (Little's
+        // law at the same latency), is; a backlog beyond 2.5 × 20 × 1.5 + 1
+        // is not.
+        let served = timeline(60, |_| (250, 50.0, 1.0));
+        assert_eq!(judge_at(&served, more), (Some(0.0), true, Some("goodput")));
+        let queued = timeline(60, |_| (250, 77.0, 1.0));
+        assert_eq!(judge_at(&queued, more), (None, true, Some("backlog")));
+    }
+
+    #[test]
+    fn with_closed_loop_users_only_the_succeeding_share_of_the_open_change_is_expected() {
+        // Before the trigger 125 offered a second (users among them), 100
+        // succeed; the open load then goes from 125 to 250/s: 100 + 125 ×
+        // 0.8 = 200/s expected, 190 near enough.
+        let mut rows = timeline(60, |_| (190, 20.0, 1.0));
+        for r in &mut rows[..10] {
+            r.offered = 125;
+            r.finished = 125;
+        }
+        let rates = Rates {
+            began: 125.0,
+            ends: 250.0,
+            closed_loop: true,
+        };
+        assert_eq!(judge_at(&rows, rates), (Some(0.0), true, Some("goodput")));
+        for r in &mut rows[15..] {
+            r.successes = 189;
+        }
+        assert_eq!(judge_at(&rows, rates), (None, true, Some("goodput")));
+    }
+
+    #[test]
+    fn an_open_load_alone_scales_its_goodput_by_the_rates() {
+        // 100 succeed a second at 100/s while 104 arrive (Poisson noise):
+        // at 25/s, 25 are expected, not 100 − 75 × 100/104 = 27.9.
+        let open = Rates {
+            ends: 25.0,
+            ..steady()
+        };
+        assert_eq!(open.expected(100.0, 1040, 1000), 25.0);
+        let users = Rates {
+            closed_loop: true,
+            ..open
+        };
+        assert!((users.expected(100.0, 1040, 1000) - 27.88).abs() < 0.01);
+        // No open load to begin with: only the share of offered.
+        let from_none = Rates {
+            began: 0.0,
+            ends: 50.0,
+            closed_loop: false,
+        };
+        assert_eq!(from_none.expected(40.0, 500, 400), 80.0);
+        // A load that does not move keeps the baseline as it was.
+        assert_eq!(steady().expected(97.0, 1040, 1000), 97.0);
+    }
+
+    #[test]
+    fn the_last_load_rate_the_timeline_sets_is_the_one_it_leaves() {
+        let set = |at_s: u64, param: Param, v: f64| Step {
+            at: at(at_s),
+            action: StepAction::Set(param, 0, v),
+            entry: 0,
+            ends_trigger: true,
+        };
+        assert_eq!(final_load_rate(&[]), None);
+        let steps = [
+            set(30, Param::LoadRate, 80.0),
+            set(10, Param::LoadRate, 300.0),
+            set(40, Param::UpstreamLatencyScale, 2.0),
+        ];
+        assert_eq!(final_load_rate(&steps), Some(80.0));
+        assert_eq!(final_load_rate(&steps[1..]), Some(300.0));
+        assert_eq!(final_load_rate(&steps[2..]), None);
     }
 }

@@ -597,6 +597,13 @@ pub struct RunTotals {
     /// 1 by default as in the single tier): the amplification that is
     /// the graph's shape, not a storm.
     pub fan_out: f64,
+    /// The open-loop rate the run began at (`load.rate`; the world sets
+    /// it, 0 by default): recovery expects goodput to follow the load from
+    /// it to where the timeline leaves it ([`crate::kpi`]).
+    pub load_rate: f64,
+    /// Whether closed-loop users add to the open-loop rate (the world
+    /// sets it).
+    pub closed_loop: bool,
 }
 
 impl Default for RunTotals {
@@ -608,6 +615,8 @@ impl Default for RunTotals {
             peak_amplification: 0.0,
             costs: Costs::default(),
             fan_out: 1.0,
+            load_rate: 0.0,
+            closed_loop: false,
         }
     }
 }

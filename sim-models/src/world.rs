@@ -1215,6 +1215,8 @@ pub fn run_with<S: RowSink>(
     let fan_out = world.topology().fan_out();
     let (sink, mut totals) = world.sh.rec.finish();
     totals.fan_out = fan_out;
+    totals.load_rate = cfg.load.rate;
+    totals.closed_loop = cfg.load.closed_loop.is_some();
     Ok(RunOutput {
         sink,
         totals,

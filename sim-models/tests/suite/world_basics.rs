@@ -466,6 +466,62 @@ fn a_pulse_that_outlasts_the_run_leaves_recovery_unjudged() {
 }
 
 #[test]
+fn a_load_the_timeline_leaves_at_another_rate_is_judged_at_that_rate() {
+    use sim_models::kpi::{Kpis, RecoveryConfig, kpi_rows, kpis};
+    use sim_models::timeline::SetAction;
+    // The load set, at 60 s, from 400/s to 100/s for good, or from 100/s
+    // to 1,000/s where 40 upstream slots serve about 650/s: judged against
+    // what the new rate should give, not the goodput before the change.
+    let judge = |seed: u64, from: f64, to: f64| -> Kpis {
+        let mut cfg = WorldConfig::default();
+        cfg.seed = seed;
+        cfg.clock.duration = secs(240);
+        cfg.load.rate = from;
+        cfg.upstream.capacity = 40;
+        cfg.timeline.push(TimelineEntry {
+            set: Some(SetAction {
+                param: Param::LoadRate.into(),
+                value: to,
+            }),
+            ..TimelineEntry::at_offset(secs(60))
+        });
+        let out = run(&cfg, Vec::new()).unwrap_or_else(|e| panic!("{e}"));
+        kpis(
+            &kpi_rows(&out.sink),
+            &out.totals,
+            &out.steps,
+            &RecoveryConfig::default(),
+            cfg.clock.window,
+        )
+    };
+    for seed in 1..=4 {
+        // A fall to a quarter is served at once: recovered, goodput a
+        // quarter of what it was.
+        let k = judge(seed, 400.0, 100.0);
+        assert!(k.recovery_judged && !k.metastable, "seed {seed}: {k:?}");
+        assert!(
+            k.time_to_recover_s.is_some_and(|t| t <= 20.0),
+            "seed {seed}: {:?}",
+            k.time_to_recover_s
+        );
+        // A rise to 400/s within capacity is served too, its backlog four
+        // times the one before (Little's law), not a backlog left over.
+        let k = judge(seed, 100.0, 400.0);
+        assert!(k.recovery_judged && !k.metastable, "seed {seed}: {k:?}");
+        assert!(
+            k.time_to_recover_s.is_some_and(|t| t <= 20.0),
+            "seed {seed}: {:?}",
+            k.time_to_recover_s
+        );
+        // A rise past capacity never is: goodput stays near 650/s, short
+        // of the 950/s expected, though far over the 100/s before it.
+        let k = judge(seed, 100.0, 1000.0);
+        assert!(k.recovery_judged && k.metastable, "seed {seed}: {k:?}");
+        assert_eq!(k.recover_goodput_s, None, "seed {seed}");
+    }
+}
+
+#[test]
 fn every_attempt_started_is_recorded_as_ended_by_its_outcome() {
     // Retries on timeouts and 5xx, a breaker-free storm: at a quiet end
     // every attempt the recorder saw start, it saw end, by outcome.
