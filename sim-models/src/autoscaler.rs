@@ -45,6 +45,9 @@
 //! `termination_grace`, when whatever is left fails (`pod_restarted`, as
 //! a SIGKILL); with a `pre_stop` hook it first serves what still reaches
 //! it for that long (a balancer told late still sends it requests).
+//! Its server then gets SIGTERM and, by `shutdown`, goes on serving what
+//! reaches it until it holds nothing (`drain`), refuses it (`close`), or
+//! exits failing what it holds (`exit`).
 //! Removed pods are those out of rotation first, then the newest (the
 //! highest index), as a ReplicaSet ranks them; their places are reused
 //! by later scale-ups.
@@ -53,6 +56,33 @@ use serde::{Deserialize, Serialize};
 use sim_core::time::{SimDuration, SimTime};
 
 use crate::config::{Problems, secs};
+
+/// What a removed pod's server does on SIGTERM: at its removal, or when
+/// its preStop hook ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shutdown {
+    /// Goes on serving whatever reaches it and exits once it holds
+    /// nothing: a server whose callers' keep-alive connections stay open
+    /// (Node's `server.close()`), or one that waits to be idle.
+    #[default]
+    Drain,
+    /// Closes its listener: refuses whatever reaches it from then on
+    /// (`pod_restarted`, the connection refused or reset) and exits once
+    /// what it holds is done (Go's `Server.Shutdown`, Spring Boot's
+    /// graceful shutdown).
+    Close,
+    /// Exits at once: what it holds fails (`pod_restarted`), as a server
+    /// with no SIGTERM handler does.
+    Exit,
+}
+
+impl Shutdown {
+    /// The default, left out of the resolved configuration.
+    fn is_default(&self) -> bool {
+        *self == Shutdown::Drain
+    }
+}
 
 /// What the autoscaler measures on each pod.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -263,6 +293,11 @@ pub struct AutoscalingSpec {
     /// that hears late (the service's `endpoint_lag`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pre_stop: Option<SimDuration>,
+    /// What a removed pod's server does on SIGTERM, sent at its removal
+    /// or when its `pre_stop` hook ends (default `drain`; `close`,
+    /// `exit`).
+    #[serde(skip_serializing_if = "Shutdown::is_default")]
+    pub shutdown: Shutdown,
     /// Scaling up.
     pub scale_up: ScalingRules,
     /// Scaling down.
@@ -284,6 +319,7 @@ impl Default for AutoscalingSpec {
             initial_readiness_delay: secs(30),
             termination_grace: secs(30),
             pre_stop: None,
+            shutdown: Shutdown::Drain,
             scale_up: ScalingRules::default(),
             scale_down: ScalingRules::default(),
         }
@@ -398,17 +434,25 @@ impl AutoscalingSpec {
             };
             format!("{which}{}{held}", each.join(", "))
         };
+        let hook = match self.pre_stop {
+            Some(d) => format!("serve for a preStop of {d}, then "),
+            None => String::new(),
+        };
+        let grace = self.termination_grace;
+        let removal = match self.shutdown {
+            Shutdown::Drain if hook.is_empty() => format!("drain for up to {grace}"),
+            Shutdown::Drain => format!("{hook}drain, for up to {grace} in all"),
+            Shutdown::Close => {
+                format!("{hook}refuse new requests and drain, for up to {grace} in all")
+            }
+            Shutdown::Exit => format!("{hook}exit, failing what they hold (within {grace})"),
+        };
         format!(
-            "autoscaled between {} and {} pods on {target}, a pass every {}; added pods join after {}, removed ones drain for up to {}{}; up {}; down {}",
+            "autoscaled between {} and {} pods on {target}, a pass every {}; added pods join after {}, removed ones {removal}; up {}; down {}",
             self.min_replicas,
             self.max(),
             self.sync_period,
             self.startup,
-            self.termination_grace,
-            match self.pre_stop {
-                Some(d) => format!(" (serving for a preStop of {d} first)"),
-                None => String::new(),
-            },
             rules(true),
             rules(false)
         )
@@ -1282,6 +1326,29 @@ mod tests {
         assert_eq!(
             base.describe(),
             "autoscaled between 1 and 4 pods on cpu at 80 % of its cores (within 0.1 of it: no change), a pass every 15s; added pods join after 30s, removed ones drain for up to 30s; up the larger of 4 pods per 15s, 100 % per 15s; down 100 % per 15s, to the highest recommendation of 5m"
+        );
+        // How removed pods stop, as `explain` says it.
+        let removal = |pre_stop: Option<u64>, shutdown| {
+            let d = AutoscalingSpec {
+                pre_stop: pre_stop.map(secs),
+                shutdown,
+                ..base.clone()
+            }
+            .describe();
+            let from = d.find("removed ones ").expect("removal") + "removed ones ".len();
+            d[from..d.find("; up ").expect("rules")].to_string()
+        };
+        assert_eq!(
+            removal(Some(5), Shutdown::Drain),
+            "serve for a preStop of 5s, then drain, for up to 30s in all"
+        );
+        assert_eq!(
+            removal(None, Shutdown::Close),
+            "refuse new requests and drain, for up to 30s in all"
+        );
+        assert_eq!(
+            removal(Some(5), Shutdown::Exit),
+            "serve for a preStop of 5s, then exit, failing what they hold (within 30s)"
         );
     }
 }

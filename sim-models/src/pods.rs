@@ -12,7 +12,9 @@
 //! What a request does on its pod (its steps of calls, its end) is in
 //! `calls.rs`, on the same part.
 
-use crate::autoscaler::{Autoscaler, AutoscalingSpec, METRICS, Metric, PodReading, PodStatus};
+use crate::autoscaler::{
+    Autoscaler, AutoscalingSpec, METRICS, Metric, PodReading, PodStatus, Shutdown,
+};
 use crate::config::{ClientConfig, ConfigError, PoolConfig, Problems, secs};
 use crate::context::{Ask, Ctx};
 use crate::graph::{ServiceNode, Topology, stream_name};
@@ -165,6 +167,9 @@ pub struct Pod {
     /// Removed and still in its preStop hook: serving what reaches it,
     /// not yet draining to terminate.
     pub stopping: bool,
+    /// Removed, and its server closed its listener on SIGTERM
+    /// (`shutdown: close`): it refuses whatever reaches it.
+    pub closed: bool,
     /// Removed by the autoscaler and gone: its place waits for a pod the
     /// autoscaler adds.
     pub removed: bool,
@@ -216,6 +221,7 @@ impl Pod {
             errors: 0.0,
             draining: false,
             stopping: false,
+            closed: false,
             removed: false,
             pending: false,
             created: None,
@@ -499,11 +505,13 @@ impl Service {
         let (pod, epoch) = (q.pod, q.pod_epoch);
         ctx.sh.rec.node_service_arrived(self.index, now);
         let p = &mut self.pods[pod as usize];
-        let up = ctx.sh.links.epoch(self.index, pod) == epoch && p.state == PodState::Up;
+        let up =
+            ctx.sh.links.epoch(self.index, pod) == epoch && p.state == PodState::Up && !p.closed;
         // Counted for the autoscaler's `requests`, answered or not.
         p.arrived = p.arrived.wrapping_add(u32::from(up));
         let refused = if !up {
-            // The pod went down while the request was on the wire.
+            // The pod went down while the request was on the wire, or
+            // its server no longer listens.
             Reason::PodRestarted
         } else if p.errors > 0.0 && Self::fails_now(p.errors, &mut self.fault_rng) {
             // A pod gone bad answers at once, before any worker.
@@ -1149,21 +1157,24 @@ impl Service {
             kind: "pod_draining",
             detail,
         });
-        let (full_grace, pre_stop) = self
-            .autoscaler
-            .as_ref()
-            .map_or((SimDuration::ZERO, None), |a| {
-                (a.spec().termination_grace, a.spec().pre_stop)
-            });
+        let (full_grace, pre_stop, shutdown) =
+            self.autoscaler
+                .as_ref()
+                .map_or((SimDuration::ZERO, None, Shutdown::Drain), |a| {
+                    let spec = a.spec();
+                    (spec.termination_grace, spec.pre_stop, spec.shutdown)
+                });
         let epoch = ctx.sh.links.epoch(self.index, pod as u32);
-        // Holding nothing and with no preStop hook, it is gone now. With a
-        // hook it takes what still reaches it, so its grace runs whatever
-        // it holds now; the hook's end, within the grace, lets it drain.
-        let grace = match (pre_stop, busy) {
-            (None, 0) => SimDuration::ZERO,
+        // With no preStop hook its server gets SIGTERM now: holding
+        // nothing, or exiting on it, it is gone now. With a hook it takes
+        // what still reaches it, so its grace runs whatever it holds now;
+        // the hook's end, within the grace, sends SIGTERM.
+        let grace = match (pre_stop, busy, shutdown) {
+            (None, 0, _) | (None, _, Shutdown::Exit) => SimDuration::ZERO,
             _ => full_grace,
         };
         self.pods[pod].stopping = pre_stop.is_some();
+        self.pods[pod].closed = pre_stop.is_none() && shutdown == Shutdown::Close;
         if let Some(hook) = pre_stop.filter(|&h| h < full_grace) {
             ctx.sched.schedule_in(
                 hook,
@@ -1198,7 +1209,8 @@ impl Service {
         }
     }
 
-    /// A draining pod's last request is done: it terminates now.
+    /// A draining pod's last request is done, or its server exits on
+    /// SIGTERM: it terminates now, what it still holds failing.
     #[cold]
     fn drained<S: RowSink>(&mut self, pod: u32, ctx: &mut Ctx<'_, S>) {
         let epoch = ctx.sh.links.epoch(self.index, pod);
@@ -1213,15 +1225,21 @@ impl Service {
         );
     }
 
-    /// A removed pod's preStop hook is over: it drains, and terminates
-    /// at once if it holds nothing.
+    /// A removed pod's preStop hook is over: its server gets SIGTERM and,
+    /// by `shutdown`, drains (refusing new requests, for `close`) and
+    /// terminates once it holds nothing, or exits now (`exit`).
     fn pre_stop_done<S: RowSink>(&mut self, pod: u32, epoch: u32, ctx: &mut Ctx<'_, S>) {
+        let shutdown = self
+            .autoscaler
+            .as_ref()
+            .map_or(Shutdown::Drain, |a| a.spec().shutdown);
         let p = &mut self.pods[pod as usize];
         if !p.draining || ctx.sh.links.epoch(self.index, pod) != epoch {
             return;
         }
         p.stopping = false;
-        if p.busy == 0 {
+        p.closed = shutdown == Shutdown::Close;
+        if p.busy == 0 || shutdown == Shutdown::Exit {
             self.drained(pod, ctx);
         }
     }
@@ -1239,6 +1257,7 @@ impl Service {
         let p = &mut self.pods[pod as usize];
         p.draining = false;
         p.stopping = false;
+        p.closed = false;
         p.removed = true;
         let now = ctx.now();
         if self.counted {

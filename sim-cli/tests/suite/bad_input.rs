@@ -163,6 +163,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "invalid duration \"soon\"",
     ),
     (
+        "service:\n  autoscaling:\n    max_replicas: 4\n    shutdown: politely\n",
+        4,
+        "service.autoscaling.shutdown",
+        "unknown variant `politely`, expected one of `drain`, `close`, `exit`",
+    ),
+    (
         "clock: { start: \"25:00:00\" }\n",
         1,
         "clock.start",

@@ -9,10 +9,10 @@
 use sim_core::dist::DistSpec;
 use sim_core::time::SimDuration;
 use sim_models::autoscaler::{
-    AutoscalingSpec, Metric, MetricTarget, PolicyKind, ScalingPolicy, ScalingRules,
+    AutoscalingSpec, Metric, MetricTarget, PolicyKind, ScalingPolicy, ScalingRules, Shutdown,
 };
 use sim_models::config::{ClientConfig, WorldConfig};
-use sim_models::load::GatewayRetry;
+use sim_models::load::{ArrivalProcess, GatewayRetry};
 use sim_models::outcome::Reason;
 use sim_models::pods::HealthConfig;
 use sim_models::recorder::{Count, Discard, Level};
@@ -204,6 +204,47 @@ fn a_short_grace_fails_what_a_removed_pod_still_holds() {
     assert_eq!(totals.count(Count::PodsRemoved), 5);
     let failed = totals.outcome(Reason::PodRestarted);
     assert!((12..=28).contains(&failed), "{failed} failed");
+}
+
+/// What a removed pod's server does on SIGTERM, worked out by hand on
+/// [`slow_requests`] with arrivals every 100 ms: the balancer sends each
+/// of the 10 pods one request a second, so at the pass at 15.05 s (off
+/// the arrivals' grid, so no request is due at its instant) each of the
+/// 5 pods removed holds 5 requests, due within 5 s.
+#[test]
+fn a_removed_pods_server_drains_refuses_or_exits_on_sigterm() {
+    let judge = |shutdown: Shutdown, lag: Option<u64>, hook: Option<u64>| {
+        let mut cfg = slow_requests(30);
+        cfg.load.arrivals = ArrivalProcess::Constant;
+        let a = cfg.services.get_mut("a").expect("a");
+        a.endpoint_lag = lag.map(secs);
+        let spec = a.autoscaling.as_mut().expect("autoscaled");
+        spec.shutdown = shutdown;
+        spec.pre_stop = hook.map(secs);
+        spec.sync_period = ms(15_050);
+        let (_, totals) = go(&cfg);
+        assert_eq!(totals.count(Count::PodsRemoved), 5);
+        totals.outcome(Reason::PodRestarted)
+    };
+    // Told at once, the balancer sends them nothing more: draining or
+    // closing, each finishes its 5; exiting, each fails them.
+    assert_eq!(judge(Shutdown::Drain, None, None), 0);
+    assert_eq!(judge(Shutdown::Close, None, None), 0);
+    assert_eq!(judge(Shutdown::Exit, None, None), 25);
+    // Told 2 s late, it still sends each 2: draining, they are served;
+    // closed, refused; exiting, refused as well (the pod is gone).
+    // Within the grace, what a closed pod holds is done, and it is gone
+    // when it is.
+    assert_eq!(judge(Shutdown::Drain, Some(2), None), 0);
+    assert_eq!(judge(Shutdown::Close, Some(2), None), 10);
+    assert_eq!(judge(Shutdown::Exit, Some(2), None), 35);
+    // A preStop hook longer than the lag takes those 2 before SIGTERM.
+    // At 3 s, each pod exiting still holds 2 of its 5 and both of
+    // those 2; at 8 s, longer than the last of them (due 7 s after its
+    // removal), nothing.
+    assert_eq!(judge(Shutdown::Close, Some(2), Some(3)), 0);
+    assert_eq!(judge(Shutdown::Exit, Some(2), Some(3)), 5 * 4);
+    assert_eq!(judge(Shutdown::Exit, Some(2), Some(8)), 0);
 }
 
 #[test]
