@@ -1021,6 +1021,25 @@ impl Client {
                 set_phase(&mut ctx.sh.reqs, att, AttemptPhase::Connecting);
                 self.dial(pod, att, ctx);
             }
+            Acquire::Stale => {
+                // Sent on a connection the far end closed: reset at once,
+                // a failed dial as far as the pool goes.
+                self.record_pool_wait(pod, SimDuration::ZERO, ctx);
+                set_phase(&mut ctx.sh.reqs, att, AttemptPhase::Connecting);
+                let epoch = ctx.sh.links.epoch(self.from, pod);
+                ctx.sched.schedule_in_stream(
+                    stream::DIALS,
+                    SimDuration::ZERO,
+                    ClientEvent::ConnectionFailed {
+                        edge: self.index,
+                        pod,
+                        epoch,
+                        att,
+                        refused: false,
+                    }
+                    .into(),
+                );
+            }
             Acquire::LineFull => self.turn_away(att, ctx),
             Acquire::Wait => {
                 set_phase(&mut ctx.sh.reqs, att, AttemptPhase::WaitingPool);

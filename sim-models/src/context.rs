@@ -300,6 +300,7 @@ impl PodLinks {
             .map(|&e| {
                 let p = &env.topo.edges[e as usize].pool;
                 Pool::new(p.max_connections, p.idle_timeout)
+                    .with_peer_idle_timeout(p.peer_idle_timeout, p.detects_close)
                     .with_max_idle(p.max_idle)
                     .with_streams(p.streams_per_connection)
                     .with_max_pending(p.max_pending)

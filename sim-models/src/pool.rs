@@ -28,6 +28,11 @@ pub enum Acquire {
     Wait,
     /// The pool is full and so is its line (`max_pending`): fail.
     LineFull,
+    /// The idle connection reused was closed by the far end while idle,
+    /// unnoticed (`pool.detects_close: false`): the attempt sent on it
+    /// fails at once, and its place counts as a failed dial (counted as
+    /// dialling until [`Pool::dialled`]).
+    Stale,
 }
 
 /// An attempt waiting for a connection.
@@ -44,6 +49,9 @@ pub struct Waiter {
 pub struct Pool {
     max: u32,
     idle_timeout: Option<SimDuration>,
+    /// An idle connection older than this was closed by the far end
+    /// without the pool noticing: reusing it fails ([`Acquire::Stale`]).
+    stale_after: Option<SimDuration>,
     max_idle: Option<u32>,
     in_use: u32,
     dialling: u32,
@@ -80,6 +88,7 @@ impl Pool {
         Pool {
             max,
             idle_timeout,
+            stale_after: None,
             max_idle: None,
             in_use: 0,
             dialling: 0,
@@ -125,6 +134,22 @@ impl Pool {
     /// streams do not fit a `u32`).
     fn stream_capacity(&self) -> u64 {
         u64::from(self.connections) * u64::from(self.streams.unwrap_or(1))
+    }
+
+    /// The far end (the server, or a proxy or balancer between) closes a
+    /// connection idle longer than `peer`. A pool that `detects` it closes
+    /// the connection then too, as if its own idle timeout were the
+    /// shorter; one that does not keeps it and finds out when it reuses
+    /// it ([`Acquire::Stale`]).
+    pub fn with_peer_idle_timeout(mut self, peer: Option<SimDuration>, detects: bool) -> Self {
+        match (peer, detects) {
+            (None, _) => {}
+            (Some(peer), true) => {
+                self.idle_timeout = Some(self.idle_timeout.map_or(peer, |own| own.min(peer)));
+            }
+            (Some(peer), false) => self.stale_after = Some(peer),
+        }
+        self
     }
 
     /// At most `k` attempts wait in line at once; the next is turned away
@@ -216,9 +241,22 @@ impl Pool {
     pub fn acquire(&mut self, now: SimTime) -> Acquire {
         self.expire_idle(now);
         // A free stream on an open connection, or an idle connection.
-        if self.free_streams() > 0 || self.take_idle() {
+        if self.free_streams() > 0 {
             self.in_use += 1;
             Acquire::Reused
+        } else if let Some(since) = self.take_idle() {
+            // Closed by the far end once idle longer than its timeout,
+            // `now - since > limit`, as the pool's own.
+            if self
+                .stale_after
+                .is_some_and(|limit| now > since.saturating_add(limit))
+            {
+                self.dialling += 1;
+                Acquire::Stale
+            } else {
+                self.in_use += 1;
+                Acquire::Reused
+            }
         } else if self.total() < self.max {
             self.dialling += 1;
             Acquire::Dial
@@ -232,16 +270,14 @@ impl Pool {
         }
     }
 
-    /// Takes the idle connection used last, if any.
+    /// Takes the idle connection used last, if any: when it became idle.
     #[inline]
-    fn take_idle(&mut self) -> bool {
-        if self.idle.pop_back().is_none() {
-            return false;
-        }
+    fn take_idle(&mut self) -> Option<SimTime> {
+        let since = self.idle.pop_back()?;
         if self.idle.is_empty() {
             self.idle_expires = SimTime::MAX;
         }
-        true
+        Some(since)
     }
 
     /// Puts an attempt in line (`is_live` tells the waiters still waiting,
@@ -376,12 +412,13 @@ impl Pool {
 
     /// Empties the pool (pod restart): every connection and waiter is gone.
     pub fn reset(&mut self) {
-        let closed_idle = self.closed_idle;
+        let (closed_idle, stale_after) = (self.closed_idle, self.stale_after);
         *self = Pool::new(self.max, self.idle_timeout)
             .with_max_idle(self.max_idle)
             .with_streams(self.streams)
             .with_max_pending(self.max_pending);
         self.closed_idle = closed_idle;
+        self.stale_after = stale_after;
     }
 
     /// Breaks the bound on purpose, for the test that bounds are checked
@@ -466,6 +503,22 @@ pub struct PoolConfig {
     /// when a response body is not closed); leaked connections count
     /// against `max_connections` until the pod restarts (default 0).
     pub leak_fraction: f64,
+    /// The far end (the server, or a proxy or load balancer between)
+    /// closes a connection idle this long: nginx's `keepalive_timeout`
+    /// (75 s), an AWS load balancer's idle timeout (60 s), Node's
+    /// `keepAliveTimeout` (5 s) (default: none, it keeps them open).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer_idle_timeout: Option<SimDuration>,
+    /// Whether the client notices the far end closing an idle connection
+    /// and drops it (default true: Go's transport reads the close at once,
+    /// urllib3 and OkHttp check before reuse, HttpClient 4.4+ after 2 s
+    /// idle). `false` (HttpClient with its stale check off, the
+    /// "NoHttpResponseException" of a pool that outlives the server's
+    /// keep-alive): the next attempt on it fails at once as
+    /// `connect_failure`, the server having done nothing, so a retry is
+    /// safe.
+    #[serde(skip_serializing_if = "is_true")]
+    pub detects_close: bool,
     /// Multiplexed connections (HTTP/2, gRPC): each carries up to this many
     /// calls at once as streams, a call takes a free stream on an open
     /// connection before a new one is dialled, and a call that times out
@@ -485,8 +538,16 @@ impl Default for PoolConfig {
             idle_timeout: Some(secs(90)),
             max_idle: None,
             leak_fraction: 0.0,
+            peer_idle_timeout: None,
+            detects_close: true,
         }
     }
+}
+
+/// For serde: the default of `detects_close`, left out of the resolved
+/// configuration.
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl PoolConfig {
@@ -508,6 +569,12 @@ impl PoolConfig {
                 p.add(
                     &format!("{at}.leak_fraction"),
                     "a multiplexed pool's streams do not leak: set it to 0 with streams_per_connection",
+                );
+            }
+            if self.peer_idle_timeout.is_some() {
+                p.add(
+                    &format!("{at}.peer_idle_timeout"),
+                    "a multiplexed pool's connections stay open (HTTP/2 pings keep them alive): remove it with streams_per_connection",
                 );
             }
         }
@@ -534,6 +601,56 @@ mod tests {
         p.put_idle(t(10));
         assert_eq!(p.acquire(t(20)), Acquire::Reused);
         assert_eq!(p.in_use(), 1);
+        assert!(p.check().is_ok());
+    }
+
+    /// A pool of `n` connections dialled at 0 and put idle at 0, 10, 20
+    /// ms..., closed by the far end after 60 s idle, noticed or not.
+    fn idle_pool(n: u32, detects: bool) -> Pool {
+        let mut p = Pool::new(n, Some(SimDuration::from_secs(90)))
+            .with_peer_idle_timeout(Some(SimDuration::from_secs(60)), detects);
+        for _ in 0..n {
+            assert_eq!(p.acquire(t(0)), Acquire::Dial);
+            p.established();
+            p.hand_over();
+        }
+        for i in 0..n {
+            assert!(p.release(false));
+            p.put_idle(t(10 * u64::from(i)));
+        }
+        p
+    }
+
+    #[test]
+    fn a_connection_the_far_end_closed_is_dropped_when_noticed_and_fails_when_not() {
+        // Noticed: closed as at the shorter idle timeout, 60 s after it
+        // went idle (idle longer than it, as the pool's own rule).
+        let mut p = idle_pool(2, true);
+        assert_eq!(p.acquire(t(60_010)), Acquire::Reused);
+        assert_eq!(p.idle(), 0, "the older one closed first");
+        assert_eq!(p.closed_idle, 1);
+        // Not noticed: kept, and the one used last is reused first (it
+        // went idle at 10 ms): at 60.010 s it is not yet past 60 s, the
+        // other is.
+        let mut p = idle_pool(2, false);
+        assert_eq!(p.acquire(t(60_010)), Acquire::Reused);
+        assert_eq!(p.acquire(t(60_010)), Acquire::Stale);
+        assert_eq!((p.in_use(), p.dialling(), p.idle()), (1, 1, 0));
+        p.dialled();
+        assert_eq!(p.total(), 1, "the stale one is gone");
+        // Past the pool's own 90 s, its own timeout closes them first.
+        let mut p = idle_pool(2, false);
+        assert_eq!(p.acquire(t(90_011)), Acquire::Dial);
+        assert_eq!(p.closed_idle, 2);
+        // A restart keeps the rule.
+        let mut p = idle_pool(1, false);
+        p.reset();
+        assert_eq!(p.acquire(t(0)), Acquire::Dial);
+        p.established();
+        p.hand_over();
+        assert!(p.release(false));
+        p.put_idle(t(0));
+        assert_eq!(p.acquire(t(61_000)), Acquire::Stale);
         assert!(p.check().is_ok());
     }
 

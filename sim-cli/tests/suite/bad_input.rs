@@ -169,6 +169,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "unknown variant `politely`, expected one of `drain`, `close`, `exit`",
     ),
     (
+        "service:\n  pool:\n    streams_per_connection: 10\n    peer_idle_timeout: 60s\n",
+        4,
+        "service.pool.peer_idle_timeout",
+        "a multiplexed pool's connections stay open",
+    ),
+    (
         "clock: { start: \"25:00:00\" }\n",
         1,
         "clock.start",

@@ -131,6 +131,54 @@ fn network_delays_add_up_along_the_path() {
     assert!(e2e.max().unwrap() <= 95_000_000);
 }
 
+/// One pod sending 10 requests a second, evenly, each holding its
+/// connection 250 ms (5 ms to dial): three connections take turns. The
+/// load stops from 30 s to 100 s, and the far end closes connections
+/// idle for 60 s, the pool's own idle timeout being HttpClient's 5 min.
+fn after_a_lull(detects_close: bool, retries: u32) -> WorldConfig {
+    let mut cfg = WorldConfig::default();
+    cfg.clock.duration = secs(130);
+    cfg.load.rate = 10.0;
+    cfg.load.arrivals = sim_models::config::ArrivalProcess::Constant;
+    cfg.service.pods = 1;
+    cfg.service.pool.idle_timeout = Some(secs(300));
+    cfg.service.pool.peer_idle_timeout = Some(secs(60));
+    cfg.service.pool.detects_close = detects_close;
+    cfg.upstream.latency = DistSpec::Constant(ms(250));
+    cfg.client.retry.max_retries = retries;
+    cfg.client.retry.backoff = Backoff::fixed(ms(1));
+    for (at, rate) in [(30, 0.0), (100, 10.0)] {
+        cfg.timeline.push(TimelineEntry {
+            set: Some(SetAction {
+                param: Param::LoadRate.into(),
+                value: rate,
+            }),
+            ..entry(at)
+        });
+    }
+    cfg
+}
+
+#[test]
+fn connections_the_far_end_closed_while_idle_fail_the_first_tries_unless_noticed() {
+    // Noticed (Go, urllib3): dropped at 60 s idle, new ones dialled.
+    let (_, t) = go(&after_a_lull(true, 0));
+    assert_eq!(t.outcome(Reason::ConnectFailure), 0);
+    assert_eq!(t.outcome(Reason::Success), t.finished());
+    // Unnoticed: the first three requests after the lull are each sent on
+    // one of the three closed connections and fail at once.
+    let (_, t) = go(&after_a_lull(false, 0));
+    assert_eq!(t.outcome(Reason::ConnectFailure), 3);
+    assert_eq!(t.count(Count::AttemptsRetry), 0);
+    // One retry 1 ms later: the first request's retry takes the second
+    // closed connection and fails as well; the second request's first try
+    // takes the third, and its retry dials a new one. One request lost,
+    // three tries.
+    let (_, t) = go(&after_a_lull(false, 1));
+    assert_eq!(t.outcome(Reason::ConnectFailure), 1);
+    assert_eq!(t.count(Count::AttemptsRetry), 2);
+}
+
 #[test]
 fn refused_connections_fail_attempts() {
     let mut cfg = WorldConfig::default();
