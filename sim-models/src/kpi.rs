@@ -311,8 +311,9 @@ pub struct Kpis {
     /// Seconds from the trigger's end to sustained recovery; `None` when it
     /// never recovered within the run.
     pub time_to_recover_s: Option<f64>,
-    /// Seconds from the trigger's end until goodput alone held near its
-    /// baseline for the sustain span.
+    /// Seconds from the trigger's end until goodput alone held near what
+    /// is expected of it (its baseline, moved with the open-loop rate the
+    /// timeline leaves) for the sustain span.
     pub recover_goodput_s: Option<f64>,
     /// Likewise for the backlog.
     pub recover_backlog_s: Option<f64>,

@@ -607,8 +607,14 @@ mod tests {
     /// A pool of `n` connections dialled at 0 and put idle at 0, 10, 20
     /// ms..., closed by the far end after 60 s idle, noticed or not.
     fn idle_pool(n: u32, detects: bool) -> Pool {
-        let mut p = Pool::new(n, Some(SimDuration::from_secs(90)))
+        let p = Pool::new(n, Some(SimDuration::from_secs(90)))
             .with_peer_idle_timeout(Some(SimDuration::from_secs(60)), detects);
+        with_idle(p, n)
+    }
+
+    /// `p` with `n` connections dialled at 0 and put idle at 0, 10, 20
+    /// ms...
+    fn with_idle(mut p: Pool, n: u32) -> Pool {
         for _ in 0..n {
             assert_eq!(p.acquire(t(0)), Acquire::Dial);
             p.established();
@@ -645,11 +651,7 @@ mod tests {
         // A restart keeps the rule.
         let mut p = idle_pool(1, false);
         p.reset();
-        assert_eq!(p.acquire(t(0)), Acquire::Dial);
-        p.established();
-        p.hand_over();
-        assert!(p.release(false));
-        p.put_idle(t(0));
+        let mut p = with_idle(p, 1);
         assert_eq!(p.acquire(t(61_000)), Acquire::Stale);
         assert!(p.check().is_ok());
     }
