@@ -419,9 +419,21 @@ fn pod_groups_add_up_to_the_pool_totals() {
     );
 }
 
+/// `cfg`'s key figures, recovery judged by the defaults.
+fn judged(cfg: &WorldConfig) -> sim_models::kpi::Kpis {
+    use sim_models::kpi::{RecoveryConfig, kpi_rows, kpis};
+    let out = run(cfg, Vec::new()).unwrap_or_else(|e| panic!("{e}"));
+    kpis(
+        &kpi_rows(&out.sink),
+        &out.totals,
+        &out.steps,
+        &RecoveryConfig::default(),
+        cfg.clock.window,
+    )
+}
+
 #[test]
 fn a_pulse_that_outlasts_the_run_leaves_recovery_unjudged() {
-    use sim_models::kpi::{RecoveryConfig, kpi_rows, kpis};
     // A healthy world with a harmless pulse (latency ×1.01) from 60 s that
     // would end after the run: nothing to judge, so never "metastable".
     let mut cfg = WorldConfig::default();
@@ -443,31 +455,21 @@ fn a_pulse_that_outlasts_the_run_leaves_recovery_unjudged() {
         service: None,
         deploy: None,
     };
-    let judge = |cfg: &WorldConfig| {
-        let out = run(cfg, Vec::new()).unwrap_or_else(|e| panic!("{e}"));
-        kpis(
-            &kpi_rows(&out.sink),
-            &out.totals,
-            &out.steps,
-            &RecoveryConfig::default(),
-            cfg.clock.window,
-        )
-    };
     cfg.timeline.push(pulse(secs(600)));
-    let k = judge(&cfg);
+    let k = judged(&cfg);
     assert!(!k.recovery_judged && !k.metastable, "{k:?}");
     assert_eq!(k.time_to_recover_s, None);
     // The same pulse ending inside the run is judged: recovered at once.
     cfg.clock.duration = secs(300);
     cfg.timeline[0] = pulse(secs(10));
-    let k = judge(&cfg);
+    let k = judged(&cfg);
     assert!(k.recovery_judged && !k.metastable, "{k:?}");
     assert!(k.time_to_recover_s.is_some_and(|t| t < 15.0), "{k:?}");
 }
 
 #[test]
 fn a_load_the_timeline_leaves_at_another_rate_is_judged_at_that_rate() {
-    use sim_models::kpi::{Kpis, RecoveryConfig, kpi_rows, kpis};
+    use sim_models::kpi::Kpis;
     use sim_models::timeline::SetAction;
     // The load set, at 60 s, from 400/s to 100/s for good, or from 100/s
     // to 1,000/s where 40 upstream slots serve about 650/s: judged against
@@ -485,14 +487,7 @@ fn a_load_the_timeline_leaves_at_another_rate_is_judged_at_that_rate() {
             }),
             ..TimelineEntry::at_offset(secs(60))
         });
-        let out = run(&cfg, Vec::new()).unwrap_or_else(|e| panic!("{e}"));
-        kpis(
-            &kpi_rows(&out.sink),
-            &out.totals,
-            &out.steps,
-            &RecoveryConfig::default(),
-            cfg.clock.window,
-        )
+        judged(&cfg)
     };
     for seed in 1..=4 {
         // A fall to a quarter is served at once: recovered, goodput a
