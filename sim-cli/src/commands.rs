@@ -454,12 +454,13 @@ pub fn ranked_table(exp: &Experiment, summary: &DataFrame) -> Result<String, Str
 /// error rate over the trailing window at their peak and just before the
 /// first trigger, the peak attempt rate, calls in flight and pool wait, how
 /// long after the first trigger the storm showed and the pools ran dry, the
-/// peak backlog, 429s, retry share and retries per request.
+/// peak backlog, 429s, retry share, retries per request and the share of
+/// retried calls rescued.
 pub fn figures_table(exp: &Experiment, summary: &DataFrame) -> Result<String, String> {
     let (sorted, labels, _) = ranked(exp, summary)?;
     let cols = crate::output::FIGURE_COLUMNS.map(|c| float_column(&sorted, c));
     let mut lines = vec![format!(
-        "{:>9} {:>8} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9} {:>8} {:>7} {:>7} {:>8}  {}",
+        "{:>9} {:>8} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9} {:>8} {:>7} {:>7} {:>8} {:>8}  {}",
         "p99 peak",
         "before",
         "err peak",
@@ -473,6 +474,7 @@ pub fn figures_table(exp: &Experiment, summary: &DataFrame) -> Result<String, St
         "429s",
         "retry %",
         "retry/req",
+        "rescued",
         "cell"
     )];
     let cols: Vec<Vec<Option<f64>>> = cols.into_iter().collect::<Result<_, _>>()?;
@@ -481,7 +483,7 @@ pub fn figures_table(exp: &Experiment, summary: &DataFrame) -> Result<String, St
         let pct = |c: usize| v(c).map_or("-".into(), |x| format!("{:.1}%", 100.0 * x));
         let secs = |c: usize, d: usize| v(c).map_or("-".into(), |x| format!("{x:.d$}s"));
         lines.push(format!(
-            "{:>9} {:>8} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9} {:>8} {:>7} {:>7} {:>8}  {}",
+            "{:>9} {:>8} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9} {:>8} {:>7} {:>7} {:>8} {:>8}  {}",
             secs(0, 1),
             secs(1, 1),
             pct(2),
@@ -495,6 +497,7 @@ pub fn figures_table(exp: &Experiment, summary: &DataFrame) -> Result<String, St
             fmt_opt(v(10), 0),
             pct(11),
             fmt_opt(v(12), 2),
+            pct(13),
             label
         ));
     }

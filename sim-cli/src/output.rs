@@ -699,9 +699,9 @@ fn secs(ns: Option<u64>) -> Option<f64> {
 /// `stormsim replay` prints them and the report tabulates them: p99 and
 /// error rate at their trailing-window peak and just before the first
 /// trigger, the peak attempt rate, calls in flight and pool wait, the
-/// storm's onset times, the peak backlog, 429s, retry share and retries per
-/// request.
-pub const FIGURE_COLUMNS: [&str; 13] = [
+/// storm's onset times, the peak backlog, 429s, retry share, retries per
+/// request and the share of retried calls the retries rescued.
+pub const FIGURE_COLUMNS: [&str; 14] = [
     "peak_e2e_p99_s",
     "baseline_e2e_p99_s",
     "peak_error_rate",
@@ -715,6 +715,7 @@ pub const FIGURE_COLUMNS: [&str; 13] = [
     "rate_limited",
     "retry_share",
     "retries_per_request",
+    "rescue_rate",
 ];
 
 /// The `summary` table: one row.
@@ -766,6 +767,7 @@ pub fn summary_frame(
         Column::new("pod_restarts".into(), vec![k.pod_restarts]),
         Column::new("probes_failed".into(), vec![k.probes_failed]),
         f("retries_per_request", k.retries_per_request),
+        o("rescue_rate", k.rescue_rate),
         f("slo_violation_s", k.slo_violation_s),
         f("slo_error_rate", k.slo_error_rate),
         o("slo_p99_s", k.slo_p99_s),

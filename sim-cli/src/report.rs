@@ -1269,6 +1269,7 @@ fn figures_section(
                 num(data[10][i], 0),
                 pct(data[11][i]),
                 num(data[12][i], 2),
+                pct(data[13][i]),
             ]
         })
         .collect();
@@ -1280,7 +1281,8 @@ fn figures_section(
                first trigger the storm showed (attempts above 1.5 × offered, times the fan-out \
                in a graph) and the pools ran dry (100 calls queued); the peak backlog (users waiting plus the dependency's \
                queue), the dependency's 429 answers, the share of attempts that were retries or \
-               hedges, and retries per user request."
+               hedges, retries per user request, and the share of the calls that retried that \
+               ended in success (what the retries rescued)."
             .into(),
         charts: Vec::new(),
         table: Some(table_html(
@@ -1299,6 +1301,7 @@ fn figures_section(
                 "429s",
                 "retry share",
                 "retries per request",
+                "rescued",
             ],
             &rows,
         )),

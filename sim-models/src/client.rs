@@ -849,6 +849,7 @@ impl Client {
         ctx.sh.rec.count(counter, 1);
         ctx.sh.rec.node_attempt_started(self.index, number > 1);
         if !hedge && number > 1 {
+            c.retried = true;
             let which = match number {
                 2 => Count::Retry1,
                 3 => Count::Retry2,
@@ -1880,6 +1881,12 @@ impl Client {
             self.cancel_live_attempts(call, hedging, ctx);
         }
         let c = stale!(ctx.sh.reqs.call_mut(call));
+        if c.retried && !cut {
+            ctx.sh.rec.count(Count::CallsRetried, 1);
+            if reason == Reason::Success {
+                ctx.sh.rec.count(Count::CallsRescued, 1);
+            }
+        }
         for t in [c.aux_timer.take(), c.deadline_timer.take()]
             .into_iter()
             .flatten()

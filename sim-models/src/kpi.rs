@@ -340,6 +340,10 @@ pub struct Kpis {
     pub probes_failed: u64,
     /// Retries (not hedges) per user request.
     pub retries_per_request: f64,
+    /// Of the calls that retried, the share that ended in success: what
+    /// the retries rescued (`None`: no call retried). Low, the retries
+    /// were load and little else.
+    pub rescue_rate: Option<f64>,
     /// Seconds in which the trailing error rate or the windowed p99 broke
     /// the SLO (the objective's, or the default).
     pub slo_violation_s: f64,
@@ -560,6 +564,10 @@ pub fn kpis_for(
             totals.count(Count::AttemptsRetry),
             totals.count(Count::Offered),
         ),
+        rescue_rate: {
+            let retried = totals.count(Count::CallsRetried);
+            (retried > 0).then(|| ratio(totals.count(Count::CallsRescued), retried))
+        },
         slo_violation_s: slo_violation(rows, buckets(window), &slo),
         slo_error_rate: slo.error_rate,
         slo_p99_s: slo.p99_s,

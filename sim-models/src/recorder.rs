@@ -276,6 +276,11 @@ counters! {
     PodsAdded = "pods_added",
     /// Pods an autoscaler removed.
     PodsRemoved = "pods_removed",
+    /// Calls that started at least one retry (hedges aside) and ended,
+    /// answered or failed.
+    CallsRetried = "calls_retried",
+    /// Of them, those that ended in success: what the retries rescued.
+    CallsRescued = "calls_rescued",
 }
 
 impl Count {
@@ -1429,7 +1434,7 @@ mod tests {
         check(&Latency::ALL, |c| c as usize, Latency::name);
         check(&Reason::ALL, |c| c as usize, Reason::name);
         // The last variant of each enum is in its list.
-        assert_eq!(Count::PodsRemoved as usize, Count::COUNT - 1);
+        assert_eq!(Count::CallsRescued as usize, Count::COUNT - 1);
         assert_eq!(Level::BulkheadLimit as usize, Level::COUNT - 1);
         assert_eq!(Latency::RetryDelay as usize, Latency::COUNT - 1);
         assert_eq!(Reason::Abandoned as usize, Reason::COUNT - 1);

@@ -286,6 +286,9 @@ pub struct Call {
     /// No more hedges for this call: the budget refused one, or a server
     /// said not to retry (gRPC freezes hedging so).
     pub hedging_frozen: bool,
+    /// It started a retry (not a hedge): its end counts toward the
+    /// retries' rescue rate.
+    pub retried: bool,
     /// It holds a place in its client's bulkhead, to give back when it
     /// ends (not one taken from a bulkhead a deploy has since replaced).
     /// A call waiting for one is `CallPhase::WaitingPlace`.
@@ -446,6 +449,7 @@ impl Requests {
             backoff_from: 0,
             pending_retry_cost: 0,
             hedging_frozen: false,
+            retried: false,
             holds_place: false,
             live: [None; MAX_LIVE],
             aux_timer: None,

@@ -322,6 +322,19 @@ fn independent_errors_with_retries_follow_the_closed_form() {
         (failures - expected_failures).abs() < 0.01 * expected_failures,
         "final failures {failures}, closed form {expected_failures}"
     );
+    // A call retries when its first try fails (p of them), and its
+    // retries rescue it unless all r fail too: 1 - p^r of those.
+    let retried = t.count(Count::CallsRetried) as f64;
+    let rescued = t.count(Count::CallsRescued) as f64 / retried;
+    let expected_rescued = 1.0 - p.powi(r as i32);
+    assert!(
+        (retried / finished - p).abs() < 0.01 * p,
+        "calls retried {retried} of {finished}, closed form a share {p}"
+    );
+    assert!(
+        (rescued - expected_rescued).abs() < 0.01 * expected_rescued,
+        "rescued {rescued}, closed form {expected_rescued}"
+    );
 }
 
 #[test]

@@ -177,6 +177,9 @@ fn connections_the_far_end_closed_while_idle_fail_the_first_tries_unless_noticed
     let (_, t) = go(&after_a_lull(false, 1));
     assert_eq!(t.outcome(Reason::ConnectFailure), 1);
     assert_eq!(t.count(Count::AttemptsRetry), 2);
+    // Two calls retried, the second rescued.
+    assert_eq!(t.count(Count::CallsRetried), 2);
+    assert_eq!(t.count(Count::CallsRescued), 1);
 }
 
 #[test]
