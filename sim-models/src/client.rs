@@ -1881,9 +1881,10 @@ impl Client {
             self.cancel_live_attempts(call, hedging, ctx);
         }
         let c = stale!(ctx.sh.reqs.call_mut(call));
-        if c.retried && !cut {
+        // A retried call cut off (its request over first) was not rescued.
+        if c.retried {
             ctx.sh.rec.count(Count::CallsRetried, 1);
-            if reason == Reason::Success {
+            if !cut && reason == Reason::Success {
                 ctx.sh.rec.count(Count::CallsRescued, 1);
             }
         }

@@ -276,8 +276,8 @@ counters! {
     PodsAdded = "pods_added",
     /// Pods an autoscaler removed.
     PodsRemoved = "pods_removed",
-    /// Calls that started at least one retry (hedges aside) and ended,
-    /// answered or failed.
+    /// Calls that started at least one retry (hedges aside) and ended:
+    /// answered, failed, or cut off by their request's end.
     CallsRetried = "calls_retried",
     /// Of them, those that ended in success: what the retries rescued.
     CallsRescued = "calls_rescued",

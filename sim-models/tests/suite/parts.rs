@@ -89,6 +89,33 @@ fn the_gateway_deadline_answers_the_user_on_time() {
 }
 
 #[test]
+fn a_retried_call_cut_off_by_the_users_deadline_was_not_rescued() {
+    // Every try takes 1 s against a 300 ms timeout: each call retries at
+    // 300 ms and none is rescued, whether its retries run out (4 tries)
+    // or the gateway's 500 ms deadline cuts it off first (cancelling the
+    // service's work).
+    let mut cfg = WorldConfig::default();
+    cfg.load.arrivals = sim_models::config::ArrivalProcess::Constant;
+    cfg.clock.duration = secs(20);
+    cfg.upstream.latency = DistSpec::Constant(secs(1));
+    cfg.client.attempt_timeout = Some(ms(300));
+    cfg.client.retry.max_retries = 3;
+    cfg.client.retry.backoff = Backoff::fixed(SimDuration::ZERO);
+    cfg.gateway.cancel_service_on_deadline = true;
+    for deadline in [None, Some(ms(500))] {
+        cfg.gateway.deadline = deadline;
+        let (_, t) = go(&cfg);
+        assert!(t.finished() > 1_800, "{deadline:?}");
+        assert_eq!(
+            t.count(Count::CallsRetried),
+            t.finished(),
+            "{deadline:?}: every call ended retried"
+        );
+        assert_eq!(t.count(Count::CallsRescued), 0, "{deadline:?}");
+    }
+}
+
+#[test]
 fn bounded_workers_queue_then_refuse() {
     let mut cfg = WorldConfig::default();
     cfg.load.rate = 10.0;
