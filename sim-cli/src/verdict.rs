@@ -1,7 +1,8 @@
 //! The verdict on a set of runs: ranked by the experiment's objective (or
 //! the default: SLO-violation time, then user p99, then peak
 //! amplification), each with the criterion that decided its place, and
-//! flags on runs that meet their errors by amplifying or shedding. One
+//! flags on runs that meet their errors by amplifying or shedding, or
+//! whose retries rescue few of the calls they retry. One
 //! definition, for `stormsim replay` and the report alike.
 
 use polars::prelude::DataFrame;
@@ -17,6 +18,12 @@ const DEFAULT_AMPLIFICATION_FLAG: f64 = 3.0;
 /// Share of requests answered by fallbacks above which a run is flagged as
 /// shedding.
 const SHEDDING_FLAG: f64 = 0.05;
+/// A run whose retries number at least this share of its requests (the
+/// retry rate the incidents' write-ups hold as the most to tolerate) ...
+const RETRYING_FLAG: f64 = 0.05;
+/// ... and rescue fewer than this share of the calls they retry is
+/// flagged: most of its retries were load.
+const RESCUE_FLAG: f64 = 0.5;
 
 /// Runs in ranking order.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,6 +60,8 @@ pub fn rank(summary: &DataFrame, objective: &Objective) -> Result<Ranking, Strin
     let p99 = column(summary, "peak_e2e_p99_s")?;
     let err = column(summary, "peak_error_rate")?;
     let degraded = column(summary, "degraded_rate")?;
+    let retrying = column(summary, "retries_per_request")?;
+    let rescued = column(summary, "rescue_rate")?;
     let recover = column(summary, "time_to_recover_s")?;
     let meta = column(summary, "metastable")?;
     let judged = column(summary, "recovery_judged")?;
@@ -135,6 +144,15 @@ pub fn rank(summary: &DataFrame, objective: &Objective) -> Result<Ranking, Strin
                 && d > SHEDDING_FLAG
             {
                 f.push(format!("sheds {:.0} % to fallbacks", 100.0 * d));
+            }
+            if let (Some(r), Some(rescue)) = (retrying[i], rescued[i])
+                && r >= RETRYING_FLAG
+                && rescue < RESCUE_FLAG
+            {
+                f.push(format!(
+                    "retries rescue {:.0} % of the calls they retry",
+                    100.0 * rescue
+                ));
             }
             f
         })
@@ -245,6 +263,28 @@ mod tests {
         };
         let r = rank(&s, &bounded).unwrap();
         assert_eq!(r.flags[0].len(), 1, "{:?}", r.flags);
+    }
+
+    #[test]
+    fn retries_that_rescue_few_calls_are_flagged_when_they_are_many() {
+        // 0.27 retries a request rescuing 48 % of the calls they retry:
+        // mostly load. As many rescuing 90 %, or few rescuing 10 %, or a
+        // dataset written before the figure: no flag.
+        let s = df!(
+            "run_id" => ["load", "useful", "rare", "old"],
+            "retries_per_request" => [0.27, 0.27, 0.01, 0.27],
+            "rescue_rate" => [Some(0.484), Some(0.9), Some(0.1), None],
+        )
+        .unwrap();
+        let r = rank(&s, &Objective::default()).unwrap();
+        assert_eq!(
+            r.flags[0],
+            vec!["retries rescue 48 % of the calls they retry".to_string()]
+        );
+        assert!(r.flags[1..].iter().all(Vec::is_empty), "{:?}", r.flags);
+        let older = s.drop("rescue_rate").unwrap();
+        let r = rank(&older, &Objective::default()).unwrap();
+        assert!(r.flags.iter().all(Vec::is_empty), "{:?}", r.flags);
     }
 
     #[test]
