@@ -412,7 +412,7 @@ impl Links {
             for p in &mut self.pods[service as usize] {
                 let pool = &mut p.pools[local as usize];
                 pool.expire_idle(now);
-                open += pool.open();
+                open += pool.open(now);
             }
         }
         open > limit

@@ -970,7 +970,7 @@ mod tests {
         );
         // Held to the rate it began at, that reads as goodput lost for good.
         assert_eq!(judge(&served), (None, true, Some("goodput")));
-        // Serving 23.75/s (25 × 0.95) is near enough; 23/s is not.
+        // The floor is 23.75/s (25 × 0.95): 23/s is short of it.
         let short = timeline(60, |_| (23, 5.0, 1.0));
         assert_eq!(judge_at(&short, quarter), (None, true, Some("goodput")));
         // The load ends at 250/s: 100/s served is not a recovery, though

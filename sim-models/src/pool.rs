@@ -343,11 +343,16 @@ impl Pool {
         self.dialling -= 1;
     }
 
-    /// Connections the far end holds for this pool: open or being set up,
-    /// refused dials left out.
+    /// Connections the far end holds for this pool at `now`: open or
+    /// being set up, refused dials left out, and idle ones it has closed
+    /// without the pool noticing (the idle line is oldest first).
     #[inline]
-    pub fn open(&self) -> u32 {
-        self.total() - self.refused
+    pub fn open(&self, now: SimTime) -> u32 {
+        let closed = self.stale_after.map_or(0, |limit| {
+            self.idle
+                .partition_point(|&since| now > since.saturating_add(limit))
+        });
+        self.total() - self.refused - closed as u32
     }
 
     /// A connection (new, or released by its previous user) goes straight
@@ -639,6 +644,7 @@ mod tests {
         // went idle at 10 ms): at 60.010 s it is not yet past 60 s, the
         // other is.
         let mut p = idle_pool(2, false);
+        assert_eq!((p.open(t(60_000)), p.open(t(60_005))), (2, 1));
         assert_eq!(p.acquire(t(60_010)), Acquire::Reused);
         assert_eq!(p.acquire(t(60_010)), Acquire::Stale);
         assert_eq!((p.in_use(), p.dialling(), p.idle()), (1, 1, 0));
