@@ -557,6 +557,8 @@ pub fn nodes_frame(
     cols.push(col("answered", u(|r| r.answered)));
     cols.push(col("failed", u(|r| r.failed)));
     cols.push(col("timeouts", u(|r| r.timeouts)));
+    cols.push(col("calls_retried", u(|r| r.calls_retried)));
+    cols.push(col("calls_rescued", u(|r| r.calls_rescued)));
     cols.push(Column::new(
         "per_request".into(),
         rows.iter()

@@ -94,6 +94,8 @@ const NODES_READ: &[&str] = &[
     "answered",
     "failed",
     "timeouts",
+    "calls_retried",
+    "calls_rescued",
     "latency_p99_s",
     "per_request",
     "replicas_max",
@@ -622,13 +624,16 @@ struct NodeTotals {
     answered: f64,
     failed: f64,
     timeouts: f64,
+    calls_retried: f64,
+    calls_rescued: f64,
     p99_max: f64,
     /// A service's fewest and most replicas in a bucket.
     pods: Option<(f64, f64)>,
 }
 
 /// The service graph's tiers: per node and run, what it was offered, its
-/// amplification (its own count per user request), answers, failures and
+/// amplification (its own count per user request), answers, failures,
+/// the share of an edge's retried calls its retries rescued and the
 /// worst bucket p99; for a single run, each edge's and dependency's
 /// amplification over time. `None` for the single tier (its one edge is
 /// the run's own figures).
@@ -676,6 +681,12 @@ fn tiers_section(
         Ok(_) => optional_floats(nodes, "replicas_max")?,
         Err(_) => vec![None; node.len()],
     };
+    // Written by every run since edges count what their retries rescued;
+    // an older dataset's nodes have neither (its column left blank).
+    let rescues = match (nodes.column("calls_retried"), nodes.column("calls_rescued")) {
+        (Ok(_), Ok(_)) => Some((num("calls_retried")?, num("calls_rescued")?)),
+        _ => None,
+    };
     let runs = strings(summary, "run_id")?;
     let names = cell_names(summary, axes)?;
     let users: std::collections::BTreeMap<String, f64> = {
@@ -696,6 +707,10 @@ fn tiers_section(
         e.answered += answered[i];
         e.failed += failed[i];
         e.timeouts += timeouts[i];
+        if let Some((retried, rescued)) = &rescues {
+            e.calls_retried += retried[i];
+            e.calls_rescued += rescued[i];
+        }
         e.p99_max = e.p99_max.max(p99[i].unwrap_or(0.0));
         if let (Some(r), "service") = (replicas[i], kind[i].as_str()) {
             let (lo, hi) = e.pods.unwrap_or((r, r));
@@ -735,6 +750,11 @@ fn tiers_section(
                 } else {
                     "".into()
                 },
+                // "-" for an edge that retried nothing (0 / 0).
+                match (x.kind.as_str(), &rescues) {
+                    ("edge", Some(_)) => pct(x.calls_rescued / x.calls_retried),
+                    _ => "".into(),
+                },
                 if x.kind == "dependency" {
                     "".into()
                 } else {
@@ -758,6 +778,7 @@ fn tiers_section(
         "answered",
         "failed",
         "timeouts",
+        "retries rescued",
         "worst bucket p99 s",
         "pods",
     ];
@@ -843,7 +864,7 @@ fn tiers_section(
     }
     Ok(Some(Section {
         title: "Tiers".into(),
-        text: "Every service, edge (a service's calls to another node) and dependency of the graph over the run: what reached it, its own count per user request (a service's requests, an edge's attempts, a dependency's arrivals: the amplification at that tier, multiplied along the path), the share of an edge's attempts that were retries, answers, failures and timeouts, its worst one-bucket p99 (a service: from reaching a pod to its answer; an edge: per attempt), and a service's pods (the fewest and the most in a bucket: an autoscaler's changes, or the timeline's), drawn over time where they changed. The `nodes` table has them bucket by bucket.".into(),
+        text: "Every service, edge (a service's calls to another node) and dependency of the graph over the run: what reached it, its own count per user request (a service's requests, an edge's attempts, a dependency's arrivals: the amplification at that tier, multiplied along the path), the share of an edge's attempts that were retries, answers, failures and timeouts, the share of an edge's retried calls that its retries rescued (ended in success; `-` when none retried), its worst one-bucket p99 (a service: from reaching a pod to its answer; an edge: per attempt), and a service's pods (the fewest and the most in a bucket: an autoscaler's changes, or the timeline's), drawn over time where they changed. The `nodes` table has them bucket by bucket.".into(),
         charts: charts_out,
         table: Some(table_html(&head, &rows)),
     }))
@@ -1781,6 +1802,75 @@ mod tests {
         assert_eq!(names(highest_peaks(few, 3)), ["x", "y"]);
     }
 
+    /// The tiers table gives each edge the share of its retried calls its
+    /// retries rescued (`-` for an edge that retried nothing), and leaves
+    /// the column blank for a dataset written before edges counted them.
+    #[test]
+    fn the_tiers_give_each_edges_rescue_rate_when_the_dataset_has_it() {
+        let column = |name: &str, v: Vec<f64>| Column::new(name.into(), v);
+        let nodes = DataFrame::new(
+            4,
+            vec![
+                Column::new("run_id".into(), vec!["r"; 4]),
+                Column::new("node".into(), vec!["a", "a->b", "a->c", "b"]),
+                Column::new("kind".into(), vec!["service", "edge", "edge", "dependency"]),
+                column("t_s", vec![0.0; 4]),
+                column("offered", vec![100.0, 100.0, 100.0, 120.0]),
+                column("attempts", vec![0.0, 120.0, 100.0, 0.0]),
+                column("retries", vec![0.0, 20.0, 0.0, 0.0]),
+                column("answered", vec![90.0, 90.0, 100.0, 90.0]),
+                column("failed", vec![10.0, 10.0, 0.0, 30.0]),
+                column("timeouts", vec![0.0; 4]),
+                column("calls_retried", vec![0.0, 16.0, 0.0, 0.0]),
+                column("calls_rescued", vec![0.0, 6.0, 0.0, 0.0]),
+                column("latency_p99_s", vec![0.1; 4]),
+                column("per_request", vec![1.0, 1.2, 1.0, 1.2]),
+            ],
+        )
+        .unwrap();
+        let ts = DataFrame::new(
+            1,
+            vec![
+                Column::new("run_id".into(), vec!["r"]),
+                column("offered", vec![100.0]),
+            ],
+        )
+        .unwrap();
+        let summary = DataFrame::new(
+            1,
+            vec![
+                Column::new("run_id".into(), vec!["r"]),
+                column("replication", vec![0.0]),
+            ],
+        )
+        .unwrap();
+        let table = |nodes: &DataFrame| {
+            let section = tiers_section(nodes, &ts, &summary, &[], &[], &|t| format!("{t}"));
+            section.unwrap().unwrap().table.unwrap()
+        };
+        let html = table(&nodes);
+        assert!(html.contains("<th>retries rescued</th>"), "{html}");
+        let row = |html: &str, node: &str| {
+            let at = html.find(&format!("<td>{node}</td>")).unwrap();
+            html[at..at + html[at..].find("</tr>").unwrap()].to_string()
+        };
+        // 6 of a → b's 16 retried calls; a → c retried none.
+        assert!(
+            row(&html, "a-&gt;b").contains("<td>0</td><td>37.5 %</td>"),
+            "{html}"
+        );
+        assert!(
+            row(&html, "a-&gt;c").contains("<td>0</td><td>-</td>"),
+            "{html}"
+        );
+        let older = nodes.drop_many(["calls_retried", "calls_rescued"]);
+        let html = table(&older);
+        assert!(
+            row(&html, "a-&gt;b").contains("<td>0</td><td></td>"),
+            "{html}"
+        );
+    }
+
     /// A cell and a clock to make an empty table of.
     fn a_cell() -> (crate::sweep::Cell, sim_core::time::WallClock) {
         let cell = crate::sweep::Cell {
@@ -1816,13 +1906,24 @@ mod tests {
         let source = &file[..file.find("#[cfg(test)]").unwrap_or(file.len())];
         let named = quoted_columns(&empty, source);
         assert!(named.contains(&"goodput_per_s"), "{named:?}");
+        let part = |from: &str, to: &str| {
+            let start = source.find(from).unwrap();
+            &source[start..start + 1 + source[start + 1..].find(to).unwrap()]
+        };
+        let (tiers, nodes_read) = (
+            part("\nfn tiers_section(", "\nfn "),
+            part("NODES_READ", "];"),
+        );
         for n in named {
             // A name the summary also has (`pod_restarts`), named only
-            // where the summary is read, is not a timeseries read.
-            let quoted = source.matches(&format!("\"{n}\"")).count();
+            // where the summary is read, is not a timeseries read; nor is
+            // one the nodes table also has (`calls_retried`), named only
+            // in the tiers and among the nodes' reads (the test above).
+            let quoted = |text: &str| text.matches(&format!("\"{n}\"")).count();
             let of_summary = source.matches(&format!("summary, \"{n}\"")).count();
             assert!(
-                quoted == of_summary || report_reads(n),
+                quoted(source) == of_summary + quoted(tiers) + quoted(nodes_read)
+                    || report_reads(n),
                 "the report names `{n}` but does not read it"
             );
         }

@@ -1881,13 +1881,7 @@ impl Client {
             self.cancel_live_attempts(call, hedging, ctx);
         }
         let c = stale!(ctx.sh.reqs.call_mut(call));
-        // A retried call cut off (its request over first) was not rescued.
-        if c.retried {
-            ctx.sh.rec.count(Count::CallsRetried, 1);
-            if !cut && reason == Reason::Success {
-                ctx.sh.rec.count(Count::CallsRescued, 1);
-            }
-        }
+        let retried = c.retried;
         for t in [c.aux_timer.take(), c.deadline_timer.take()]
             .into_iter()
             .flatten()
@@ -1901,7 +1895,7 @@ impl Client {
             self.drop_pending_retry(call, ctx);
         }
         ctx.sh.reqs.remove_call(call);
-        ctx.sh.rec.node_call_ended(self.index, reason, cut);
+        ctx.sh.rec.node_call_ended(self.index, reason, cut, retried);
     }
 }
 

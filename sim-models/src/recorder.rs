@@ -714,6 +714,11 @@ pub struct NodeRow {
     pub failed: u64,
     /// Edge: attempts that timed out.
     pub timeouts: u64,
+    /// Edge: calls that retried (a call cut off by its request counted
+    /// too), as [`Count::CallsRetried`] counts them over every edge.
+    pub calls_retried: u64,
+    /// Edge: those of `calls_retried` that ended in success.
+    pub calls_rescued: u64,
     /// Service: time from reaching a pod to the answer. Edge: attempt
     /// latency (cancelled attempts left out).
     pub latency: LatencySummary,
@@ -748,6 +753,8 @@ struct NodeOpen {
     answered: u64,
     failed: u64,
     timeouts: u64,
+    calls_retried: u64,
+    calls_rescued: u64,
     latency: Histogram,
     busy: Gauge,
     waiting: Gauge,
@@ -769,6 +776,8 @@ impl NodeOpen {
             answered: 0,
             failed: 0,
             timeouts: 0,
+            calls_retried: 0,
+            calls_rescued: 0,
             latency: Histogram::new(),
             busy: Gauge::new(),
             waiting: Gauge::new(),
@@ -801,6 +810,8 @@ impl NodeOpen {
             answered: std::mem::take(&mut self.answered),
             failed: std::mem::take(&mut self.failed),
             timeouts: std::mem::take(&mut self.timeouts),
+            calls_retried: std::mem::take(&mut self.calls_retried),
+            calls_rescued: std::mem::take(&mut self.calls_rescued),
             latency: LatencySummary::of(&self.latency),
             busy: self.busy.close(end),
             waiting: self.waiting.close(end),
@@ -1011,18 +1022,31 @@ impl<S: RowSink> Recorder<S> {
 
     /// A call on `edge` ended with `reason`, or was `cut` by its request
     /// (its group was done without it, or the request ended): a cut call
-    /// counts as neither answered nor failed.
+    /// counts as neither answered nor failed. A call that `retried` is
+    /// counted as such, and as rescued when it ended in success: the
+    /// world's [`Count::CallsRetried`] and [`Count::CallsRescued`], and
+    /// the edge's own.
     #[inline]
-    pub fn node_call_ended(&mut self, edge: u32, reason: Reason, cut: bool) {
+    pub fn node_call_ended(&mut self, edge: u32, reason: Reason, cut: bool, retried: bool) {
+        let rescued = retried && !cut && reason == Reason::Success;
+        if retried {
+            self.count(Count::CallsRetried, 1);
+            self.count(Count::CallsRescued, u64::from(rescued));
+        }
+        let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) else {
+            return;
+        };
+        if retried {
+            n.calls_retried += 1;
+            n.calls_rescued += u64::from(rescued);
+        }
         if cut {
             return;
         }
-        if let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) {
-            if matches!(reason, Reason::Success | Reason::Fallback) {
-                n.answered += 1;
-            } else {
-                n.failed += 1;
-            }
+        if matches!(reason, Reason::Success | Reason::Fallback) {
+            n.answered += 1;
+        } else {
+            n.failed += 1;
         }
     }
 

@@ -549,12 +549,13 @@ fn a_seed_draws_one_graph() {
 
 /// What a drawn graph's run keeps: its bucket rows, per node (by its
 /// place among all nodes) its counts summed over the buckets (offered,
-/// attempts, retries, answered, failed, timeouts, latencies recorded),
+/// attempts, retries, answered, failed, timeouts, calls retried and
+/// rescued, latencies recorded),
 /// and the services' own rows.
 #[derive(Default)]
 struct Kept {
     rows: Vec<BucketRow>,
-    nodes: std::collections::BTreeMap<u32, [u64; 7]>,
+    nodes: std::collections::BTreeMap<u32, [u64; 9]>,
     services: Vec<NodeRow>,
 }
 
@@ -577,6 +578,8 @@ impl RowSink for Kept {
             row.answered,
             row.failed,
             row.timeouts,
+            row.calls_retried,
+            row.calls_rescued,
             row.latency.count,
         ];
         for (sum, n) in sums.iter_mut().zip(counts) {
