@@ -648,6 +648,10 @@ fn write_tables(exp: &Experiment, out: &Path, b: &Boundary, c: &Checked) -> Resu
             "stormsim.version".to_string(),
             env!("CARGO_PKG_VERSION").to_string(),
         ),
+        (
+            "stormsim.build".to_string(),
+            crate::runner::BUILD.to_string(),
+        ),
         ("stormsim.experiment".to_string(), exp.name.clone()),
         (
             "stormsim.magnitude".to_string(),

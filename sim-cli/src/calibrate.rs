@@ -1300,6 +1300,10 @@ fn write_tables(exp: &Experiment, out: &Path, fit: &Fit, c: &Checked) -> Result<
             "stormsim.version".to_string(),
             env!("CARGO_PKG_VERSION").to_string(),
         ),
+        (
+            "stormsim.build".to_string(),
+            crate::runner::BUILD.to_string(),
+        ),
         ("stormsim.experiment".to_string(), exp.name.clone()),
         ("stormsim.seeds".to_string(), format!("{:?}", c.seeds)),
     ];

@@ -527,6 +527,10 @@ impl<'a> Store<'a> {
                 "stormsim.version".to_string(),
                 env!("CARGO_PKG_VERSION").to_string(),
             ),
+            (
+                "stormsim.build".to_string(),
+                crate::runner::BUILD.to_string(),
+            ),
             ("stormsim.experiment".to_string(), exp.name.clone()),
             ("stormsim.paths".to_string(), paths.join(",")),
         ];

@@ -84,6 +84,11 @@ pub fn hash_text(json: &str) -> String {
     format!("{:016x}", h.finish())
 }
 
+/// This build's name: a hash of the sources, manifests and locked
+/// dependencies that shape its results (`build.rs`). A dataset's manifest
+/// records it; a folder written by another build is not resumed.
+pub const BUILD: &str = env!("STORMSIM_BUILD");
+
 /// The experiment's identity: everything that shapes its results.
 pub fn experiment_hash(exp: &Experiment) -> String {
     match &exp.objective {
@@ -135,6 +140,7 @@ fn manifest(exp: &Experiment, cells: &[Cell], kind: DatasetKind, hash: &str) -> 
         .collect();
     serde_json::to_string_pretty(&serde_json::json!({
         "stormsim": env!("CARGO_PKG_VERSION"),
+        "build": BUILD,
         "experiment": exp.name,
         "experiment_hash": hash,
         "dataset": kind.name(),
@@ -176,30 +182,38 @@ fn holder(kind: DatasetKind, hash: &str, path: &Path) -> Result<Holder, Failure>
     // Manifests written before datasets had kinds: judged by hash alone.
     let their_kind = v["dataset"].as_str().unwrap_or(kind.name());
     let name = v["experiment"].as_str().unwrap_or("?");
-    if their_hash == hash && their_kind == kind.name() {
+    // Manifests written before builds were named: another build's.
+    let their_build = v["build"].as_str().unwrap_or("unnamed");
+    if their_hash == hash && their_kind == kind.name() && their_build == BUILD {
         return Ok(Holder::Us);
     }
-    Ok(Holder::Other(if their_hash == hash {
-        let (theirs, ours) = match kind {
-            DatasetKind::Base => (
-                "the cells of this experiment's sweep",
-                "a plain run of its base configuration (whose default folder is out/<file name>-base)",
-            ),
-            DatasetKind::Sweep => (
-                "a plain run of this experiment's base configuration",
-                "the cells of its sweep (`stormsim run --cell ID` runs one of them)",
-            ),
-            DatasetKind::Calibrate | DatasetKind::Boundary => (
-                "another kind of results of this experiment",
-                "a search's evaluations (its default folder is out/<file name>-calibrate or -boundary)",
-            ),
-        };
-        format!("{theirs}, and this command writes {ours}")
-    } else {
-        format!(
-            "the results of a different experiment, or of a different search of it ({name:?}, hash {their_hash})"
-        )
-    }))
+    Ok(Holder::Other(
+        if their_hash == hash && their_kind == kind.name() {
+            format!(
+                "this experiment's results written by another build of stormsim (build {their_build}; this one is {BUILD}): its model or its tables may differ, so its cells are not resumed as this build's (`stormsim report` reads them as they are)"
+            )
+        } else if their_hash == hash {
+            let (theirs, ours) = match kind {
+                DatasetKind::Base => (
+                    "the cells of this experiment's sweep",
+                    "a plain run of its base configuration (whose default folder is out/<file name>-base)",
+                ),
+                DatasetKind::Sweep => (
+                    "a plain run of this experiment's base configuration",
+                    "the cells of its sweep (`stormsim run --cell ID` runs one of them)",
+                ),
+                DatasetKind::Calibrate | DatasetKind::Boundary => (
+                    "another kind of results of this experiment",
+                    "a search's evaluations (its default folder is out/<file name>-calibrate or -boundary)",
+                ),
+            };
+            format!("{theirs}, and this command writes {ours}")
+        } else {
+            format!(
+                "the results of a different experiment, or of a different search of it ({name:?}, hash {their_hash})"
+            )
+        },
+    ))
 }
 
 /// Checks that `out` is empty or holds these results, and records the
@@ -356,6 +370,10 @@ fn run_cell(
         (
             "stormsim.version".to_string(),
             env!("CARGO_PKG_VERSION").to_string(),
+        ),
+        (
+            "stormsim.build".to_string(),
+            crate::runner::BUILD.to_string(),
         ),
         ("stormsim.experiment".to_string(), exp.name.clone()),
         ("stormsim.cell".to_string(), cell.id.clone()),

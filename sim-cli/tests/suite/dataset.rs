@@ -394,6 +394,69 @@ fn a_plain_run_and_a_sweep_of_one_file_never_share_a_dataset() {
     assert_eq!(read_back(Path::new(out)).0, 2);
 }
 
+/// A folder written by another build of stormsim (its manifest names
+/// another build, or none) is not resumed: its cells' figures may differ
+/// from this build's, and mixing them would make one table of two models.
+/// The command refuses, exit 2, naming both builds and `--force`; the
+/// folder still reports; `--force` runs every cell again with this build.
+#[test]
+fn a_dataset_written_by_another_build_is_not_resumed() {
+    let dir = scratch("another-build");
+    let file = dir.join("fan-out.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "extends: {}\nclock: {{ duration: 10s }}\ntimeline: []\n",
+            root().join("experiments/graphs/fan-out.yaml").display()
+        ),
+    )
+    .unwrap();
+    let (file, out) = (file.to_str().unwrap(), dir.join("out"));
+    let out_s = out.to_str().unwrap();
+    stormsim_ok(&["sweep", file, "--quiet", "--out", out_s]);
+    let manifest = out.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let ours = format!("\"build\": \"{}\"", stormsim::runner::BUILD);
+    assert!(text.contains(&ours), "{text}");
+    // The sweep stopped half-way under another build: one cell's files
+    // gone, the manifest naming that build (or, older, none).
+    let summary = out.join("summary");
+    let cell = std::fs::read_dir(&summary)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    std::fs::remove_dir_all(&cell).unwrap();
+    for (theirs, named) in [
+        (
+            text.replace(&ours, "\"build\": \"0123456789abcdef\""),
+            "0123456789abcdef",
+        ),
+        (text.replace(&format!("{ours},"), ""), "unnamed"),
+    ] {
+        assert!(!theirs.contains(stormsim::runner::BUILD), "{theirs}");
+        std::fs::write(&manifest, &theirs).unwrap();
+        let o = stormsim(&["sweep", file, "--quiet", "--out", out_s]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(out_s)
+                && err.contains(&format!("another build of stormsim (build {named}"))
+                && err.contains(stormsim::runner::BUILD)
+                && err.contains("--force"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&manifest).unwrap(), theirs);
+        assert_eq!(read_back(&out).0, 1, "the other build's cell is kept");
+    }
+    // Its results still read.
+    stormsim_ok(&["report", out_s]);
+    stormsim_ok(&["sweep", file, "--quiet", "--out", out_s, "--force"]);
+    assert!(std::fs::read_to_string(&manifest).unwrap().contains(&ours));
+    assert_eq!(read_back(&out).0, 2);
+}
+
 /// Starts `stormsim ARGS` without waiting.
 fn spawn(args: &[&str]) -> std::process::Child {
     common::command()
@@ -1189,11 +1252,13 @@ fn the_resolved_configuration_is_written_once_per_run_and_named_by_its_hash_else
     assert_eq!(world["services"].as_object().unwrap().len(), 200);
     let hash = &summary["stormsim.config_hash"];
     assert_eq!(*hash, stormsim::runner::hash_text(config));
+    assert_eq!(summary["stormsim.build"], stormsim::runner::BUILD);
     for table in ["timeseries", "pod_groups", "events", "attempts", "nodes"] {
         let meta = metadata_of(&out, table);
         assert!(!meta.contains_key("stormsim.config"), "{table}");
         for key in [
             "stormsim.version",
+            "stormsim.build",
             "stormsim.experiment",
             "stormsim.cell",
             "stormsim.seed",
