@@ -15,7 +15,13 @@ use stormsim::sweep::Shard;
 /// settings and an incident timeline in YAML; stormsim replays it and
 /// writes the results as Parquet. Same file and seed, same bytes.
 #[derive(Parser)]
-#[command(name = "stormsim", version, propagate_version = true)]
+// The version names the build too: a dataset's manifest records it, and a
+// folder written by another build is not resumed.
+#[command(
+    name = "stormsim",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (build ", env!("STORMSIM_BUILD"), ")"),
+    propagate_version = true
+)]
 #[command(after_help = "\
 Examples:
   stormsim validate experiments/incidents/llm-api-1402.yaml

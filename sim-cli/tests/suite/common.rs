@@ -6,6 +6,19 @@ use std::process::{Command, Output};
 use rayon::prelude::*;
 use sim_models::recorder::BucketRow;
 
+/// Writes, in a fresh folder `name` under the test's temporary folder, an
+/// experiment that extends the bundled `bundled` with `body`: the folder
+/// and the file.
+pub fn extending(name: &str, bundled: &str, body: &str) -> (PathBuf, PathBuf) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("experiment.yaml");
+    let base = root().join(bundled);
+    std::fs::write(&file, format!("extends: {}\n{body}", base.display())).unwrap();
+    (dir, file)
+}
+
 /// The repository root.
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

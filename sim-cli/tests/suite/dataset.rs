@@ -401,16 +401,11 @@ fn a_plain_run_and_a_sweep_of_one_file_never_share_a_dataset() {
 /// folder still reports; `--force` runs every cell again with this build.
 #[test]
 fn a_dataset_written_by_another_build_is_not_resumed() {
-    let dir = scratch("another-build");
-    let file = dir.join("fan-out.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "extends: {}\nclock: {{ duration: 10s }}\ntimeline: []\n",
-            root().join("experiments/graphs/fan-out.yaml").display()
-        ),
-    )
-    .unwrap();
+    let (dir, file) = common::extending(
+        "dataset-tests/another-build",
+        "experiments/graphs/fan-out.yaml",
+        "clock: { duration: 10s }\ntimeline: []\n",
+    );
     let (file, out) = (file.to_str().unwrap(), dir.join("out"));
     let out_s = out.to_str().unwrap();
     stormsim_ok(&["sweep", file, "--quiet", "--out", out_s]);
@@ -418,6 +413,13 @@ fn a_dataset_written_by_another_build_is_not_resumed() {
     let text = std::fs::read_to_string(&manifest).unwrap();
     let ours = format!("\"build\": \"{}\"", stormsim::runner::BUILD);
     assert!(text.contains(&ours), "{text}");
+    // `--version` names it.
+    let o = stormsim(&["--version"]);
+    let version = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        version.contains(&format!("(build {})", stormsim::runner::BUILD)),
+        "{version}"
+    );
     // The sweep stopped half-way under another build: one cell's files
     // gone, the manifest naming that build (or, older, none).
     let summary = out.join("summary");

@@ -50,19 +50,6 @@ fn run_world(
     (out.sink, k)
 }
 
-/// Writes, in a fresh folder `name` under the test's temporary folder, an
-/// experiment that extends the bundled `bundled` with `body`: the folder
-/// and the file.
-fn extending(name: &str, bundled: &str, body: &str) -> (std::path::PathBuf, std::path::PathBuf) {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("experiment.yaml");
-    let base = common::root().join(bundled);
-    std::fs::write(&file, format!("extends: {}\n{body}", base.display())).unwrap();
-    (dir, file)
-}
-
 /// Runs a bundled experiment with `seed`: its rows and key figures.
 fn run_bundled(file: &str, seed: u64) -> (Rows, Kpis) {
     let path = common::root().join(file);
@@ -322,7 +309,7 @@ fn explain_and_the_report_show_a_graphs_tiers() {
 /// `nodes` table included.
 #[test]
 fn a_graphs_sweep_is_byte_identical_across_thread_counts() {
-    let (base, file) = extending(
+    let (base, file) = common::extending(
         "graph-threads",
         "experiments/graphs/shared-dependency.yaml",
         "clock: { duration: 40s }\ntimeline:\n  - at: 10s\n    pulse: { param: dependencies.db.latency_scale, value: 5, for: 10s }\noutputs: { recovery: { horizon: 10s, sustain: 5s } }\n",
@@ -448,7 +435,7 @@ fn large_graphs_are_checked_explained_and_bounded() {
 /// metastable without the deploy recovers with it.
 #[test]
 fn a_deploy_on_a_graphs_calls_turns_their_retries_off_mid_storm() {
-    let (_, file) = extending(
+    let (_, file) = common::extending(
         "graph-deploy",
         "experiments/graphs/layered-order-flow.yaml",
         "name: deployed\ntimeline:\n  - at: \"10:01:00\"\n    pulse: { param: dependencies.mysql.latency_scale, value: 6, for: 30s }\n  - at: \"10:02:00\"\n    deploy: { call: \"services.orders.calls[0]\", client: { retry: { max_retries: 0 } } }\n  - at: \"10:02:00\"\n    deploy: { call: \"services.payment.calls[0]\", client: { retry: { max_retries: 0 } } }\n",
@@ -531,7 +518,7 @@ fn explain_tells_an_autoscaler() {
 /// their range and the report draws them, run by run in a comparison.
 #[test]
 fn the_report_draws_the_pods_an_autoscaler_ran() {
-    let (dir, file) = extending(
+    let (dir, file) = common::extending(
         "graph-autoscaling",
         "experiments/policies/autoscaling.yaml",
         "clock: { duration: 90s }\nload: { rate: 300 }\ntimeline:\n  - at: 30s\n    pulse: { param: load.rate, value: 3000, for: 30s }\noutputs: { recovery: { horizon: 10s, sustain: 5s } }\nsweep:\n  axes:\n    - path: services.api.autoscaling\n      values:\n        - { label: none, value: null }\n        - { label: cpu, value: { max_replicas: 30 } }\n",
