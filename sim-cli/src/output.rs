@@ -770,6 +770,8 @@ pub fn summary_frame(
         Column::new("probes_failed".into(), vec![k.probes_failed]),
         f("retries_per_request", k.retries_per_request),
         o("rescue_rate", k.rescue_rate),
+        Column::new("unrescued_edge".into(), vec![k.unrescued_edge.clone()]),
+        o("unrescued_edge_rescue_rate", k.unrescued_edge_rescue_rate),
         f("slo_violation_s", k.slo_violation_s),
         f("slo_error_rate", k.slo_error_rate),
         o("slo_p99_s", k.slo_p99_s),

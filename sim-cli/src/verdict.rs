@@ -5,7 +5,7 @@
 //! whose retries rescue few of the calls they retry. One
 //! definition, for `stormsim replay` and the report alike.
 
-use polars::prelude::DataFrame;
+use polars::prelude::{DataFrame, DataType};
 use sim_models::kpi::{Criterion, Objective};
 
 use crate::report::optional_floats;
@@ -50,6 +50,20 @@ fn column(summary: &DataFrame, name: &str) -> Result<Vec<Option<f64>>, String> {
     optional_floats(summary, name)
 }
 
+/// A summary text column, missing values as `None`; a column the summary
+/// lacks (an older dataset) as all `None`.
+fn text_column(summary: &DataFrame, name: &str) -> Result<Vec<Option<String>>, String> {
+    let Ok(c) = summary.column(name) else {
+        return Ok(vec![None; summary.height()]);
+    };
+    let c = c
+        .as_materialized_series()
+        .cast(&DataType::String)
+        .map_err(|e| e.to_string())?;
+    let ca = c.str().map_err(|e| e.to_string())?;
+    Ok(ca.iter().map(|v| v.map(String::from)).collect())
+}
+
 /// Ranks the runs of `summary` by `objective`.
 pub fn rank(summary: &DataFrame, objective: &Objective) -> Result<Ranking, String> {
     let n = summary.height();
@@ -62,6 +76,8 @@ pub fn rank(summary: &DataFrame, objective: &Objective) -> Result<Ranking, Strin
     let degraded = column(summary, "degraded_rate")?;
     let retrying = column(summary, "retries_per_request")?;
     let rescued = column(summary, "rescue_rate")?;
+    let unrescued = text_column(summary, "unrescued_edge")?;
+    let unrescued_rate = column(summary, "unrescued_edge_rescue_rate")?;
     let recover = column(summary, "time_to_recover_s")?;
     let meta = column(summary, "metastable")?;
     let judged = column(summary, "recovery_judged")?;
@@ -149,10 +165,18 @@ pub fn rank(summary: &DataFrame, objective: &Objective) -> Result<Ranking, Strin
                 && r >= RETRYING_FLAG
                 && rescue < RESCUE_FLAG
             {
-                f.push(format!(
+                let mut flag = format!(
                     "retries rescue {:.0} % of the calls they retry",
                     100.0 * rescue
-                ));
+                );
+                // In a graph, where the rest was spent.
+                if let (Some(edge), Some(there)) = (&unrescued[i], unrescued_rate[i]) {
+                    flag.push_str(&format!(
+                        ", most of the rest on {edge} ({:.0} % rescued there)",
+                        100.0 * there
+                    ));
+                }
+                f.push(flag);
             }
             f
         })
@@ -285,6 +309,28 @@ mod tests {
         let older = s.drop("rescue_rate").unwrap();
         let r = rank(&older, &Objective::default()).unwrap();
         assert!(r.flags.iter().all(Vec::is_empty), "{:?}", r.flags);
+        // In a graph, the flag names the edge where most of the retried
+        // calls not rescued were (absent from the single tier's row).
+        let graph = df!(
+            "run_id" => ["graph", "single"],
+            "retries_per_request" => [5.95, 0.27],
+            "rescue_rate" => [0.008, 0.484],
+            "unrescued_edge" => [Some("payment->mysql"), None],
+            "unrescued_edge_rescue_rate" => [Some(0.011), None],
+        )
+        .unwrap();
+        let r = rank(&graph, &Objective::default()).unwrap();
+        assert_eq!(
+            r.flags[0],
+            vec![
+                "retries rescue 1 % of the calls they retry, most of the rest on payment->mysql (1 % rescued there)"
+                    .to_string()
+            ]
+        );
+        assert_eq!(
+            r.flags[1],
+            vec!["retries rescue 48 % of the calls they retry".to_string()]
+        );
     }
 
     #[test]

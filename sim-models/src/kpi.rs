@@ -23,7 +23,7 @@ use sim_core::metrics::Histogram;
 use sim_core::time::{SimDuration, SimTime};
 
 use crate::outcome::Reason;
-use crate::recorder::{BucketRow, Count, Latency, Level, RunTotals};
+use crate::recorder::{BucketRow, Count, EdgeRescues, Latency, Level, RunTotals};
 use crate::timeline::{Param, Step, StepAction, last_trigger_end};
 
 /// Attempt rates are read as means over this span (a rate graph's usual
@@ -344,6 +344,12 @@ pub struct Kpis {
     /// the retries rescued (`None`: no call retried). Low, the retries
     /// were load and little else.
     pub rescue_rate: Option<f64>,
+    /// In a graph of more than one edge, the edge with the most retried
+    /// calls its retries did not rescue: where the retries that were only
+    /// load were spent (`None`: one edge, or every retried call rescued).
+    pub unrescued_edge: Option<String>,
+    /// That edge's own rescue rate.
+    pub unrescued_edge_rescue_rate: Option<f64>,
     /// Seconds in which the trailing error rate or the windowed p99 broke
     /// the SLO (the objective's, or the default).
     pub slo_violation_s: f64,
@@ -431,6 +437,20 @@ fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
+/// Of more than one edge, the one with the most retried calls its retries
+/// did not rescue (the first of equals, in the topology's order); `None`
+/// with one edge (the run's own figures) or none unrescued.
+fn unrescued_edge(edges: &[EdgeRescues]) -> Option<&EdgeRescues> {
+    if edges.len() < 2 {
+        return None;
+    }
+    let lost = |e: &EdgeRescues| e.retried - e.rescued;
+    edges
+        .iter()
+        .filter(|e| lost(e) > 0)
+        .reduce(|best, e| if lost(e) > lost(best) { e } else { best })
+}
+
 /// Computes the key figures of a run.
 ///
 /// `window` is the trailing window of the peak error rate (the rows carry
@@ -455,6 +475,7 @@ pub fn kpis_for(
     objective: &Objective,
 ) -> Kpis {
     let finished = totals.finished();
+    let unrescued = unrescued_edge(&totals.edge_rescues);
     let errors: u64 = Reason::ALL
         .iter()
         .filter(|r| r.is_error())
@@ -568,6 +589,8 @@ pub fn kpis_for(
             let retried = totals.count(Count::CallsRetried);
             (retried > 0).then(|| ratio(totals.count(Count::CallsRescued), retried))
         },
+        unrescued_edge: unrescued.map(|e| e.edge.clone()),
+        unrescued_edge_rescue_rate: unrescued.map(|e| ratio(e.rescued, e.retried)),
         slo_violation_s: slo_violation(rows, buckets(window), &slo),
         slo_error_rate: slo.error_rate,
         slo_p99_s: slo.p99_s,
@@ -820,6 +843,25 @@ fn recover(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Of several edges, the one with the most retried calls not rescued
+    /// (the first of equals); none with one edge, or none unrescued.
+    #[test]
+    fn the_unrescued_edge_is_where_most_retried_calls_were_not_rescued() {
+        let e = |edge: &str, retried: u64, rescued: u64| EdgeRescues {
+            edge: edge.into(),
+            retried,
+            rescued,
+        };
+        let name = |edges: &[EdgeRescues]| unrescued_edge(edges).map(|x| x.edge.clone());
+        // a→b loses 10 of 100 (a 90 % rescue), b→db 30 of 40 (25 %).
+        let graph = [e("a->b", 100, 90), e("b->db", 40, 10), e("a->c", 0, 0)];
+        assert_eq!(name(&graph).as_deref(), Some("b->db"));
+        let tied = [e("a->b", 50, 20), e("b->db", 30, 0)];
+        assert_eq!(name(&tied).as_deref(), Some("a->b"));
+        assert_eq!(name(&[e("a->b", 9, 9), e("b->db", 3, 3)]), None);
+        assert_eq!(name(&[e("service->upstream", 50, 0)]), None);
+    }
 
     /// One constructed 1 s bucket: goodput, backlog, windowed p99 (s).
     fn row(i: usize, goodput: u64, backlog: f64, p99: f64) -> KpiRow {

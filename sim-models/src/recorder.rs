@@ -609,6 +609,21 @@ pub struct RunTotals {
     /// Whether closed-loop users add to the open-loop rate (the world
     /// sets it).
     pub closed_loop: bool,
+    /// Per edge, in the topology's order: its calls that retried and
+    /// those of them rescued (the world's `CallsRetried` and
+    /// `CallsRescued`, edge by edge), with its name.
+    pub edge_rescues: Vec<EdgeRescues>,
+}
+
+/// One edge's retried calls over the run, and those its retries rescued.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EdgeRescues {
+    /// `orders->payment`.
+    pub edge: String,
+    /// Calls that retried (cut off by their request or not).
+    pub retried: u64,
+    /// Of them, those that ended in success.
+    pub rescued: u64,
 }
 
 impl Default for RunTotals {
@@ -622,6 +637,7 @@ impl Default for RunTotals {
             fan_out: 1.0,
             load_rate: 0.0,
             closed_loop: false,
+            edge_rescues: Vec::new(),
         }
     }
 }
@@ -942,6 +958,14 @@ impl<S: RowSink> Recorder<S> {
         );
         self.dependency_levels = vec![(0, 0); d];
         self.edge_limits = vec![0; e];
+        self.totals.edge_rescues = topo
+            .edges
+            .iter()
+            .map(|x| EdgeRescues {
+                edge: x.name.clone(),
+                ..Default::default()
+            })
+            .collect();
         self.costs = Costs::new(
             topo.edges
                 .iter()
@@ -1032,6 +1056,10 @@ impl<S: RowSink> Recorder<S> {
         if retried {
             self.count(Count::CallsRetried, 1);
             self.count(Count::CallsRescued, u64::from(rescued));
+            if let Some(r) = self.totals.edge_rescues.get_mut(edge as usize) {
+                r.retried += 1;
+                r.rescued += u64::from(rescued);
+            }
         }
         let Some(n) = self.nodes.get_mut(self.first_edge + edge as usize) else {
             return;

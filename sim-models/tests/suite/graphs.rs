@@ -241,6 +241,20 @@ fn retries_multiply_across_tiers_in_expectation_with_independent_failures() {
         let sum = |f: fn(&NodeRow) -> u64| edges.iter().map(|e| nodes.total(e, f)).sum::<u64>();
         assert_eq!(sum(|r| r.calls_retried), totals.count(Count::CallsRetried));
         assert_eq!(sum(|r| r.calls_rescued), totals.count(Count::CallsRescued));
+        // The totals keep the same per edge, for the summary's figures.
+        let kept: Vec<(&str, u64, u64)> = totals
+            .edge_rescues
+            .iter()
+            .map(|e| (e.edge.as_str(), e.retried, e.rescued))
+            .collect();
+        let counted: Vec<(&str, u64, u64)> = edges
+            .iter()
+            .map(|&e| {
+                let n = |f: fn(&NodeRow) -> u64| nodes.total(e, f);
+                (e, n(|r| r.calls_retried), n(|r| r.calls_rescued))
+            })
+            .collect();
+        assert_eq!(kept, counted);
         for (k, edge) in ["b->c", "c->db"].into_iter().enumerate() {
             rescues[k].0 += nodes.total(edge, |r| r.offered);
             rescues[k].1 += nodes.total(edge, |r| r.calls_retried);
