@@ -1,8 +1,9 @@
 //! Names this build by what shapes its results: the sources of the engine,
-//! the world and the command line, the workspace's manifests and the
-//! locked dependency versions (a new `rand_distr` can change a draw). The
-//! name goes into every dataset's manifest, so that a folder written by
-//! another build is not resumed as if its cells were this build's.
+//! the world and the command line (this script too), the workspace's
+//! manifests and the locked dependency versions (a new `rand_distr` can
+//! change a draw). The name goes into every dataset's manifest, so that a
+//! folder written by another build is not resumed as if its cells were
+//! this build's.
 //!
 //! The hash is FNV-1a over each file's path relative to the workspace and
 //! its bytes, in sorted order: the same sources give the same name on any
@@ -23,6 +24,7 @@ fn main() {
         collect(&root.join(dir), &mut files);
     }
     for file in [
+        "sim-cli/build.rs",
         "Cargo.toml",
         "Cargo.lock",
         "sim-core/Cargo.toml",
