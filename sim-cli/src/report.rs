@@ -365,6 +365,21 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             ));
         }
     };
+    // Which build wrote the dataset, and which reports it: the same, or
+    // both named (a folder another build wrote still reports).
+    let provenance = match manifest["build"].as_str() {
+        Some(b) if b == crate::runner::BUILD => {
+            format!("stormsim {} (build {b})", env!("CARGO_PKG_VERSION"))
+        }
+        written => format!(
+            "written by {}, reported by stormsim {} (build {})",
+            written.map_or("a stormsim from before builds were named".into(), |b| {
+                format!("stormsim build {b}")
+            }),
+            env!("CARGO_PKG_VERSION"),
+            crate::runner::BUILD
+        ),
+    };
     match manifest["dataset"].as_str() {
         Some("boundary") => return crate::boundary::rerender(dir),
         Some("calibrate") => return crate::calibrate::rerender(dir),
@@ -500,11 +515,11 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
          h1{{font-size:1.6em}} h2{{font-size:1.2em;border-bottom:1px solid #ccc}}\
          figure{{margin:1em 0}} svg{{max-width:100%;height:auto}}\
          table{{border-collapse:collapse;font-size:.85em}} td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}\
-         </style></head><body><h1>{t}</h1><p>{n} run(s); stormsim {v}. Generated from the Parquet in this directory: \
+         </style></head><body><h1>{t}</h1><p>{n} run(s); {v}. Generated from the Parquet in this directory: \
          <code>stormsim report {d}</code> regenerates it.</p>{body}</body></html>\n",
         t = escape(&name),
         n = runs.len(),
-        v = env!("CARGO_PKG_VERSION"),
+        v = escape(&provenance),
         d = escape(&dir.display().to_string()),
     );
     let path = dir.join("report.html");

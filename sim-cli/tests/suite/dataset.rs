@@ -452,11 +452,29 @@ fn a_dataset_written_by_another_build_is_not_resumed() {
         assert_eq!(std::fs::read_to_string(&manifest).unwrap(), theirs);
         assert_eq!(read_back(&out).0, 1, "the other build's cell is kept");
     }
-    // Its results still read.
+    // Its results still read, the report naming both builds.
     stormsim_ok(&["report", out_s]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let both = format!(
+        "written by a stormsim from before builds were named, reported by stormsim {} (build {})",
+        env!("CARGO_PKG_VERSION"),
+        stormsim::runner::BUILD
+    );
+    assert!(html.contains(&both), "{}", &html[..html.len().min(2000)]);
     stormsim_ok(&["sweep", file, "--quiet", "--out", out_s, "--force"]);
     assert!(std::fs::read_to_string(&manifest).unwrap().contains(&ours));
     assert_eq!(read_back(&out).0, 2);
+    stormsim_ok(&["report", out_s]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains(&format!(
+            "run(s); stormsim {} (build {})",
+            env!("CARGO_PKG_VERSION"),
+            stormsim::runner::BUILD
+        )),
+        "{}",
+        &html[..html.len().min(2000)]
+    );
 }
 
 /// Starts `stormsim ARGS` without waiting.
