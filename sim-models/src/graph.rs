@@ -446,7 +446,7 @@ fn build(cfg: &WorldConfig, p: &mut Problems) -> Topology {
                 let to = if c.to.is_empty() {
                     p.add(
                         &format!("{at}.to"),
-                        "a call names the service or dependency it calls",
+                        "a call names the service or dependency it calls (`to:`), or lists the calls of a parallel group under `parallel:` (one at least)",
                     );
                     None
                 } else {

@@ -778,6 +778,12 @@ const CASES: &[(&str, usize, &str, &str)] = &[
         "services.a.calls[0].probability",
         "a parallel group takes only `parallel` and `wait_for`",
     ),
+    (
+        "entry: a\nservices:\n  a:\n    calls:\n      - parallel: []\ndependencies: { d: {} }\n",
+        5,
+        "services.a.calls[0].to",
+        "or lists the calls of a parallel group under `parallel:` (one at least)",
+    ),
 ];
 
 #[test]
