@@ -365,6 +365,11 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             ));
         }
     };
+    match manifest["dataset"].as_str() {
+        Some("boundary") => return crate::boundary::rerender(dir),
+        Some("calibrate") => return crate::calibrate::rerender(dir),
+        _ => {}
+    }
     // Which build wrote the dataset, and which reports it: the same, or
     // both named (a folder another build wrote still reports).
     let provenance = match manifest["build"].as_str() {
@@ -380,11 +385,6 @@ pub fn report(dir: &Path, opts: &ReportOptions) -> Result<PathBuf, String> {
             crate::runner::BUILD
         ),
     };
-    match manifest["dataset"].as_str() {
-        Some("boundary") => return crate::boundary::rerender(dir),
-        Some("calibrate") => return crate::calibrate::rerender(dir),
-        _ => {}
-    }
     let objective: Objective = serde_json::from_value(manifest["objective"].clone())
         .ok()
         .flatten()
